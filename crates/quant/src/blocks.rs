@@ -1,0 +1,154 @@
+//! Block layouts, byte-for-byte those of ggml (`ggml-common.h`).
+//!
+//! Each block is `#[repr(C)]` and `Pod`, so a row of GGUF tensor bytes can be viewed as a slice
+//! of blocks without copying (the GGUF data section is aligned, see `gguf`).
+
+use bytemuck::{Pod, Zeroable};
+use half::f16;
+
+/// Elements per super-block of the K-quants.
+pub const QK_K: usize = 256;
+/// Elements per block of the legacy quants.
+pub const QK: usize = 32;
+
+/// 4-bit, scale only: x = d * (q - 8).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct BlockQ4_0 {
+    pub d: f16,
+    /// Element j in the low nibble of qs[j], element j+16 in the high nibble.
+    pub qs: [u8; QK / 2],
+}
+
+/// 4-bit with minimum: x = d * q + m.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct BlockQ4_1 {
+    pub d: f16,
+    pub m: f16,
+    pub qs: [u8; QK / 2],
+}
+
+/// 5-bit, scale only: x = d * (q - 16); the 5th bits are in qh (bit j = element j).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct BlockQ5_0 {
+    pub d: f16,
+    pub qh: [u8; 4],
+    pub qs: [u8; QK / 2],
+}
+
+/// 5-bit with minimum: x = d * q + m.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct BlockQ5_1 {
+    pub d: f16,
+    pub m: f16,
+    pub qh: [u8; 4],
+    pub qs: [u8; QK / 2],
+}
+
+/// 8-bit, scale only: x = d * q.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct BlockQ8_0 {
+    pub d: f16,
+    pub qs: [i8; QK],
+}
+
+/// 8-bit activations for the "_1" weight types: s = d * sum(qs).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct BlockQ8_1 {
+    pub d: f16,
+    pub s: f16,
+    pub qs: [i8; QK],
+}
+
+/// 2-bit K-quant: 16 sub-blocks of 16, 4-bit scale and min per sub-block.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct BlockQ2K {
+    pub scales: [u8; QK_K / 16],
+    pub qs: [u8; QK_K / 4],
+    pub d: f16,
+    pub dmin: f16,
+}
+
+/// 3-bit K-quant: 16 sub-blocks of 16, 6-bit scales packed in 12 bytes, high bit in hmask.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct BlockQ3K {
+    pub hmask: [u8; QK_K / 8],
+    pub qs: [u8; QK_K / 4],
+    pub scales: [u8; 12],
+    pub d: f16,
+}
+
+/// 4-bit K-quant: 8 sub-blocks of 32, 6-bit scales and mins packed in 12 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct BlockQ4K {
+    pub d: f16,
+    pub dmin: f16,
+    pub scales: [u8; 12],
+    pub qs: [u8; QK_K / 2],
+}
+
+/// 5-bit K-quant: as Q4_K plus the 5th bits in qh.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct BlockQ5K {
+    pub d: f16,
+    pub dmin: f16,
+    pub scales: [u8; 12],
+    pub qh: [u8; QK_K / 8],
+    pub qs: [u8; QK_K / 2],
+}
+
+/// 6-bit K-quant: 16 sub-blocks of 16 with signed 8-bit scales; x = d * scale * (q - 32).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct BlockQ6K {
+    pub ql: [u8; QK_K / 2],
+    pub qh: [u8; QK_K / 4],
+    pub scales: [i8; QK_K / 16],
+    pub d: f16,
+}
+
+/// 8-bit activations for the K-quants, with per-16 sums for the min terms.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct BlockQ8K {
+    pub d: f32,
+    pub qs: [i8; QK_K],
+    pub bsums: [i16; QK_K / 16],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gguf::GgmlType;
+    use std::mem::size_of;
+
+    #[test]
+    fn block_sizes_match_the_type_table() {
+        let sizes = [
+            (GgmlType::Q4_0, size_of::<BlockQ4_0>()),
+            (GgmlType::Q4_1, size_of::<BlockQ4_1>()),
+            (GgmlType::Q5_0, size_of::<BlockQ5_0>()),
+            (GgmlType::Q5_1, size_of::<BlockQ5_1>()),
+            (GgmlType::Q8_0, size_of::<BlockQ8_0>()),
+            (GgmlType::Q8_1, size_of::<BlockQ8_1>()),
+            (GgmlType::Q2_K, size_of::<BlockQ2K>()),
+            (GgmlType::Q3_K, size_of::<BlockQ3K>()),
+            (GgmlType::Q4_K, size_of::<BlockQ4K>()),
+            (GgmlType::Q5_K, size_of::<BlockQ5K>()),
+            (GgmlType::Q6_K, size_of::<BlockQ6K>()),
+            (GgmlType::Q8_K, size_of::<BlockQ8K>()),
+        ];
+        for (t, s) in sizes {
+            assert_eq!(t.type_size() as usize, s, "{t}");
+        }
+    }
+}

