@@ -1,0 +1,179 @@
+//! A whole model in memory or mapped from disk: one file, or several split shards read as one.
+
+use std::collections::HashMap;
+use std::ops::Range;
+
+use crate::split;
+use crate::{parse_header, GgufError, Header};
+
+/// The bytes of one shard.
+enum Storage {
+    Owned(Vec<u8>),
+    #[cfg(not(target_arch = "wasm32"))]
+    Mapped(memmap2::Mmap),
+}
+
+impl Storage {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Storage::Owned(v) => v,
+            #[cfg(not(target_arch = "wasm32"))]
+            Storage::Mapped(m) => m,
+        }
+    }
+}
+
+/// Where one tensor's bytes are: which shard, and the absolute byte range inside it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorLocation {
+    pub shard: usize,
+    pub range: Range<usize>,
+}
+
+/// A whole model: one file or several split shards read as one. The bytes are either mmap'd
+/// (native only) or owned in memory. Every tensor's bytes were checked to lie inside its shard.
+pub struct GgufFile {
+    header: Header,
+    shards: Vec<Storage>,
+    /// Indexed like `header.tensors`.
+    locations: Vec<TensorLocation>,
+    by_name: HashMap<String, usize>,
+}
+
+impl GgufFile {
+    /// Maps the file at `path`. A name like `model-00001-of-00003.gguf` (any shard's name)
+    /// opens every shard of the split model.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn open(path: impl AsRef<std::path::Path>) -> Result<GgufFile, GgufError> {
+        let path = path.as_ref();
+        let paths = match split::shard_paths(path) {
+            Some(paths) => paths,
+            None => vec![path.to_path_buf()],
+        };
+        let storages = paths
+            .iter()
+            .map(|p| map_file(p))
+            .collect::<Result<Vec<_>, _>>()?;
+        GgufFile::assemble(storages)
+    }
+
+    /// Reads a model held in memory.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<GgufFile, GgufError> {
+        GgufFile::assemble(vec![Storage::Owned(bytes)])
+    }
+
+    /// Reads a split model from its shards' bytes, in shard order.
+    pub fn from_shards(shards: Vec<Vec<u8>>) -> Result<GgufFile, GgufError> {
+        GgufFile::assemble(shards.into_iter().map(Storage::Owned).collect())
+    }
+
+    fn assemble(storages: Vec<Storage>) -> Result<GgufFile, GgufError> {
+        let mut headers = Vec::with_capacity(storages.len());
+        for (shard, storage) in storages.iter().enumerate() {
+            let bytes = storage.bytes();
+            let header =
+                parse_header(bytes).map_err(|e| split::in_shard(e, shard, storages.len()))?;
+            check_bounds(&header, bytes.len() as u64)
+                .map_err(|e| split::in_shard(e, shard, storages.len()))?;
+            headers.push(header);
+        }
+        let shard_of_tensor = split::check_shards(&headers)?;
+        let locations = headers
+            .iter()
+            .enumerate()
+            .flat_map(|(shard, h)| {
+                h.tensors.iter().map(move |t| {
+                    // In bounds of the shard (checked above), so these fit in usize.
+                    let start = (h.data_offset + t.offset) as usize;
+                    TensorLocation {
+                        shard,
+                        range: start..start + t.size as usize,
+                    }
+                })
+            })
+            .collect::<Vec<_>>();
+        debug_assert_eq!(locations.len(), shard_of_tensor.len());
+        let header = split::merge(headers);
+        let by_name = header
+            .tensors
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.clone(), i))
+            .collect();
+        Ok(GgufFile {
+            header,
+            shards: storages,
+            locations,
+            by_name,
+        })
+    }
+
+    /// Merged header: the first shard's metadata and every shard's tensors, in shard order.
+    /// For split models a tensor's `offset` is relative to its own shard's data section; use
+    /// [`GgufFile::tensor_location`] or [`GgufFile::tensor_data`] to reach its bytes.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The bytes of the tensor named `name`; they start at a multiple of the file's alignment.
+    pub fn tensor_data(&self, name: &str) -> Option<&[u8]> {
+        self.tensor_data_at(*self.by_name.get(name)?)
+    }
+
+    /// The bytes of `header().tensors[index]`.
+    pub fn tensor_data_at(&self, index: usize) -> Option<&[u8]> {
+        let loc = self.locations.get(index)?;
+        Some(&self.shards[loc.shard].bytes()[loc.range.clone()])
+    }
+
+    /// Index into `header().tensors` of the tensor named `name`.
+    pub fn tensor_index(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    /// Which shard holds `header().tensors[index]` and its absolute byte range there.
+    pub fn tensor_location(&self, index: usize) -> Option<&TensorLocation> {
+        self.locations.get(index)
+    }
+
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// The whole bytes of one shard (header included).
+    pub fn shard_bytes(&self, shard: usize) -> Option<&[u8]> {
+        self.shards.get(shard).map(Storage::bytes)
+    }
+}
+
+/// Every tensor's bytes must lie inside the file.
+pub(crate) fn check_bounds(header: &Header, file_len: u64) -> Result<(), GgufError> {
+    for t in &header.tensors {
+        // parse_header checked that these sums do not overflow.
+        let start = header.data_offset + t.offset;
+        let end = start + t.size;
+        if end > file_len {
+            return Err(GgufError::TensorOutOfBounds {
+                name: t.name.clone(),
+                start,
+                end,
+                file_len,
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn map_file(path: &std::path::Path) -> Result<Storage, GgufError> {
+    let io_err = |source| GgufError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io_err)?;
+    // SAFETY: the map is read-only and lives as long as the GgufFile. Another process truncating
+    // or rewriting the model file while it is mapped is outside what we can guard against (as
+    // with every mmap-based loader); we never write through the map.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io_err)?;
+    Ok(Storage::Mapped(map))
+}
