@@ -115,6 +115,9 @@ pub enum GgufError {
     #[error("header is larger than the limit of {limit} bytes (byte offset {offset} reached)")]
     HeaderTooLarge { limit: u64, offset: u64 },
 
+    #[error("the stream parser failed earlier; start a new one")]
+    StreamFailed,
+
     #[error("split model: {problem}")]
     Split { problem: String },
 
