@@ -5,6 +5,8 @@
 
 use bytemuck::{Pod, Zeroable};
 use half::f16;
+use std::borrow::Cow;
+use std::mem::size_of;
 
 /// Elements per super-block of the K-quants.
 pub const QK_K: usize = 256;
@@ -125,11 +127,77 @@ pub struct BlockQ8K {
     pub bsums: [i16; QK_K / 16],
 }
 
+/// The 6-bit scale and min of sub-block `j` (0..8) of a Q4_K / Q5_K super-block: sub-blocks
+/// 0..4 use the low 6 bits of bytes j and j+4; 4..8 take their low 4 bits from byte j+4 and the
+/// top 2 from the spare high bits of bytes j-4 (scale) and j (min).
+#[inline]
+pub fn k4_scale_min(scales: &[u8; 12], j: usize) -> (u8, u8) {
+    if j < 4 {
+        (scales[j] & 63, scales[j + 4] & 63)
+    } else {
+        (
+            (scales[j + 4] & 0x0F) | ((scales[j - 4] >> 6) << 4),
+            (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4),
+        )
+    }
+}
+
+/// The 16 signed 6-bit scales of a Q3_K super-block (stored biased by 32): low nibbles in
+/// bytes 0..8 (sub-blocks 0..8 low, 8..16 high nibble), top 2 bits in bytes 8..12.
+#[inline]
+pub fn q3k_scales(scales: &[u8; 12]) -> [i8; 16] {
+    let mut out = [0i8; 16];
+    for (j, s) in out.iter_mut().enumerate() {
+        let low = if j < 8 {
+            scales[j] & 0x0F
+        } else {
+            scales[j - 8] >> 4
+        };
+        let high = (scales[8 + j % 4] >> (2 * (j / 4))) & 3;
+        *s = (low | (high << 4)) as i8 - 32;
+    }
+    out
+}
+
+/// Views `bytes` as a slice of blocks `B`, copying only when `bytes` is not aligned for `B`
+/// (GGUF data is aligned, but callers may hand us any slice). `bytes.len()` must be a
+/// multiple of `size_of::<B>()`; a trailing partial block is ignored.
+pub fn blocks_from_bytes<B: Pod>(bytes: &[u8]) -> Cow<'_, [B]> {
+    let size = size_of::<B>();
+    let whole = bytes.len() / size * size;
+    match bytemuck::try_cast_slice(&bytes[..whole]) {
+        Ok(blocks) => Cow::Borrowed(blocks),
+        Err(_) => Cow::Owned(
+            bytes[..whole]
+                .chunks_exact(size)
+                .map(bytemuck::pod_read_unaligned)
+                .collect(),
+        ),
+    }
+}
+
+/// Runs `f` on `bytes` viewed as mutable blocks `B`; when `bytes` is misaligned for `B`, `f`
+/// writes into an aligned scratch copy that is then copied back.
+pub fn with_blocks_mut<B: Pod, R>(bytes: &mut [u8], f: impl FnOnce(&mut [B]) -> R) -> R {
+    let size = size_of::<B>();
+    let whole = bytes.len() / size * size;
+    let bytes = &mut bytes[..whole];
+    if let Ok(blocks) = bytemuck::try_cast_slice_mut(bytes) {
+        return f(blocks);
+    }
+    let mut scratch: Vec<B> = bytes
+        .chunks_exact(size)
+        .map(bytemuck::pod_read_unaligned)
+        .collect();
+    let r = f(&mut scratch);
+    bytes.copy_from_slice(bytemuck::cast_slice(&scratch));
+    r
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use gguf::GgmlType;
-    use std::mem::size_of;
 
     #[test]
     fn block_sizes_match_the_type_table() {

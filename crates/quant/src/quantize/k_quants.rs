@@ -1,0 +1,358 @@
+//! Reference quantizers of the K-quants, ggml's `quantize_row_*_ref` step for step: the
+//! per-sub-block scale search, then the scales themselves quantized (to 4, 6 or 8 bits) against
+//! a super-block scale stored as f16, then every element re-quantized with the scale as
+//! stored, so the levels fit what a reader will reconstruct.
+
+use super::rounding::nearest_int;
+use super::scale_search::{make_q3_quants, make_qkx2_quants, make_qx_quants, AffineSearch};
+use crate::blocks::{
+    k4_scale_min, BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K, QK_K,
+};
+use half::f16;
+
+/// Packs 2-bit levels: byte l of each 32-byte group holds elements l, l+32, l+64, l+96 of its
+/// 128-element half.
+fn pack_2bit(levels: &[u8; QK_K], qs: &mut [u8; QK_K / 4]) {
+    for (q, l) in qs.chunks_exact_mut(32).zip(levels.chunks_exact(128)) {
+        for j in 0..32 {
+            q[j] = l[j] | (l[j + 32] << 2) | (l[j + 64] << 4) | (l[j + 96] << 6);
+        }
+    }
+}
+
+/// ggml's `quantize_row_q2_K_ref`: 16 sub-blocks of 16, affine with 4-bit scales and mins.
+pub fn quantize_row_q2_k(src: &[f32], dst: &mut [BlockQ2K]) {
+    debug_assert_eq!(src.len(), dst.len() * QK_K);
+    let search = AffineSearch {
+        nmax: 3,
+        rmin: -0.5,
+        rdelta: 0.1,
+        nstep: 15,
+        use_mad: true,
+    };
+    const Q4SCALE: f32 = 15.0;
+    for (x, y) in src.chunks_exact(QK_K).zip(dst.iter_mut()) {
+        let mut levels = [0u8; QK_K];
+        let mut aux = [0u8; 16];
+        let mut weights = [0f32; 16];
+        let mut scales = [0f32; QK_K / 16];
+        let mut mins = [0f32; QK_K / 16];
+        let (mut max_scale, mut max_min) = (0.0f32, 0.0f32);
+        for j in 0..QK_K / 16 {
+            let xs = &x[16 * j..16 * j + 16];
+            for (w, &v) in weights.iter_mut().zip(xs) {
+                *w = v.abs();
+            }
+            let lv = &mut levels[16 * j..16 * j + 16];
+            (scales[j], mins[j]) = make_qkx2_quants(&search, xs, &weights, lv, &mut aux);
+            if scales[j] > max_scale {
+                max_scale = scales[j];
+            }
+            if mins[j] > max_min {
+                max_min = mins[j];
+            }
+        }
+        if max_scale > 0.0 {
+            let iscale = Q4SCALE / max_scale;
+            for j in 0..QK_K / 16 {
+                y.scales[j] = nearest_int(iscale * scales[j]) as u8;
+            }
+            y.d = f16::from_f32(max_scale / Q4SCALE);
+        } else {
+            y.scales = [0; QK_K / 16];
+            y.d = f16::from_f32(0.0);
+        }
+        if max_min > 0.0 {
+            let iscale = Q4SCALE / max_min;
+            for j in 0..QK_K / 16 {
+                y.scales[j] |= (nearest_int(iscale * mins[j]) << 4) as u8;
+            }
+            y.dmin = f16::from_f32(max_min / Q4SCALE);
+        } else {
+            y.dmin = f16::from_f32(0.0);
+        }
+        for j in 0..QK_K / 16 {
+            let d = y.d.to_f32() * (y.scales[j] & 0x0F) as f32;
+            if d == 0.0 {
+                continue;
+            }
+            let dm = y.dmin.to_f32() * (y.scales[j] >> 4) as f32;
+            for ii in 0..16 {
+                levels[16 * j + ii] = nearest_int((x[16 * j + ii] + dm) / d).clamp(0, 3) as u8;
+            }
+        }
+        pack_2bit(&levels, &mut y.qs);
+    }
+}
+
+/// ggml's `quantize_row_q3_K_ref`: 16 sub-blocks of 16, symmetric 3-bit levels, 6-bit scales.
+pub fn quantize_row_q3_k(src: &[f32], dst: &mut [BlockQ3K]) {
+    debug_assert_eq!(src.len(), dst.len() * QK_K);
+    for (x, y) in src.chunks_exact(QK_K).zip(dst.iter_mut()) {
+        let mut levels = [0i8; QK_K];
+        let mut scales = [0f32; QK_K / 16];
+        let (mut max_scale, mut amax) = (0.0f32, 0.0f32);
+        for j in 0..QK_K / 16 {
+            scales[j] = make_q3_quants(4, &x[16 * j..16 * j + 16], &mut levels[16 * j..][..16]);
+            if scales[j].abs() > amax {
+                amax = scales[j].abs();
+                max_scale = scales[j];
+            }
+        }
+        y.scales = [0; 12];
+        if max_scale != 0.0 {
+            let iscale = -32.0 / max_scale;
+            for j in 0..QK_K / 16 {
+                // C stores nearest_int(...) into an int8_t before clamping.
+                let l = ((nearest_int(iscale * scales[j]) as i8).clamp(-32, 31) + 32) as u8;
+                if j < 8 {
+                    y.scales[j] = l & 0x0F;
+                } else {
+                    y.scales[j - 8] |= (l & 0x0F) << 4;
+                }
+                y.scales[j % 4 + 8] |= (l >> 4) << (2 * (j / 4));
+            }
+            y.d = f16::from_f32(1.0 / iscale);
+        } else {
+            y.d = f16::from_f32(0.0);
+        }
+        let stored = crate::blocks::q3k_scales(&y.scales);
+        for j in 0..QK_K / 16 {
+            let d = y.d.to_f32() * stored[j] as f32;
+            if d == 0.0 {
+                continue;
+            }
+            for ii in 0..16 {
+                let l = nearest_int(x[16 * j + ii] / d).clamp(-4, 3);
+                levels[16 * j + ii] = (l + 4) as i8;
+            }
+        }
+        // High bit of element j goes to bit j / 32 of hmask[j % 32].
+        y.hmask = [0; QK_K / 8];
+        let mut low = [0u8; QK_K];
+        for (j, (&l, low)) in levels.iter().zip(low.iter_mut()).enumerate() {
+            let mut l = l as u8;
+            if l > 3 {
+                y.hmask[j % 32] |= 1 << (j / 32);
+                l -= 4;
+            }
+            *low = l;
+        }
+        pack_2bit(&low, &mut y.qs);
+    }
+}
+
+/// Packs the 6-bit scales and mins of 8 sub-blocks into 12 bytes (inverse of [`k4_scale_min`]).
+fn pack_k4_scales(ls: &[u8; 8], lm: &[u8; 8], scales: &mut [u8; 12]) {
+    for j in 0..8 {
+        if j < 4 {
+            scales[j] = ls[j];
+            scales[j + 4] = lm[j];
+        } else {
+            scales[j + 4] = (ls[j] & 0x0F) | ((lm[j] & 0x0F) << 4);
+            scales[j - 4] |= (ls[j] >> 4) << 6;
+            scales[j] |= (lm[j] >> 4) << 6;
+        }
+    }
+}
+
+/// The shared body of Q4_K and Q5_K: 8 sub-blocks of 32, affine levels in [0, nmax], scales
+/// and mins quantized to 6 bits. Writes d, dmin, scales and returns the final levels.
+fn quantize_k4_superblock(
+    x: &[f32],
+    search: &AffineSearch,
+    d_out: &mut f16,
+    dmin_out: &mut f16,
+    packed: &mut [u8; 12],
+) -> [u8; QK_K] {
+    let mut levels = [0u8; QK_K];
+    let mut aux = [0u8; 32];
+    let mut weights = [0f32; 32];
+    let mut scales = [0f32; 8];
+    let mut mins = [0f32; 8];
+    let (mut max_scale, mut max_min) = (0.0f32, 0.0f32);
+    for j in 0..8 {
+        let xs = &x[32 * j..32 * j + 32];
+        let mut sum_x2 = 0.0f32;
+        for &v in xs {
+            sum_x2 += v * v;
+        }
+        let av_x = (sum_x2 / 32.0).sqrt();
+        for (w, &v) in weights.iter_mut().zip(xs) {
+            *w = av_x + v.abs();
+        }
+        let lv = &mut levels[32 * j..32 * j + 32];
+        (scales[j], mins[j]) = make_qkx2_quants(search, xs, &weights, lv, &mut aux);
+        if scales[j] > max_scale {
+            max_scale = scales[j];
+        }
+        if mins[j] > max_min {
+            max_min = mins[j];
+        }
+    }
+    let inv_scale = if max_scale > 0.0 {
+        63.0 / max_scale
+    } else {
+        0.0
+    };
+    let inv_min = if max_min > 0.0 { 63.0 / max_min } else { 0.0 };
+    let (mut ls, mut lm) = ([0u8; 8], [0u8; 8]);
+    for j in 0..8 {
+        // C converts to uint8_t (wrapping) before MIN(63, ...).
+        ls[j] = (nearest_int(inv_scale * scales[j]) as u8).min(63);
+        lm[j] = (nearest_int(inv_min * mins[j]) as u8).min(63);
+    }
+    pack_k4_scales(&ls, &lm, packed);
+    *d_out = f16::from_f32(max_scale / 63.0);
+    *dmin_out = f16::from_f32(max_min / 63.0);
+    for j in 0..8 {
+        let (sc, m) = k4_scale_min(packed, j);
+        let d = d_out.to_f32() * sc as f32;
+        if d == 0.0 {
+            continue;
+        }
+        let dm = dmin_out.to_f32() * m as f32;
+        for ii in 0..32 {
+            let l = nearest_int((x[32 * j + ii] + dm) / d).clamp(0, search.nmax);
+            levels[32 * j + ii] = l as u8;
+        }
+    }
+    levels
+}
+
+/// ggml's `quantize_row_q4_K_ref`.
+pub fn quantize_row_q4_k(src: &[f32], dst: &mut [BlockQ4K]) {
+    debug_assert_eq!(src.len(), dst.len() * QK_K);
+    let search = AffineSearch {
+        nmax: 15,
+        rmin: -1.0,
+        rdelta: 0.1,
+        nstep: 20,
+        use_mad: false,
+    };
+    for (x, y) in src.chunks_exact(QK_K).zip(dst.iter_mut()) {
+        y.scales = [0; 12];
+        let levels = quantize_k4_superblock(x, &search, &mut y.d, &mut y.dmin, &mut y.scales);
+        for (q, l) in y.qs.chunks_exact_mut(32).zip(levels.chunks_exact(64)) {
+            for j in 0..32 {
+                q[j] = l[j] | (l[j + 32] << 4);
+            }
+        }
+    }
+}
+
+/// ggml's `quantize_row_q5_K_ref`.
+pub fn quantize_row_q5_k(src: &[f32], dst: &mut [BlockQ5K]) {
+    debug_assert_eq!(src.len(), dst.len() * QK_K);
+    let search = AffineSearch {
+        nmax: 31,
+        rmin: -0.5,
+        rdelta: 0.1,
+        nstep: 15,
+        use_mad: false,
+    };
+    for (x, y) in src.chunks_exact(QK_K).zip(dst.iter_mut()) {
+        y.scales = [0; 12];
+        let levels = quantize_k4_superblock(x, &search, &mut y.d, &mut y.dmin, &mut y.scales);
+        y.qh = [0; QK_K / 8];
+        for (c, (q, l)) in
+            y.qs.chunks_exact_mut(32)
+                .zip(levels.chunks_exact(64))
+                .enumerate()
+        {
+            let (m1, m2) = (1u8 << (2 * c), 2u8 << (2 * c));
+            for j in 0..32 {
+                let (mut l1, mut l2) = (l[j], l[j + 32]);
+                if l1 > 15 {
+                    l1 -= 16;
+                    y.qh[j] |= m1;
+                }
+                if l2 > 15 {
+                    l2 -= 16;
+                    y.qh[j] |= m2;
+                }
+                q[j] = l1 | (l2 << 4);
+            }
+        }
+    }
+}
+
+/// ggml's `quantize_row_q6_K_ref`: 16 sub-blocks of 16, 6-bit levels, signed 8-bit scales.
+pub fn quantize_row_q6_k(src: &[f32], dst: &mut [BlockQ6K]) {
+    debug_assert_eq!(src.len(), dst.len() * QK_K);
+    for (x, y) in src.chunks_exact(QK_K).zip(dst.iter_mut()) {
+        let mut levels = [0i8; QK_K];
+        let mut scales = [0f32; QK_K / 16];
+        let (mut max_scale, mut max_abs_scale) = (0.0f32, 0.0f32);
+        for ib in 0..QK_K / 16 {
+            let lv = &mut levels[16 * ib..16 * ib + 16];
+            scales[ib] = make_qx_quants(32, &x[16 * ib..16 * ib + 16], lv);
+            if scales[ib].abs() > max_abs_scale {
+                max_abs_scale = scales[ib].abs();
+                max_scale = scales[ib];
+            }
+        }
+        if max_abs_scale < 1e-15 {
+            *y = bytemuck::Zeroable::zeroed();
+            continue;
+        }
+        let iscale = -128.0 / max_scale;
+        y.d = f16::from_f32(1.0 / iscale);
+        for ib in 0..QK_K / 16 {
+            y.scales[ib] = nearest_int(iscale * scales[ib]).min(127) as i8;
+        }
+        for j in 0..QK_K / 16 {
+            let d = y.d.to_f32() * y.scales[j] as f32;
+            if d == 0.0 {
+                continue;
+            }
+            for ii in 0..16 {
+                let l = nearest_int(x[16 * j + ii] / d).clamp(-32, 31);
+                levels[16 * j + ii] = (l + 32) as i8;
+            }
+        }
+        for (half, l) in levels.chunks_exact(128).enumerate() {
+            let ql = &mut y.ql[64 * half..64 * half + 64];
+            let qh = &mut y.qh[32 * half..32 * half + 32];
+            for j in 0..32 {
+                let q = [
+                    l[j] as u8,
+                    l[j + 32] as u8,
+                    l[j + 64] as u8,
+                    l[j + 96] as u8,
+                ];
+                ql[j] = (q[0] & 0x0F) | ((q[2] & 0x0F) << 4);
+                ql[j + 32] = (q[1] & 0x0F) | ((q[3] & 0x0F) << 4);
+                qh[j] = (q[0] >> 4) | ((q[1] >> 4) << 2) | ((q[2] >> 4) << 4) | ((q[3] >> 4) << 6);
+            }
+        }
+    }
+}
+
+/// ggml's `quantize_row_q8_K_ref`: the activation format for K-quant weights. d = max / -127
+/// of the largest-magnitude element (so q = -127 there), plus per-16 sums of the quants.
+pub fn quantize_row_q8_k(src: &[f32], dst: &mut [BlockQ8K]) {
+    debug_assert_eq!(src.len(), dst.len() * QK_K);
+    for (x, y) in src.chunks_exact(QK_K).zip(dst.iter_mut()) {
+        let (mut max, mut amax) = (0.0f32, 0.0f32);
+        for &v in x {
+            if v.abs() > amax {
+                amax = v.abs();
+                max = v;
+            }
+        }
+        if amax == 0.0 {
+            // ggml leaves bsums untouched here; zero is their only consistent value.
+            *y = bytemuck::Zeroable::zeroed();
+            continue;
+        }
+        let iscale = -127.0 / max;
+        for (q, &v) in y.qs.iter_mut().zip(x) {
+            *q = nearest_int(iscale * v).min(127) as i8;
+        }
+        for (sum, q) in y.bsums.iter_mut().zip(y.qs.chunks_exact(16)) {
+            *sum = q.iter().map(|&q| q as i16).sum();
+        }
+        y.d = 1.0 / iscale;
+    }
+}

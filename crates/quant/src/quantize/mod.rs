@@ -1,0 +1,60 @@
+//! f32 → blocks, reproducing ggml's reference quantizers (`quantize_row_*_ref`) bit for bit.
+//!
+//! These are the quantizers without importance matrix. Q8_0, Q8_1 and Q8_K are the activation
+//! formats every quantized matmul input goes through; the others are for writing weights.
+
+mod float;
+mod k_quants;
+mod legacy;
+mod rounding;
+mod scale_search;
+
+pub use float::{f32_to_bf16, quantize_row_bf16, quantize_row_f16};
+pub use k_quants::{
+    quantize_row_q2_k, quantize_row_q3_k, quantize_row_q4_k, quantize_row_q5_k, quantize_row_q6_k,
+    quantize_row_q8_k,
+};
+pub use legacy::{
+    quantize_row_q4_0, quantize_row_q4_1, quantize_row_q5_0, quantize_row_q5_1, quantize_row_q8_0,
+    quantize_row_q8_1,
+};
+
+use crate::blocks::with_blocks_mut;
+use crate::{row_bytes, QuantError};
+use gguf::GgmlType;
+
+/// Quantizes one row of `src.len()` elements into `dst`, which must be exactly that row's bytes.
+pub fn quantize_row(ty: GgmlType, src: &[f32], dst: &mut [u8]) -> Result<(), QuantError> {
+    use GgmlType::*;
+    if !ty.is_supported() {
+        return Err(QuantError::Unsupported(ty));
+    }
+    let expected = row_bytes(ty, src.len())?;
+    if dst.len() != expected {
+        return Err(QuantError::BadLength {
+            ty,
+            expected,
+            got: dst.len(),
+            what: "destination bytes",
+        });
+    }
+    match ty {
+        F32 => with_blocks_mut(dst, |y: &mut [f32]| y.copy_from_slice(src)),
+        F16 => with_blocks_mut(dst, |y| quantize_row_f16(src, y)),
+        BF16 => with_blocks_mut(dst, |y| quantize_row_bf16(src, y)),
+        Q4_0 => with_blocks_mut(dst, |y| quantize_row_q4_0(src, y)),
+        Q4_1 => with_blocks_mut(dst, |y| quantize_row_q4_1(src, y)),
+        Q5_0 => with_blocks_mut(dst, |y| quantize_row_q5_0(src, y)),
+        Q5_1 => with_blocks_mut(dst, |y| quantize_row_q5_1(src, y)),
+        Q8_0 => with_blocks_mut(dst, |y| quantize_row_q8_0(src, y)),
+        Q8_1 => with_blocks_mut(dst, |y| quantize_row_q8_1(src, y)),
+        Q2_K => with_blocks_mut(dst, |y| quantize_row_q2_k(src, y)),
+        Q3_K => with_blocks_mut(dst, |y| quantize_row_q3_k(src, y)),
+        Q4_K => with_blocks_mut(dst, |y| quantize_row_q4_k(src, y)),
+        Q5_K => with_blocks_mut(dst, |y| quantize_row_q5_k(src, y)),
+        Q6_K => with_blocks_mut(dst, |y| quantize_row_q6_k(src, y)),
+        Q8_K => with_blocks_mut(dst, |y| quantize_row_q8_k(src, y)),
+        _ => return Err(QuantError::Unsupported(ty)),
+    }
+    Ok(())
+}
