@@ -1,0 +1,399 @@
+//! Token sampling: a llama.cpp-like chain over one step's logits.
+//!
+//! Order (llama.cpp's default chain): repetition/presence/frequency penalties over the last
+//! `penalty_last_n` accepted tokens → top-k → top-p → min-p → temperature → seeded draw.
+//! As in llama.cpp, top-p and min-p look at the logits *before* temperature, and a temperature
+//! ≤ 0 means greedy: the arg-max of the penalized logits (lowest id on ties).
+//!
+//! The random generator is our own (xoshiro256** seeded through splitmix64) so that a seed gives
+//! the same tokens on every platform, wasm included.
+
+use std::collections::{HashMap, VecDeque};
+
+/// Sampling options. `Default` matches llama.cpp's defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SamplingParams {
+    /// ≤ 0 → greedy.
+    pub temperature: f32,
+    /// 0 → disabled.
+    pub top_k: i32,
+    /// 1 → disabled. Kept: the smallest prefix (by probability) whose mass reaches `top_p`.
+    pub top_p: f32,
+    /// 0 → disabled. Kept: tokens whose probability is ≥ `min_p` × the best one's.
+    pub min_p: f32,
+    /// 1 → disabled. Positive logits are divided by it, negative ones multiplied.
+    pub repeat_penalty: f32,
+    /// Subtracted once from the logit of every token seen in the window.
+    pub presence_penalty: f32,
+    /// Subtracted per occurrence in the window.
+    pub frequency_penalty: f32,
+    /// Window of the penalties in tokens; 0 → penalties off, -1 → unbounded (the whole context).
+    pub penalty_last_n: i32,
+    pub seed: u64,
+}
+
+impl Default for SamplingParams {
+    fn default() -> Self {
+        SamplingParams {
+            temperature: 0.8,
+            top_k: 40,
+            top_p: 0.95,
+            min_p: 0.05,
+            repeat_penalty: 1.0,
+            presence_penalty: 0.0,
+            frequency_penalty: 0.0,
+            penalty_last_n: 64,
+            seed: 0,
+        }
+    }
+}
+
+impl SamplingParams {
+    /// Greedy decoding (arg-max), no penalties.
+    pub fn greedy() -> Self {
+        SamplingParams {
+            temperature: 0.0,
+            ..Default::default()
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), SamplingError> {
+        let bad = |name: &'static str, value: f32, expected: &'static str| {
+            Err(SamplingError::InvalidOption {
+                name,
+                value: value.to_string(),
+                expected,
+            })
+        };
+        if !self.temperature.is_finite() {
+            return bad("temperature", self.temperature, "a finite number");
+        }
+        if self.top_k < 0 {
+            return bad("top_k", self.top_k as f32, "≥ 0 (0 disables it)");
+        }
+        if !(0.0..=1.0).contains(&self.top_p) {
+            return bad("top_p", self.top_p, "in [0, 1]");
+        }
+        if !(0.0..=1.0).contains(&self.min_p) {
+            return bad("min_p", self.min_p, "in [0, 1]");
+        }
+        if !(self.repeat_penalty.is_finite() && self.repeat_penalty > 0.0) {
+            return bad("repeat_penalty", self.repeat_penalty, "a finite number > 0");
+        }
+        if !self.presence_penalty.is_finite() {
+            return bad("presence_penalty", self.presence_penalty, "a finite number");
+        }
+        if !self.frequency_penalty.is_finite() {
+            return bad(
+                "frequency_penalty",
+                self.frequency_penalty,
+                "a finite number",
+            );
+        }
+        if self.penalty_last_n < -1 {
+            return bad("penalty_last_n", self.penalty_last_n as f32, "≥ -1");
+        }
+        Ok(())
+    }
+
+    fn penalties_active(&self) -> bool {
+        self.penalty_last_n != 0
+            && (self.repeat_penalty != 1.0
+                || self.presence_penalty != 0.0
+                || self.frequency_penalty != 0.0)
+    }
+}
+
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum SamplingError {
+    #[error("invalid sampling option {name} = {value}: expected {expected}")]
+    InvalidOption {
+        name: &'static str,
+        value: String,
+        expected: &'static str,
+    },
+    #[error("no logits to sample from")]
+    EmptyLogits,
+    #[error("logit of token {token} is NaN")]
+    NanLogit { token: u32 },
+    #[error("every logit is -inf: nothing can be sampled")]
+    AllMasked,
+}
+
+/// xoshiro256** (Blackman & Vigna), seeded through splitmix64: small, fast, and identical on
+/// every platform.
+#[derive(Clone, Debug)]
+pub struct Rng {
+    s: [u64; 4],
+}
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        let mut x = seed;
+        let mut splitmix = || {
+            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        Rng {
+            s: [splitmix(), splitmix(), splitmix(), splitmix()],
+        }
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let s = &mut self.s;
+        let result = s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
+        let t = s[1] << 17;
+        s[2] ^= s[0];
+        s[3] ^= s[1];
+        s[1] ^= s[2];
+        s[0] ^= s[3];
+        s[2] ^= t;
+        s[3] = s[3].rotate_left(45);
+        result
+    }
+
+    /// Uniform in [0, 1) with 53 random bits.
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    id: u32,
+    logit: f32,
+    prob: f32,
+}
+
+/// A sampler: options, the RNG, the penalty window, and reusable buffers (no allocation per
+/// token once warmed up).
+pub struct Sampler {
+    params: SamplingParams,
+    rng: Rng,
+    /// The last accepted tokens (up to the penalty window).
+    window: VecDeque<u32>,
+    /// Occurrences of each token in `window`.
+    counts: HashMap<u32, u32>,
+    candidates: Vec<Candidate>,
+}
+
+impl Sampler {
+    pub fn new(params: SamplingParams) -> Result<Self, SamplingError> {
+        params.validate()?;
+        Ok(Sampler {
+            rng: Rng::new(params.seed),
+            params,
+            window: VecDeque::new(),
+            counts: HashMap::new(),
+            candidates: Vec::new(),
+        })
+    }
+
+    pub fn params(&self) -> &SamplingParams {
+        &self.params
+    }
+
+    /// Forgets the penalty window and re-seeds the RNG.
+    pub fn reset(&mut self) {
+        self.window.clear();
+        self.counts.clear();
+        self.rng = Rng::new(self.params.seed);
+    }
+
+    /// Records a token (prompt or generated) for the penalties, as llama.cpp does with the
+    /// prompt and every sampled token.
+    pub fn accept(&mut self, token: u32) {
+        if self.params.penalty_last_n == 0 {
+            return;
+        }
+        if self.params.penalty_last_n > 0
+            && self.window.len() == self.params.penalty_last_n as usize
+        {
+            if let Some(old) = self.window.pop_front() {
+                if let Some(c) = self.counts.get_mut(&old) {
+                    *c -= 1;
+                    if *c == 0 {
+                        self.counts.remove(&old);
+                    }
+                }
+            }
+        }
+        self.window.push_back(token);
+        *self.counts.entry(token).or_insert(0) += 1;
+    }
+
+    /// Picks the next token from one position's logits (length = vocabulary size).
+    pub fn sample(&mut self, logits: &[f32]) -> Result<u32, SamplingError> {
+        if logits.is_empty() {
+            return Err(SamplingError::EmptyLogits);
+        }
+        if let Some(i) = logits.iter().position(|l| l.is_nan()) {
+            return Err(SamplingError::NanLogit { token: i as u32 });
+        }
+        self.candidates.clear();
+        self.candidates
+            .extend(logits.iter().enumerate().map(|(i, &logit)| Candidate {
+                id: i as u32,
+                logit,
+                prob: 0.0,
+            }));
+        self.apply_penalties();
+
+        if self.params.temperature <= 0.0 {
+            return self.argmax();
+        }
+        // Masked tokens can never be drawn; dropping them also keeps the sorts short.
+        self.candidates.retain(|c| c.logit > f32::NEG_INFINITY);
+        if self.candidates.is_empty() {
+            return Err(SamplingError::AllMasked);
+        }
+        self.top_k();
+        self.top_p();
+        self.min_p();
+        let inv_t = 1.0 / self.params.temperature;
+        for c in &mut self.candidates {
+            c.logit *= inv_t;
+        }
+        Ok(self.draw())
+    }
+
+    fn apply_penalties(&mut self) {
+        if !self.params.penalties_active() {
+            return;
+        }
+        let p = &self.params;
+        // Candidates are still indexed by token id here.
+        for (&token, &count) in &self.counts {
+            let Some(c) = self.candidates.get_mut(token as usize) else {
+                continue;
+            };
+            if c.logit <= 0.0 {
+                c.logit *= p.repeat_penalty;
+            } else {
+                c.logit /= p.repeat_penalty;
+            }
+            c.logit -= count as f32 * p.frequency_penalty + p.presence_penalty;
+        }
+    }
+
+    fn argmax(&self) -> Result<u32, SamplingError> {
+        let mut best: Option<Candidate> = None;
+        for &c in &self.candidates {
+            // Strictly greater: the lowest id wins ties.
+            if best.is_none_or(|b| c.logit > b.logit) {
+                best = Some(c);
+            }
+        }
+        match best {
+            Some(b) if b.logit > f32::NEG_INFINITY => Ok(b.id),
+            _ => Err(SamplingError::AllMasked),
+        }
+    }
+
+    /// Descending by logit, ascending id on ties (a total, platform-independent order).
+    fn sort_desc(cands: &mut [Candidate]) {
+        cands.sort_unstable_by(|a, b| b.logit.total_cmp(&a.logit).then(a.id.cmp(&b.id)));
+    }
+
+    fn top_k(&mut self) {
+        let k = self.params.top_k as usize;
+        if k == 0 || k >= self.candidates.len() {
+            return;
+        }
+        let cmp = |a: &Candidate, b: &Candidate| b.logit.total_cmp(&a.logit).then(a.id.cmp(&b.id));
+        self.candidates.select_nth_unstable_by(k - 1, cmp);
+        self.candidates.truncate(k);
+    }
+
+    /// Fills `prob` with the softmax of the current logits and sorts candidates by it.
+    fn softmax_sorted(&mut self) {
+        Self::sort_desc(&mut self.candidates);
+        let max = self.candidates[0].logit;
+        let mut sum = 0.0f64;
+        for c in &mut self.candidates {
+            c.prob = (c.logit - max).exp();
+            sum += c.prob as f64;
+        }
+        for c in &mut self.candidates {
+            c.prob = (c.prob as f64 / sum) as f32;
+        }
+    }
+
+    fn top_p(&mut self) {
+        let p = self.params.top_p;
+        if p >= 1.0 {
+            return;
+        }
+        self.softmax_sorted();
+        let mut cum = 0.0f64;
+        let mut keep = self.candidates.len();
+        for (i, c) in self.candidates.iter().enumerate() {
+            cum += c.prob as f64;
+            if cum >= p as f64 {
+                keep = i + 1;
+                break;
+            }
+        }
+        self.candidates.truncate(keep.max(1));
+    }
+
+    fn min_p(&mut self) {
+        let p = self.params.min_p;
+        if p <= 0.0 {
+            return;
+        }
+        let max = self
+            .candidates
+            .iter()
+            .map(|c| c.logit)
+            .fold(f32::NEG_INFINITY, f32::max);
+        // prob_i ≥ p · prob_max  ⇔  logit_i ≥ logit_max + ln p
+        let threshold = max + p.ln();
+        self.candidates.retain(|c| c.logit >= threshold);
+    }
+
+    fn draw(&mut self) -> u32 {
+        self.softmax_sorted();
+        let u = self.rng.next_f64();
+        let mut cum = 0.0f64;
+        for c in &self.candidates {
+            cum += c.prob as f64;
+            if u < cum {
+                return c.id;
+            }
+        }
+        // Rounding left the total a hair under 1 and u landed in the gap.
+        self.candidates.last().map(|c| c.id).unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rng_is_deterministic_and_seed_dependent() {
+        let a: Vec<u64> = {
+            let mut r = Rng::new(42);
+            (0..4).map(|_| r.next_u64()).collect()
+        };
+        let b: Vec<u64> = {
+            let mut r = Rng::new(42);
+            (0..4).map(|_| r.next_u64()).collect()
+        };
+        let c: Vec<u64> = {
+            let mut r = Rng::new(43);
+            (0..4).map(|_| r.next_u64()).collect()
+        };
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        let mut r = Rng::new(7);
+        for _ in 0..1000 {
+            let x = r.next_f64();
+            assert!((0.0..1.0).contains(&x));
+        }
+    }
+}
