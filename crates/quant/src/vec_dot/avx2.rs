@@ -1,0 +1,636 @@
+//! x86-64 AVX2 (+FMA, F16C) vec-dot kernels, after ggml's AVX2 kernels (maddubs/madd).
+//!
+//! Every kernel is split into a per-block `prep` (unpack the weight block into registers) and a
+//! per-block `step` (multiply one activation block into an accumulator). The single-row kernel
+//! runs prep+step per block; the `_x4` kernel runs one prep and four steps, so each of its four
+//! results goes through exactly the same float operations in the same order as the single-row
+//! kernel: the results are bit-identical, which the engine relies on for batch-size-independent
+//! numerics. Integer partial sums are exact; only the float accumulation differs from the scalar
+//! reference (8 lanes, fused multiply-add).
+//!
+//! Precondition shared with ggml: Q8_0/Q8_1 activations lie in [-127, 127] (what their quantizer
+//! produces); the sign trick of `mul_sum_i8` cannot represent -(-128). Q8_K activations may hold
+//! -128 (all K-quant weights enter as unsigned bytes).
+//!
+//! All functions require AVX2, FMA and F16C; callers check once (see `super::Isa`).
+
+use crate::blocks::*;
+use core::arch::x86_64::*;
+use half::f16;
+
+fn block_count(n: usize, qk: usize, w_len: usize, a_len: usize) -> usize {
+    debug_assert_eq!(n % qk, 0, "row length {n} is not a multiple of {qk}");
+    debug_assert!(
+        w_len >= n / qk && a_len >= n / qk,
+        "rows shorter than {n} elements"
+    );
+    (n / qk).min(w_len).min(a_len)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn f16_to_f32(h: f16) -> f32 {
+    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h.to_bits() as i32)))
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn hsum_ps(v: __m256) -> f32 {
+    let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    let s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    _mm_cvtss_f32(s)
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn load256(p: *const u8) -> __m256i {
+    _mm256_loadu_si256(p as *const __m256i)
+}
+
+/// 16 packed bytes → 32 nibbles: low nibbles in bytes 0..16, high nibbles in bytes 16..32
+/// (the legacy-quant element order).
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn nibbles_32(qs: &[u8; 16]) -> __m256i {
+    let t = _mm_loadu_si128(qs.as_ptr() as *const __m128i);
+    let both = _mm256_set_m128i(_mm_srli_epi16::<4>(t), t);
+    _mm256_and_si256(both, _mm256_set1_epi8(0x0F))
+}
+
+/// Byte j is 0xFF where bit j of `bits` is set, else 0.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn bits_to_bytes_32(bits: u32) -> __m256i {
+    // Byte j takes byte j/8 of `bits`; OR-ing every bit but j%8 leaves all-ones iff bit j is set.
+    let spread = _mm256_set_epi64x(
+        0x0303030303030303,
+        0x0202020202020202,
+        0x0101010101010101,
+        0,
+    );
+    let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(bits as i32), spread);
+    let others = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe);
+    _mm256_cmpeq_epi8(_mm256_or_si256(bytes, others), _mm256_set1_epi64x(-1))
+}
+
+/// Unsigned × signed bytes, summed in groups of 4 into 8 exact i32 lanes.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn mul_sum_us8(ux: __m256i, sy: __m256i) -> __m256i {
+    _mm256_madd_epi16(_mm256_maddubs_epi16(ux, sy), _mm256_set1_epi16(1))
+}
+
+/// Signed × signed bytes (|y| ≤ 127), summed in groups of 4 into 8 exact i32 lanes.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn mul_sum_i8(x: __m256i, y: __m256i) -> __m256i {
+    mul_sum_us8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x))
+}
+
+/// i16 lanes 0..8 = `lo`, lanes 8..16 = `hi` (scales of two 16-element sub-blocks).
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn scale_pair(lo: i16, hi: i16) -> __m256i {
+    _mm256_set_m128i(_mm_set1_epi16(hi), _mm_set1_epi16(lo))
+}
+
+/// Accumulator of one output: `main` (8 lanes) − `mins` (8 lanes) + `offset` (scalar).
+#[derive(Clone, Copy)]
+struct Acc {
+    main: __m256,
+    mins: __m256,
+    offset: f32,
+}
+
+impl Acc {
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn new() -> Self {
+        Acc {
+            main: _mm256_setzero_ps(),
+            mins: _mm256_setzero_ps(),
+            offset: 0.0,
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn finish(self) -> f32 {
+        hsum_ps(self.main) - hsum_ps(self.mins) + self.offset
+    }
+}
+
+/// Generates the single-row and 4-activation-row kernels from a `prep` and a `step`.
+macro_rules! kernels {
+    ($single:ident, $x4:ident, $W:ty, $A:ty, $qk:expr, $prep:ident, $step:ident) => {
+        /// # Safety
+        /// The CPU must support AVX2, FMA and F16C.
+        #[target_feature(enable = "avx2,fma,f16c")]
+        pub unsafe fn $single(n: usize, x: &[$W], y: &[$A]) -> f32 {
+            let nb = block_count(n, $qk, x.len(), y.len());
+            let mut acc = Acc::new();
+            for (x, y) in x[..nb].iter().zip(&y[..nb]) {
+                let w = $prep(x);
+                $step(&w, y, &mut acc);
+            }
+            acc.finish()
+        }
+
+        /// One weight row against four activation rows; each result is bit-identical to the
+        /// single-row kernel's.
+        ///
+        /// # Safety
+        /// The CPU must support AVX2, FMA and F16C.
+        #[target_feature(enable = "avx2,fma,f16c")]
+        #[allow(dead_code)]
+        pub unsafe fn $x4(n: usize, x: &[$W], ys: [&[$A]; 4]) -> [f32; 4] {
+            let min_act = ys.iter().map(|y| y.len()).min().unwrap_or(0);
+            let nb = block_count(n, $qk, x.len(), min_act);
+            let mut acc = [Acc::new(); 4];
+            for (i, x) in x[..nb].iter().enumerate() {
+                let w = $prep(x);
+                for (acc, y) in acc.iter_mut().zip(ys) {
+                    $step(&w, &y[i], acc);
+                }
+            }
+            [
+                acc[0].finish(),
+                acc[1].finish(),
+                acc[2].finish(),
+                acc[3].finish(),
+            ]
+        }
+    };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Legacy quants (32-element blocks)
+
+/// An unpacked legacy weight block: 32 quants as bytes, scale, and min (0 for the "_0" types).
+struct LegacyW {
+    q: __m256i,
+    d: f32,
+    m: f32,
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn prep_q4_0(x: &BlockQ4_0) -> LegacyW {
+    LegacyW {
+        q: _mm256_sub_epi8(nibbles_32(&x.qs), _mm256_set1_epi8(8)),
+        d: f16_to_f32(x.d),
+        m: 0.0,
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn prep_q4_1(x: &BlockQ4_1) -> LegacyW {
+    LegacyW {
+        q: nibbles_32(&x.qs),
+        d: f16_to_f32(x.d),
+        m: f16_to_f32(x.m),
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn prep_q5_0(x: &BlockQ5_0) -> LegacyW {
+    // q - 16 as a signed byte: set the high nibble to 0xF where the 5th bit is clear.
+    let clear = _mm256_andnot_si256(
+        bits_to_bytes_32(u32::from_le_bytes(x.qh)),
+        _mm256_set1_epi8(0xF0u8 as i8),
+    );
+    LegacyW {
+        q: _mm256_or_si256(nibbles_32(&x.qs), clear),
+        d: f16_to_f32(x.d),
+        m: 0.0,
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn prep_q5_1(x: &BlockQ5_1) -> LegacyW {
+    let high = _mm256_and_si256(
+        bits_to_bytes_32(u32::from_le_bytes(x.qh)),
+        _mm256_set1_epi8(0x10),
+    );
+    LegacyW {
+        q: _mm256_or_si256(nibbles_32(&x.qs), high),
+        d: f16_to_f32(x.d),
+        m: f16_to_f32(x.m),
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn prep_q8_0(x: &BlockQ8_0) -> LegacyW {
+    LegacyW {
+        q: load256(x.qs.as_ptr() as *const u8),
+        d: f16_to_f32(x.d),
+        m: 0.0,
+    }
+}
+
+/// Signed weights (Q4_0, Q5_0, Q8_0) × Q8_0.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn step_signed_q8_0(w: &LegacyW, y: &BlockQ8_0, acc: &mut Acc) {
+    let dd = _mm256_set1_ps(w.d * f16_to_f32(y.d));
+    let sums = mul_sum_i8(w.q, load256(y.qs.as_ptr() as *const u8));
+    acc.main = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(sums), acc.main);
+}
+
+/// Unsigned weights with a min (Q4_1, Q5_1) × Q8_1: d_w*d_a*isum + m_w*s_a.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn step_unsigned_q8_1(w: &LegacyW, y: &BlockQ8_1, acc: &mut Acc) {
+    let dd = _mm256_set1_ps(w.d * f16_to_f32(y.d));
+    let sums = mul_sum_us8(w.q, load256(y.qs.as_ptr() as *const u8));
+    acc.main = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(sums), acc.main);
+    acc.offset += w.m * f16_to_f32(y.s);
+}
+
+kernels!(
+    vec_dot_q4_0_q8_0,
+    vec_dot_q4_0_q8_0_x4,
+    BlockQ4_0,
+    BlockQ8_0,
+    QK,
+    prep_q4_0,
+    step_signed_q8_0
+);
+kernels!(
+    vec_dot_q4_1_q8_1,
+    vec_dot_q4_1_q8_1_x4,
+    BlockQ4_1,
+    BlockQ8_1,
+    QK,
+    prep_q4_1,
+    step_unsigned_q8_1
+);
+kernels!(
+    vec_dot_q5_0_q8_0,
+    vec_dot_q5_0_q8_0_x4,
+    BlockQ5_0,
+    BlockQ8_0,
+    QK,
+    prep_q5_0,
+    step_signed_q8_0
+);
+kernels!(
+    vec_dot_q5_1_q8_1,
+    vec_dot_q5_1_q8_1_x4,
+    BlockQ5_1,
+    BlockQ8_1,
+    QK,
+    prep_q5_1,
+    step_unsigned_q8_1
+);
+kernels!(
+    vec_dot_q8_0_q8_0,
+    vec_dot_q8_0_q8_0_x4,
+    BlockQ8_0,
+    BlockQ8_0,
+    QK,
+    prep_q8_0,
+    step_signed_q8_0
+);
+
+// ---------------------------------------------------------------------------------------------
+// K-quants (256-element super-blocks) × Q8_K
+
+/// How a K-quant's offsets enter the dot product, via the activation's per-16 sums `bsums`.
+#[derive(Clone, Copy)]
+enum KOffset {
+    /// Exact integer: subtract madd(v, bsums) from the integer sum (Q3_K's -4, Q6_K's -32).
+    Int(__m256i),
+    /// Float min term: subtract dmin * d_a * madd(v, bsums) (Q2_K, Q4_K, Q5_K).
+    Min(__m256i, f32),
+}
+
+/// An unpacked K-quant super-block: 8 groups of 32 unsigned quants with their i16 scales.
+struct KW {
+    q: [__m256i; 8],
+    scales: [__m256i; 8],
+    d: f32,
+    offset: KOffset,
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn step_k(w: &KW, y: &BlockQ8K, acc: &mut Acc) {
+    let mut sumi = _mm256_setzero_si256();
+    for g in 0..8 {
+        let q8 = load256(y.qs.as_ptr().add(32 * g) as *const u8);
+        let p16 = _mm256_maddubs_epi16(w.q[g], q8);
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(w.scales[g], p16));
+    }
+    let bsums = load256(y.bsums.as_ptr() as *const u8);
+    match w.offset {
+        KOffset::Int(v) => sumi = _mm256_sub_epi32(sumi, _mm256_madd_epi16(v, bsums)),
+        KOffset::Min(v, dmin) => {
+            let m = _mm256_cvtepi32_ps(_mm256_madd_epi16(v, bsums));
+            acc.mins = _mm256_fmadd_ps(_mm256_set1_ps(dmin * y.d), m, acc.mins);
+        }
+    }
+    acc.main = _mm256_fmadd_ps(
+        _mm256_set1_ps(w.d * y.d),
+        _mm256_cvtepi32_ps(sumi),
+        acc.main,
+    );
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn prep_q2_k(x: &BlockQ2K) -> KW {
+    let m3 = _mm256_set1_epi8(3);
+    let mut q = [_mm256_setzero_si256(); 8];
+    let mut scales = [_mm256_setzero_si256(); 8];
+    for half in 0..2 {
+        let bits = load256(x.qs.as_ptr().add(32 * half));
+        let fields = [
+            bits,
+            _mm256_srli_epi16::<2>(bits),
+            _mm256_srli_epi16::<4>(bits),
+            _mm256_srli_epi16::<6>(bits),
+        ];
+        for (f, field) in fields.into_iter().enumerate() {
+            q[4 * half + f] = _mm256_and_si256(field, m3);
+        }
+    }
+    for (g, s) in scales.iter_mut().enumerate() {
+        *s = scale_pair(
+            (x.scales[2 * g] & 0x0F) as i16,
+            (x.scales[2 * g + 1] & 0x0F) as i16,
+        );
+    }
+    let packed = _mm_loadu_si128(x.scales.as_ptr() as *const __m128i);
+    let mins = _mm_and_si128(_mm_srli_epi16::<4>(packed), _mm_set1_epi8(0x0F));
+    KW {
+        q,
+        scales,
+        d: f16_to_f32(x.d),
+        offset: KOffset::Min(_mm256_cvtepu8_epi16(mins), f16_to_f32(x.dmin)),
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn prep_q3_k(x: &BlockQ3K) -> KW {
+    // Quant + 4 * (high bit) is in 0..8 (unsigned); the -4 goes through bsums.
+    let m3 = _mm256_set1_epi8(3);
+    let hmask = load256(x.hmask.as_ptr());
+    let mut q = [_mm256_setzero_si256(); 8];
+    for half in 0..2 {
+        let bits = load256(x.qs.as_ptr().add(32 * half));
+        let fields = [
+            bits,
+            _mm256_srli_epi16::<2>(bits),
+            _mm256_srli_epi16::<4>(bits),
+            _mm256_srli_epi16::<6>(bits),
+        ];
+        for (f, field) in fields.into_iter().enumerate() {
+            let g = 4 * half + f;
+            let bit = _mm256_set1_epi8((1u8 << g) as i8);
+            let set = _mm256_cmpeq_epi8(_mm256_and_si256(hmask, bit), bit);
+            let high = _mm256_and_si256(set, _mm256_set1_epi8(4));
+            q[g] = _mm256_or_si256(_mm256_and_si256(field, m3), high);
+        }
+    }
+    let s = super::scalar::unpack_scales_q3k(&x.scales);
+    let mut scales = [_mm256_setzero_si256(); 8];
+    for (g, v) in scales.iter_mut().enumerate() {
+        *v = scale_pair(s[2 * g] as i16, s[2 * g + 1] as i16);
+    }
+    let s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(s.as_ptr() as *const __m128i));
+    KW {
+        q,
+        scales,
+        d: f16_to_f32(x.d),
+        offset: KOffset::Int(_mm256_slli_epi16::<2>(s16)),
+    }
+}
+
+/// Scales and (each min twice, matching the 16-element bsums) for Q4_K and Q5_K.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn k4_scales(packed: &[u8; 12]) -> ([__m256i; 8], __m256i) {
+    let (sc, mn) = super::scalar::unpack_scales_mins_k4(packed);
+    let mut scales = [_mm256_setzero_si256(); 8];
+    for (v, &s) in scales.iter_mut().zip(&sc) {
+        *v = _mm256_set1_epi16(s as i16);
+    }
+    let mins8 = _mm_loadl_epi64(mn.as_ptr() as *const __m128i);
+    let mins_twice = _mm_unpacklo_epi8(mins8, mins8);
+    (scales, _mm256_cvtepu8_epi16(mins_twice))
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn prep_q4_k(x: &BlockQ4K) -> KW {
+    let m4 = _mm256_set1_epi8(0x0F);
+    let mut q = [_mm256_setzero_si256(); 8];
+    for c in 0..4 {
+        let bits = load256(x.qs.as_ptr().add(32 * c));
+        q[2 * c] = _mm256_and_si256(bits, m4);
+        q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16::<4>(bits), m4);
+    }
+    let (scales, mins) = k4_scales(&x.scales);
+    KW {
+        q,
+        scales,
+        d: f16_to_f32(x.d),
+        offset: KOffset::Min(mins, f16_to_f32(x.dmin)),
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn prep_q5_k(x: &BlockQ5K) -> KW {
+    let m4 = _mm256_set1_epi8(0x0F);
+    let hbits = load256(x.qh.as_ptr());
+    let mut q = [_mm256_setzero_si256(); 8];
+    for c in 0..4 {
+        let bits = load256(x.qs.as_ptr().add(32 * c));
+        let nibbles = [
+            _mm256_and_si256(bits, m4),
+            _mm256_and_si256(_mm256_srli_epi16::<4>(bits), m4),
+        ];
+        for (k, nib) in nibbles.into_iter().enumerate() {
+            let g = 2 * c + k;
+            let bit = _mm256_set1_epi8((1u8 << g) as i8);
+            let set = _mm256_cmpeq_epi8(_mm256_and_si256(hbits, bit), bit);
+            q[g] = _mm256_or_si256(nib, _mm256_and_si256(set, _mm256_set1_epi8(16)));
+        }
+    }
+    let (scales, mins) = k4_scales(&x.scales);
+    KW {
+        q,
+        scales,
+        d: f16_to_f32(x.d),
+        offset: KOffset::Min(mins, f16_to_f32(x.dmin)),
+    }
+}
+
+/// The 2 low bits of each byte of `v`, moved to bits 4..6.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn q6_high(v: __m256i, m2: __m256i) -> __m256i {
+    _mm256_slli_epi16::<4>(_mm256_and_si256(v, m2))
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn prep_q6_k(x: &BlockQ6K) -> KW {
+    // Unsigned 6-bit quants in 0..64; the -32 goes through bsums.
+    let m4 = _mm256_set1_epi8(0x0F);
+    let m2 = _mm256_set1_epi8(3);
+    let mut q = [_mm256_setzero_si256(); 8];
+    for h in 0..2 {
+        let ql0 = load256(x.ql.as_ptr().add(64 * h));
+        let ql1 = load256(x.ql.as_ptr().add(64 * h + 32));
+        let qh = load256(x.qh.as_ptr().add(32 * h));
+        q[4 * h] = _mm256_or_si256(_mm256_and_si256(ql0, m4), q6_high(qh, m2));
+        q[4 * h + 1] = _mm256_or_si256(
+            _mm256_and_si256(ql1, m4),
+            q6_high(_mm256_srli_epi16::<2>(qh), m2),
+        );
+        q[4 * h + 2] = _mm256_or_si256(
+            _mm256_and_si256(_mm256_srli_epi16::<4>(ql0), m4),
+            q6_high(_mm256_srli_epi16::<4>(qh), m2),
+        );
+        q[4 * h + 3] = _mm256_or_si256(
+            _mm256_and_si256(_mm256_srli_epi16::<4>(ql1), m4),
+            q6_high(_mm256_srli_epi16::<6>(qh), m2),
+        );
+    }
+    let mut scales = [_mm256_setzero_si256(); 8];
+    for (g, v) in scales.iter_mut().enumerate() {
+        *v = scale_pair(x.scales[2 * g] as i16, x.scales[2 * g + 1] as i16);
+    }
+    let s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(x.scales.as_ptr() as *const __m128i));
+    KW {
+        q,
+        scales,
+        d: f16_to_f32(x.d),
+        offset: KOffset::Int(_mm256_slli_epi16::<5>(s16)),
+    }
+}
+
+kernels!(
+    vec_dot_q2_k_q8_k,
+    vec_dot_q2_k_q8_k_x4,
+    BlockQ2K,
+    BlockQ8K,
+    QK_K,
+    prep_q2_k,
+    step_k
+);
+kernels!(
+    vec_dot_q3_k_q8_k,
+    vec_dot_q3_k_q8_k_x4,
+    BlockQ3K,
+    BlockQ8K,
+    QK_K,
+    prep_q3_k,
+    step_k
+);
+kernels!(
+    vec_dot_q4_k_q8_k,
+    vec_dot_q4_k_q8_k_x4,
+    BlockQ4K,
+    BlockQ8K,
+    QK_K,
+    prep_q4_k,
+    step_k
+);
+kernels!(
+    vec_dot_q5_k_q8_k,
+    vec_dot_q5_k_q8_k_x4,
+    BlockQ5K,
+    BlockQ8K,
+    QK_K,
+    prep_q5_k,
+    step_k
+);
+kernels!(
+    vec_dot_q6_k_q8_k,
+    vec_dot_q6_k_q8_k_x4,
+    BlockQ6K,
+    BlockQ8K,
+    QK_K,
+    prep_q6_k,
+    step_k
+);
+
+// ---------------------------------------------------------------------------------------------
+// Float rows
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn load_f16x8(p: *const __m128i) -> __m256 {
+    _mm256_cvtph_ps(_mm_loadu_si128(p))
+}
+
+/// # Safety
+/// The CPU must support AVX2, FMA and F16C.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub unsafe fn vec_dot_f16_f16(n: usize, x: &[f16], y: &[f16]) -> f32 {
+    let n = block_count(n, 1, x.len(), y.len());
+    let (xp, yp) = (x.as_ptr() as *const __m128i, y.as_ptr() as *const __m128i);
+    let mut acc = [_mm256_setzero_ps(); 4];
+    let mut i = 0;
+    while i + 32 <= n {
+        for (k, a) in acc.iter_mut().enumerate() {
+            let v = i / 8 + k;
+            *a = _mm256_fmadd_ps(load_f16x8(xp.add(v)), load_f16x8(yp.add(v)), *a);
+        }
+        i += 32;
+    }
+    while i + 8 <= n {
+        acc[0] = _mm256_fmadd_ps(load_f16x8(xp.add(i / 8)), load_f16x8(yp.add(i / 8)), acc[0]);
+        i += 8;
+    }
+    let sum = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+    let mut s = hsum_ps(sum);
+    for j in i..n {
+        s += f16_to_f32(x[j]) * f16_to_f32(y[j]);
+    }
+    s
+}
+
+/// # Safety
+/// The CPU must support AVX2, FMA and F16C.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub unsafe fn vec_dot_f32_f32(n: usize, x: &[f32], y: &[f32]) -> f32 {
+    let n = block_count(n, 1, x.len(), y.len());
+    let (xp, yp) = (x.as_ptr(), y.as_ptr());
+    let mut acc = [_mm256_setzero_ps(); 4];
+    let mut i = 0;
+    while i + 32 <= n {
+        for (k, a) in acc.iter_mut().enumerate() {
+            let j = i + 8 * k;
+            *a = _mm256_fmadd_ps(_mm256_loadu_ps(xp.add(j)), _mm256_loadu_ps(yp.add(j)), *a);
+        }
+        i += 32;
+    }
+    while i + 8 <= n {
+        acc[0] = _mm256_fmadd_ps(
+            _mm256_loadu_ps(xp.add(i)),
+            _mm256_loadu_ps(yp.add(i)),
+            acc[0],
+        );
+        i += 8;
+    }
+    let sum = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+    let mut s = hsum_ps(sum);
+    for j in i..n {
+        s += x[j] * y[j];
+    }
+    s
+}

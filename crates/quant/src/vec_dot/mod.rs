@@ -1,0 +1,246 @@
+//! Vec-dot kernels: one quantized weight row · one quantized activation row → f32.
+//!
+//! Weights pair with activations the way ggml pairs them ([`vec_dot_type`]): the legacy quants
+//! with Q8_0 or Q8_1, the K-quants with Q8_K, F16 with F16 and F32 with F32. [`scalar`] holds the
+//! plain references; each ISA has its own file (`avx2.rs`; NEON and wasm simd128 slot in beside
+//! it), chosen once at run time by CPU feature detection.
+//!
+//! [`vec_dot_x4`] multiplies one weight row with four activation rows while reading the weights
+//! once; each of its results is bit-identical to [`vec_dot`] on that pair, so a token's numerics
+//! do not depend on how it was batched.
+//!
+//! Rows are byte slices of whole rows (as in GGUF); lengths are the caller's job and only
+//! debug-asserted: with wrong lengths the kernels use the whole blocks both rows hold and never
+//! panic. Q8_0/Q8_1 activations must lie in [-127, 127], as their quantizers produce.
+
+pub mod scalar;
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+
+use crate::blocks::*;
+use bytemuck::Pod;
+use gguf::GgmlType;
+use half::f16;
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+/// The activation type a weight type is multiplied with, or `None` when there is no kernel.
+pub fn vec_dot_type(weight: GgmlType) -> Option<GgmlType> {
+    use GgmlType::*;
+    match weight {
+        Q4_0 | Q5_0 | Q8_0 => Some(Q8_0),
+        Q4_1 | Q5_1 => Some(Q8_1),
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K => Some(Q8_K),
+        F16 => Some(F16),
+        F32 => Some(F32),
+        _ => None,
+    }
+}
+
+/// Dot product of a `weight`-typed row of `n` elements with an activation row of
+/// `vec_dot_type(weight)`. Returns NaN for a weight type without a kernel (see [`vec_dot_type`]).
+pub fn vec_dot(weight: GgmlType, n: usize, w_row: &[u8], act_row: &[u8]) -> f32 {
+    match KERNELS.get(weight) {
+        Some(k) => (k.single)(n, w_row, act_row),
+        None => {
+            debug_assert!(false, "no vec_dot kernel for {weight}");
+            f32::NAN
+        }
+    }
+}
+
+/// One weight row against four activation rows; element i is bit-identical to
+/// `vec_dot(weight, n, w_row, acts[i])`.
+pub fn vec_dot_x4(weight: GgmlType, n: usize, w_row: &[u8], acts: [&[u8]; 4]) -> [f32; 4] {
+    match KERNELS.get(weight) {
+        Some(k) => (k.x4)(n, w_row, acts),
+        None => {
+            debug_assert!(false, "no vec_dot kernel for {weight}");
+            [f32::NAN; 4]
+        }
+    }
+}
+
+/// The instruction set the dispatched kernels use ("avx2" or "scalar"), for logs and benches.
+pub fn kernel_isa() -> &'static str {
+    KERNELS.isa
+}
+
+/// Views row bytes as blocks. GGUF data and the engine's buffers are aligned; a misaligned slice
+/// (not expected) is copied rather than rejected. A trailing partial block is ignored.
+fn blocks<B: Pod>(bytes: &[u8]) -> Cow<'_, [B]> {
+    let size = std::mem::size_of::<B>();
+    let whole = &bytes[..bytes.len() / size * size];
+    debug_assert_eq!(bytes.len() % size, 0, "row is not a whole number of blocks");
+    match bytemuck::try_cast_slice(whole) {
+        Ok(b) => Cow::Borrowed(b),
+        Err(_) => {
+            debug_assert!(false, "misaligned row slice");
+            Cow::Owned(
+                whole
+                    .chunks_exact(size)
+                    .map(bytemuck::pod_read_unaligned)
+                    .collect(),
+            )
+        }
+    }
+}
+
+type SingleFn = fn(usize, &[u8], &[u8]) -> f32;
+type X4Fn = fn(usize, &[u8], [&[u8]; 4]) -> [f32; 4];
+
+struct Kernel {
+    single: SingleFn,
+    x4: X4Fn,
+}
+
+/// The kernels chosen for this CPU, one per weight type.
+struct KernelTable {
+    isa: &'static str,
+    q4_0: Kernel,
+    q4_1: Kernel,
+    q5_0: Kernel,
+    q5_1: Kernel,
+    q8_0: Kernel,
+    q2_k: Kernel,
+    q3_k: Kernel,
+    q4_k: Kernel,
+    q5_k: Kernel,
+    q6_k: Kernel,
+    f16: Kernel,
+    f32: Kernel,
+}
+
+impl KernelTable {
+    fn get(&self, weight: GgmlType) -> Option<&Kernel> {
+        use GgmlType::*;
+        Some(match weight {
+            Q4_0 => &self.q4_0,
+            Q4_1 => &self.q4_1,
+            Q5_0 => &self.q5_0,
+            Q5_1 => &self.q5_1,
+            Q8_0 => &self.q8_0,
+            Q2_K => &self.q2_k,
+            Q3_K => &self.q3_k,
+            Q4_K => &self.q4_k,
+            Q5_K => &self.q5_k,
+            Q6_K => &self.q6_k,
+            F16 => &self.f16,
+            F32 => &self.f32,
+            _ => return None,
+        })
+    }
+}
+
+/// A [`Kernel`] from a typed single-row function; x4 runs it four times (trivially identical).
+macro_rules! looped {
+    ($f:path, $W:ty, $A:ty) => {
+        Kernel {
+            single: |n, w, a| $f(n, &blocks::<$W>(w), &blocks::<$A>(a)),
+            x4: |n, w, acts| {
+                let w = blocks::<$W>(w);
+                acts.map(|a| $f(n, &w, &blocks::<$A>(a)))
+            },
+        }
+    };
+}
+
+fn scalar_table() -> KernelTable {
+    KernelTable {
+        isa: "scalar",
+        q4_0: looped!(scalar::vec_dot_q4_0_q8_0, BlockQ4_0, BlockQ8_0),
+        q4_1: looped!(scalar::vec_dot_q4_1_q8_1, BlockQ4_1, BlockQ8_1),
+        q5_0: looped!(scalar::vec_dot_q5_0_q8_0, BlockQ5_0, BlockQ8_0),
+        q5_1: looped!(scalar::vec_dot_q5_1_q8_1, BlockQ5_1, BlockQ8_1),
+        q8_0: looped!(scalar::vec_dot_q8_0_q8_0, BlockQ8_0, BlockQ8_0),
+        q2_k: looped!(scalar::vec_dot_q2_k_q8_k, BlockQ2K, BlockQ8K),
+        q3_k: looped!(scalar::vec_dot_q3_k_q8_k, BlockQ3K, BlockQ8K),
+        q4_k: looped!(scalar::vec_dot_q4_k_q8_k, BlockQ4K, BlockQ8K),
+        q5_k: looped!(scalar::vec_dot_q5_k_q8_k, BlockQ5K, BlockQ8K),
+        q6_k: looped!(scalar::vec_dot_q6_k_q8_k, BlockQ6K, BlockQ8K),
+        f16: looped!(scalar::vec_dot_f16_f16, f16, f16),
+        f32: looped!(scalar::vec_dot_f32_f32, f32, f32),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn avx2_table() -> KernelTable {
+    // SAFETY (every `unsafe` below): this table is only built after `is_x86_feature_detected!`
+    // confirmed AVX2, FMA and F16C, which is all the avx2 kernels require.
+    macro_rules! simd {
+        ($single:ident, $x4:ident, $W:ty, $A:ty) => {
+            Kernel {
+                single: |n, w, a| unsafe { avx2::$single(n, &blocks::<$W>(w), &blocks::<$A>(a)) },
+                x4: |n, w, acts| {
+                    let w = blocks::<$W>(w);
+                    let a = acts.map(blocks::<$A>);
+                    unsafe { avx2::$x4(n, &w, [&a[0], &a[1], &a[2], &a[3]]) }
+                },
+            }
+        };
+        ($single:ident, $W:ty, $A:ty) => {
+            Kernel {
+                single: |n, w, a| unsafe { avx2::$single(n, &blocks::<$W>(w), &blocks::<$A>(a)) },
+                x4: |n, w, acts| {
+                    let w = blocks::<$W>(w);
+                    acts.map(|a| unsafe { avx2::$single(n, &w, &blocks::<$A>(a)) })
+                },
+            }
+        };
+    }
+    KernelTable {
+        isa: "avx2",
+        q4_0: simd!(
+            vec_dot_q4_0_q8_0,
+            vec_dot_q4_0_q8_0_x4,
+            BlockQ4_0,
+            BlockQ8_0
+        ),
+        q4_1: simd!(
+            vec_dot_q4_1_q8_1,
+            vec_dot_q4_1_q8_1_x4,
+            BlockQ4_1,
+            BlockQ8_1
+        ),
+        q5_0: simd!(
+            vec_dot_q5_0_q8_0,
+            vec_dot_q5_0_q8_0_x4,
+            BlockQ5_0,
+            BlockQ8_0
+        ),
+        q5_1: simd!(
+            vec_dot_q5_1_q8_1,
+            vec_dot_q5_1_q8_1_x4,
+            BlockQ5_1,
+            BlockQ8_1
+        ),
+        q8_0: simd!(
+            vec_dot_q8_0_q8_0,
+            vec_dot_q8_0_q8_0_x4,
+            BlockQ8_0,
+            BlockQ8_0
+        ),
+        q2_k: simd!(vec_dot_q2_k_q8_k, vec_dot_q2_k_q8_k_x4, BlockQ2K, BlockQ8K),
+        q3_k: simd!(vec_dot_q3_k_q8_k, vec_dot_q3_k_q8_k_x4, BlockQ3K, BlockQ8K),
+        q4_k: simd!(vec_dot_q4_k_q8_k, vec_dot_q4_k_q8_k_x4, BlockQ4K, BlockQ8K),
+        q5_k: simd!(vec_dot_q5_k_q8_k, vec_dot_q5_k_q8_k_x4, BlockQ5K, BlockQ8K),
+        q6_k: simd!(vec_dot_q6_k_q8_k, vec_dot_q6_k_q8_k_x4, BlockQ6K, BlockQ8K),
+        f16: simd!(vec_dot_f16_f16, f16, f16),
+        f32: simd!(vec_dot_f32_f32, f32, f32),
+    }
+}
+
+/// Chosen once, on first use.
+static KERNELS: LazyLock<KernelTable> = LazyLock::new(|| {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if is_x86_feature_detected!("avx2")
+            && is_x86_feature_detected!("fma")
+            && is_x86_feature_detected!("f16c")
+        {
+            return avx2_table();
+        }
+    }
+    scalar_table()
+});
