@@ -30,6 +30,9 @@ pub struct SamplingParams {
     /// Window of the penalties in tokens; 0 → penalties off, -1 → unbounded (the whole context).
     pub penalty_last_n: i32,
     pub seed: u64,
+    /// Added to a token's logit before anything else (-inf bans the token, as llama.cpp's
+    /// `--ignore-eos` does with end-of-generation tokens).
+    pub logit_bias: Vec<(u32, f32)>,
 }
 
 impl Default for SamplingParams {
@@ -44,6 +47,7 @@ impl Default for SamplingParams {
             frequency_penalty: 0.0,
             penalty_last_n: 64,
             seed: 0,
+            logit_bias: Vec::new(),
         }
     }
 }
@@ -89,6 +93,13 @@ impl SamplingParams {
                 self.frequency_penalty,
                 "a finite number",
             );
+        }
+        if let Some(&(_, bias)) = self
+            .logit_bias
+            .iter()
+            .find(|(_, b)| b.is_nan() || *b == f32::INFINITY)
+        {
+            return bad("logit_bias", bias, "a number or -inf");
         }
         if self.penalty_last_n < -1 {
             return bad("penalty_last_n", self.penalty_last_n as f32, "≥ -1");
@@ -240,6 +251,11 @@ impl Sampler {
                 logit,
                 prob: 0.0,
             }));
+        for &(token, bias) in &self.params.logit_bias {
+            if let Some(c) = self.candidates.get_mut(token as usize) {
+                c.logit += bias;
+            }
+        }
         self.apply_penalties();
 
         if self.params.temperature <= 0.0 {

@@ -22,14 +22,11 @@ pub struct StopMatcher {
 }
 
 impl StopMatcher {
-    /// Empty stop strings are ignored (they would match everywhere).
+    /// Empty stop strings are ignored (they would match everywhere); indices in
+    /// [`StopOutput::stopped`] are positions in `stops` as given.
     pub fn new<S: AsRef<str>>(stops: &[S]) -> Self {
         StopMatcher {
-            stops: stops
-                .iter()
-                .map(|s| s.as_ref().to_owned())
-                .filter(|s| !s.is_empty())
-                .collect(),
+            stops: stops.iter().map(|s| s.as_ref().to_owned()).collect(),
             held: String::new(),
             done: false,
         }
@@ -78,7 +75,7 @@ impl StopMatcher {
     /// The first position where any stop string occurs in `held` (the longest one on a tie).
     fn earliest_match(&self) -> Option<(usize, usize)> {
         let mut best: Option<(usize, usize)> = None;
-        for (i, s) in self.stops.iter().enumerate() {
+        for (i, s) in self.stops.iter().enumerate().filter(|(_, s)| !s.is_empty()) {
             if let Some(at) = self.held.find(s.as_str()) {
                 let better = match best {
                     None => true,
@@ -164,6 +161,11 @@ mod tests {
     #[test]
     fn text_before_stop_in_the_same_piece_is_kept() {
         assert_eq!(run(&["\n\n"], &["one\n\ntwo"]), ("one".into(), Some(0)));
+    }
+
+    #[test]
+    fn empty_stop_strings_are_ignored_and_indices_kept() {
+        assert_eq!(run(&["", "b"], &["ab", "c"]), ("a".into(), Some(1)));
     }
 
     #[test]

@@ -14,6 +14,7 @@ fn plain(temperature: f32, seed: u64) -> SamplingParams {
         frequency_penalty: 0.0,
         penalty_last_n: 64,
         seed,
+        logit_bias: Vec::new(),
     }
 }
 
@@ -390,4 +391,38 @@ fn large_vocabulary_default_chain_is_reproducible() {
     for t in [100, 77_777, 200_000] {
         assert!(a.contains(&t));
     }
+}
+
+#[test]
+fn logit_bias_shifts_and_bans_tokens() {
+    let mut s = Sampler::new(SamplingParams {
+        logit_bias: vec![(1, f32::NEG_INFINITY)],
+        ..SamplingParams::greedy()
+    })
+    .unwrap();
+    assert_eq!(s.sample(&LOGITS).unwrap(), 5); // 1 is banned, 5 (2.9) is next
+    let mut s = Sampler::new(SamplingParams {
+        logit_bias: vec![(3, 5.0)],
+        ..SamplingParams::greedy()
+    })
+    .unwrap();
+    assert_eq!(s.sample(&LOGITS).unwrap(), 3); // -1.0 + 5.0 = 4.0 is now the best
+    let banned = SamplingParams {
+        logit_bias: vec![(1, f32::NEG_INFINITY), (5, f32::NEG_INFINITY)],
+        ..plain(1.0, 3)
+    };
+    let h = histogram(&draws(banned, &LOGITS, 3000), 8);
+    assert_eq!(h[1] + h[5], 0, "{h:?}");
+    assert!(Sampler::new(SamplingParams {
+        logit_bias: vec![(0, f32::NAN)],
+        ..Default::default()
+    })
+    .is_err());
+    // A bias for an id past the vocabulary is ignored, not a panic.
+    let mut s = Sampler::new(SamplingParams {
+        logit_bias: vec![(1_000_000, 1.0)],
+        ..SamplingParams::greedy()
+    })
+    .unwrap();
+    assert_eq!(s.sample(&LOGITS).unwrap(), 1);
 }
