@@ -1,7 +1,7 @@
 //! Reference quantizers of the 32-element formats, ggml's `quantize_row_*_ref` step for step
 //! (same operation order, so the same f32 rounding and the same bytes).
 
-use super::rounding::round_half_away;
+use super::rounding::{round_half_away, trunc_to_i32};
 use crate::blocks::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0, BlockQ8_1, QK};
 use half::f16;
 
@@ -49,9 +49,9 @@ pub fn quantize_row_q4_0(src: &[f32], dst: &mut [BlockQ4_0]) {
         let id = inverse_or_zero(d);
         y.d = f16::from_f32(d);
         for j in 0..QK / 2 {
-            // C: MIN(15, (int8_t)(x*id + 8.5f)), a truncating conversion.
-            let q0 = ((x[j] * id + 8.5) as i8).min(15) as u8;
-            let q1 = ((x[j + QK / 2] * id + 8.5) as i8).min(15) as u8;
+            // C: MIN(15, (int8_t)(x*id + 8.5f)); see trunc_to_i32 for the conversion.
+            let q0 = (trunc_to_i32(x[j] * id + 8.5) as i8).min(15) as u8;
+            let q1 = (trunc_to_i32(x[j + QK / 2] * id + 8.5) as i8).min(15) as u8;
             y.qs[j] = q0 | (q1 << 4);
         }
     }
@@ -67,8 +67,8 @@ pub fn quantize_row_q4_1(src: &[f32], dst: &mut [BlockQ4_1]) {
         y.d = f16::from_f32(d);
         y.m = f16::from_f32(min);
         for j in 0..QK / 2 {
-            let q0 = (((x[j] - min) * id + 0.5) as i8).min(15) as u8;
-            let q1 = (((x[j + QK / 2] - min) * id + 0.5) as i8).min(15) as u8;
+            let q0 = (trunc_to_i32((x[j] - min) * id + 0.5) as i8).min(15) as u8;
+            let q1 = (trunc_to_i32((x[j + QK / 2] - min) * id + 0.5) as i8).min(15) as u8;
             y.qs[j] = q0 | (q1 << 4);
         }
     }
@@ -95,7 +95,7 @@ pub fn quantize_row_q5_0(src: &[f32], dst: &mut [BlockQ5_0]) {
         y.d = f16::from_f32(d);
         let mut q = [0u8; QK];
         for (q, &x) in q.iter_mut().zip(x) {
-            *q = ((x * id + 16.5) as i8).min(31) as u8;
+            *q = (trunc_to_i32(x * id + 16.5) as i8).min(31) as u8;
         }
         pack_q5(&q, &mut y.qs, &mut y.qh);
     }
@@ -114,7 +114,7 @@ pub fn quantize_row_q5_1(src: &[f32], dst: &mut [BlockQ5_1]) {
         for (q, &x) in q.iter_mut().zip(x) {
             // ggml's C leaves this unclamped; (max - min) * id cannot reach 31.5 for finite
             // input, and gguf.quants clamps to 31, so the clamp changes nothing but safety.
-            *q = (((x - min) * id + 0.5) as u8).min(31);
+            *q = (trunc_to_i32((x - min) * id + 0.5) as u8).min(31);
         }
         pack_q5(&q, &mut y.qs, &mut y.qh);
     }

@@ -1,27 +1,38 @@
-//! The two rounding rules ggml's quantizers use. Both are exact for the value ranges the
-//! quantizers produce, and avoid libm calls (no SSE4.1 `roundss` on baseline x86-64).
+//! The rounding and conversion rules of ggml's quantizers, without libm calls (baseline x86-64
+//! has no SSE4.1 `roundss`), including what they do on degenerate input.
 
-/// ggml's `nearest_int`: round half to even. ggml adds 1.5 * 2^23 and reads the mantissa,
-/// which is exact for |x| <= 2^22 - 1; beyond that (never reached by the quantizers for finite
-/// input) we saturate instead of returning garbage, and NaN gives 0.
+/// ggml's `nearest_int`: round half to even by adding 1.5 * 2^23 and reading the mantissa.
+/// Exact for |x| <= 2^22 - 1, which is all the quantizers produce for sane input; beyond that
+/// we return what ggml's release builds return (its range check is only an `assert`), so even
+/// degenerate blocks (e.g. an inverse scale that overflowed to infinity) give ggml's bytes.
 #[inline]
 pub(crate) fn nearest_int(x: f32) -> i32 {
-    if x.abs() <= 4_194_303.0 {
-        let v = x + 12_582_912.0;
-        (v.to_bits() as i32 & 0x007F_FFFF) - 0x0040_0000
-    } else {
+    let v = x + 12_582_912.0;
+    (v.to_bits() as i32 & 0x007F_FFFF) - 0x0040_0000
+}
+
+/// C's float → int conversion as x86 does it (`cvttss2si`): truncate toward zero, and the
+/// "integer indefinite" `i32::MIN` for NaN and out-of-range values. ggml's legacy quantizers
+/// narrow such results to int8_t / uint8_t (keeping the low byte, so 0 for the indefinite);
+/// gguf.quants does the same through numpy. Only degenerate blocks ever hit the edge cases.
+#[inline]
+pub(crate) fn trunc_to_i32(x: f32) -> i32 {
+    if x.abs() < 2_147_483_648.0 {
         x as i32
+    } else {
+        i32::MIN
     }
 }
 
-/// C's `roundf`: round half away from zero, as ggml's Q8_0 / Q8_1 reference quantizers use.
-/// `x as i32` truncates and `x - t` is exact for |x| < 2^23; larger values saturate.
+/// `(int)roundf(x)`: round half away from zero (ggml's Q8_0 / Q8_1 reference quantizers),
+/// then [`trunc_to_i32`]'s conversion. Avoids a libm call: `x - t` is exact for |x| < 2^23,
+/// and larger floats are already integers.
 #[inline]
 pub(crate) fn round_half_away(x: f32) -> i32 {
-    let t = x as i32;
-    if x.abs() >= 8_388_608.0 {
-        return t;
+    if !(x.abs() < 8_388_608.0) {
+        return trunc_to_i32(x);
     }
+    let t = x as i32;
     let frac = x - t as f32;
     if frac >= 0.5 {
         t + 1
@@ -49,7 +60,9 @@ mod tests {
             (-3.7, -4),
             (4_194_303.0, 4_194_303),
             (-4_194_303.0, -4_194_303),
-            (1e20, i32::MAX),
+            // What ggml's bit trick gives for infinities and NaN.
+            (f32::INFINITY, -4_194_304),
+            (f32::NEG_INFINITY, -4_194_304),
             (f32::NAN, 0),
         ] {
             assert_eq!(nearest_int(x), want, "{x}");
@@ -73,7 +86,11 @@ mod tests {
             (-0.49999997, 0),
             (126.99999, 127),
             (-127.0, -127),
-            (1e20, i32::MAX),
+            (1e20, i32::MIN),
+            (f32::INFINITY, i32::MIN),
+            (f32::NAN, i32::MIN),
+            (-3e9, i32::MIN),
+            (9e6, 9_000_000),
         ] {
             assert_eq!(round_half_away(x), want, "{x}");
         }
