@@ -1,3 +1,5 @@
 //! Tessera engine.
 pub mod sampling;
 pub mod stop;
+pub mod tokenizer;
+pub mod chat_template;
