@@ -260,14 +260,15 @@ pub(crate) fn tensor_size(name: &str, dims: &[u64], ty: GgmlType) -> Result<u64,
         .filter(|&n| n <= i64::MAX as u64)
         .ok_or_else(overflow)?;
     let row_len = dims.first().copied().unwrap_or(1);
-    let row_bytes = ty
-        .row_bytes(row_len)
-        .ok_or_else(|| GgufError::RowNotBlockMultiple {
+    if row_len % ty.block_size() != 0 {
+        return Err(GgufError::RowNotBlockMultiple {
             name: name.into(),
             row_len,
             ty,
             block_size: ty.block_size(),
-        })?;
+        });
+    }
+    let row_bytes = ty.row_bytes(row_len).ok_or_else(overflow)?;
     if n_elements == 0 {
         return Ok(0);
     }

@@ -58,3 +58,83 @@ fn gemma3_loads() {
     assert_eq!(h.get_u64("gemma3.block_count"), Some(18));
     assert_eq!(h.get_array("tokenizer.ggml.tokens").unwrap().len(), 262144);
 }
+
+/// Streams the model in `chunk`-byte pieces (piece mode, nothing held) and checks the header
+/// and every byte against the mmap reader.
+fn stream_matches_mmap(file: &str, chunk: usize) {
+    use gguf::{StreamEvent, StreamParser};
+    use std::io::Read;
+
+    let path = model_path(file);
+    let mapped = GgufFile::open(&path).unwrap();
+    let mut reader = std::fs::File::open(&path).unwrap();
+    let mut parser = StreamParser::pieces();
+    let mut buf = vec![0u8; chunk];
+    let mut header_seen = false;
+    let mut done = vec![false; mapped.header().tensors.len()];
+    loop {
+        let n = reader.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        for ev in parser.feed(&buf[..n]).unwrap() {
+            match ev {
+                StreamEvent::HeaderComplete(h) => {
+                    assert_eq!(&h, mapped.header());
+                    header_seen = true;
+                }
+                StreamEvent::TensorPiece {
+                    index,
+                    offset_in_tensor,
+                    bytes,
+                    last,
+                } => {
+                    let whole = mapped.tensor_data_at(index).unwrap();
+                    let at = offset_in_tensor as usize;
+                    assert!(
+                        bytes == whole[at..at + bytes.len()],
+                        "tensor {index} at {at}"
+                    );
+                    if last {
+                        assert_eq!(at + bytes.len(), whole.len());
+                        done[index] = true;
+                    }
+                }
+                StreamEvent::TensorReady { .. } => panic!("whole tensors in piece mode"),
+            }
+        }
+    }
+    parser.finish().unwrap();
+    assert!(header_seen);
+    assert!(done.iter().all(|&d| d));
+}
+
+#[test]
+fn smollm2_streams_like_mmap() {
+    stream_matches_mmap("SmolLM2-135M-Instruct.Q4_1.gguf", 4093);
+}
+
+#[test]
+fn gemma3_streams_like_mmap() {
+    stream_matches_mmap("gemma-3-270m-q4_k_m.gguf", 65521);
+}
+
+#[test]
+fn gemma3_header_streams_in_tiny_chunks() {
+    // 7-byte chunks through the 262k-token vocabulary: the scanner must not re-read it.
+    let path = model_path("gemma-3-270m-q4_k_m.gguf");
+    let mapped = GgufFile::open(&path).unwrap();
+    let h = mapped.header();
+    let bytes = std::fs::read(&path).unwrap();
+    let head = &bytes[..h.data_offset as usize];
+    let mut parser = gguf::StreamParser::new();
+    let mut found = None;
+    for c in head.chunks(7) {
+        for ev in parser.feed(c).unwrap() {
+            if let gguf::StreamEvent::HeaderComplete(h2) = ev {
+                found = Some(h2);
+            }
+        }
+    }
+    assert_eq!(found.as_ref(), Some(h));
+}

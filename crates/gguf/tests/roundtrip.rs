@@ -39,16 +39,29 @@ fn synthetic_model_round_trips() {
     assert_eq!(nested[0].as_array().unwrap()[1], Value::I32(-2));
     assert_eq!(nested[1].as_array().unwrap()[0].as_str(), Some("x"));
     assert_eq!(nested[2], Value::Array(ValueType::U8, vec![]));
-    assert_eq!(h.get("t.empty"), Some(&Value::Array(ValueType::F32, vec![])));
+    assert_eq!(
+        h.get("t.empty"),
+        Some(&Value::Array(ValueType::F32, vec![]))
+    );
     assert_eq!(h.get("missing"), None);
 
     let names: Vec<&str> = h.tensors.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
-        ["token_embd.weight", "blk.0.attn_norm.weight", "blk.0.ffn.weight", "blk.1.odd", "empty", "iq"]
+        [
+            "token_embd.weight",
+            "blk.0.attn_norm.weight",
+            "blk.0.ffn.weight",
+            "blk.1.odd",
+            "empty",
+            "iq"
+        ]
     );
     let embd = h.tensor("token_embd.weight").unwrap();
-    assert_eq!((embd.dims.as_slice(), embd.ty, embd.size), (&[64, 5][..], GgmlType::Q8_0, 340));
+    assert_eq!(
+        (embd.dims.as_slice(), embd.ty, embd.size),
+        (&[64, 5][..], GgmlType::Q8_0, 340)
+    );
     assert_eq!(h.tensor("blk.1.odd").unwrap().n_elements(), 21);
     assert_eq!(h.tensor("empty").unwrap().size, 0);
     // In the table but not computable: reported, not refused.
@@ -59,7 +72,12 @@ fn synthetic_model_round_trips() {
     for (i, t) in h.tensors.iter().enumerate() {
         assert_eq!(t.offset % 32, 0, "{}", t.name);
         let data = m.tensor_data(&t.name).unwrap();
-        assert_eq!(data, &bytes(i as u64 + 1, t.size as usize)[..], "{}", t.name);
+        assert_eq!(
+            data,
+            &bytes(i as u64 + 1, t.size as usize)[..],
+            "{}",
+            t.name
+        );
         assert_eq!(m.tensor_data_at(i).unwrap(), data);
         let start = m.tensor_location(i).unwrap().range.start;
         assert_eq!(start % 32, 0);
@@ -69,7 +87,10 @@ fn synthetic_model_round_trips() {
     let head_only = parse_header(&file[..h.data_offset as usize]).unwrap();
     assert_eq!(&head_only, h);
     // The file length is the padded end of the data.
-    assert_eq!(file.len() as u64, h.data_offset + h.data_len().div_ceil(32) * 32);
+    assert_eq!(
+        file.len() as u64,
+        h.data_offset + h.data_len().div_ceil(32) * 32
+    );
 }
 
 #[test]
@@ -93,7 +114,10 @@ fn version_2_and_custom_alignment() {
         assert_eq!(h.data_offset % alignment, 0);
         for (i, t) in h.tensors.iter().enumerate() {
             assert_eq!(t.offset % alignment, 0);
-            assert_eq!(m.tensor_data(&t.name).unwrap(), &bytes(i as u64 + 1, t.size as usize)[..]);
+            assert_eq!(
+                m.tensor_data(&t.name).unwrap(),
+                &bytes(i as u64 + 1, t.size as usize)[..]
+            );
         }
     }
 }
@@ -102,20 +126,33 @@ fn version_2_and_custom_alignment() {
 fn writer_refuses_what_the_reader_would() {
     let mut w = GgufWriter::new();
     w.add_u32("a", 1).unwrap();
-    assert!(matches!(w.add_u32("a", 2), Err(GgufError::InvalidWrite { .. })));
+    assert!(matches!(
+        w.add_u32("a", 2),
+        Err(GgufError::InvalidWrite { .. })
+    ));
     let mixed = Value::Array(ValueType::U8, vec![Value::U8(1), Value::U16(2)]);
-    assert!(matches!(w.add("b", mixed), Err(GgufError::InvalidWrite { .. })));
+    assert!(matches!(
+        w.add("b", mixed),
+        Err(GgufError::InvalidWrite { .. })
+    ));
     assert!(w.set_alignment(3).is_err());
     assert!(w.set_alignment(0).is_err());
     assert!(w.set_version(1).is_err());
-    w.add_tensor("t", &[32], GgmlType::Q4_0, vec![0; 18]).unwrap();
-    assert!(w.add_tensor("t", &[32], GgmlType::Q4_0, vec![0; 18]).is_err());
+    w.add_tensor("t", &[32], GgmlType::Q4_0, vec![0; 18])
+        .unwrap();
+    assert!(w
+        .add_tensor("t", &[32], GgmlType::Q4_0, vec![0; 18])
+        .is_err());
     assert!(matches!(
         w.add_tensor("u", &[33], GgmlType::Q4_0, vec![0; 18]),
         Err(GgufError::RowNotBlockMultiple { row_len: 33, .. })
     ));
-    assert!(w.add_tensor("u", &[32], GgmlType::Q4_0, vec![0; 17]).is_err());
-    assert!(w.add_tensor("u", &[1, 1, 1, 1, 1], GgmlType::F32, vec![0; 4]).is_err());
+    assert!(w
+        .add_tensor("u", &[32], GgmlType::Q4_0, vec![0; 17])
+        .is_err());
+    assert!(w
+        .add_tensor("u", &[1, 1, 1, 1, 1], GgmlType::F32, vec![0; 4])
+        .is_err());
     assert!(matches!(
         w.add_tensor("u", &[u64::MAX, 2], GgmlType::F32, vec![]),
         Err(GgufError::DimsOverflow { .. })

@@ -48,16 +48,33 @@ pub fn synthetic_writer() -> GgufWriter {
         ),
     )
     .unwrap();
-    w.add("t.empty", Value::Array(ValueType::F32, vec![])).unwrap();
-    w.add_tensor("token_embd.weight", &[64, 5], GgmlType::Q8_0, bytes(1, 2 * 34 * 5))
+    w.add("t.empty", Value::Array(ValueType::F32, vec![]))
         .unwrap();
-    w.add_tensor("blk.0.attn_norm.weight", &[64], GgmlType::F32, bytes(2, 256))
-        .unwrap();
-    w.add_tensor("blk.0.ffn.weight", &[256, 3], GgmlType::Q4_K, bytes(3, 144 * 3))
-        .unwrap();
+    w.add_tensor(
+        "token_embd.weight",
+        &[64, 5],
+        GgmlType::Q8_0,
+        bytes(1, 2 * 34 * 5),
+    )
+    .unwrap();
+    w.add_tensor(
+        "blk.0.attn_norm.weight",
+        &[64],
+        GgmlType::F32,
+        bytes(2, 256),
+    )
+    .unwrap();
+    w.add_tensor(
+        "blk.0.ffn.weight",
+        &[256, 3],
+        GgmlType::Q4_K,
+        bytes(3, 144 * 3),
+    )
+    .unwrap();
     w.add_tensor("blk.1.odd", &[3, 1, 1, 7], GgmlType::F16, bytes(4, 42))
         .unwrap();
-    w.add_tensor("empty", &[0, 4], GgmlType::F32, vec![]).unwrap();
+    w.add_tensor("empty", &[0, 4], GgmlType::F32, vec![])
+        .unwrap();
     w.add_tensor("iq", &[256], GgmlType::IQ2_XS, bytes(6, 74))
         .unwrap();
     w
