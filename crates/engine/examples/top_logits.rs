@@ -1,0 +1,38 @@
+//! Prints the top-10 log-probabilities after a prompt given as token ids:
+//! `cargo run --release -p engine --example top_logits -- MODEL.gguf 504 3575 282`
+//! (a debugging aid for comparing against other implementations).
+
+use std::sync::Arc;
+
+use engine::{Context, ContextParams, Model};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let path = args.next().ok_or("usage: top_logits MODEL.gguf ID...")?;
+    let ids: Vec<u32> = args.map(|a| a.parse()).collect::<Result<_, _>>()?;
+    let model = Arc::new(Model::load(
+        Arc::new(gguf::GgufFile::open(&path)?),
+        &mut |_| {},
+    )?);
+    let mut ctx = Context::new(
+        model,
+        ContextParams {
+            n_ctx: ids.len().max(1),
+            ..Default::default()
+        },
+    )?;
+    ctx.decode(&ids, false)?;
+    let logits = ctx.logits();
+    let m = logits.iter().cloned().fold(f32::NEG_INFINITY, f32::max) as f64;
+    let lz = m + logits
+        .iter()
+        .map(|&x| (x as f64 - m).exp())
+        .sum::<f64>()
+        .ln();
+    let mut idx: Vec<usize> = (0..logits.len()).collect();
+    idx.sort_by(|&a, &b| logits[b].total_cmp(&logits[a]));
+    for &i in &idx[..10] {
+        println!("{i}\t{:.4}\t{:.4}", logits[i], logits[i] as f64 - lz);
+    }
+    Ok(())
+}

@@ -1,0 +1,63 @@
+//! The `Backend` trait: what a device (CPU, WebGPU, Vulkan, CUDA) implements to run graphs.
+//!
+//! A backend owns its KV cache and its scratch buffers; the engine hands it a graph, the
+//! batch's per-step inputs and the weights, and gets back the output rows.
+
+use crate::error::EngineError;
+use crate::graph::{Graph, RopeParams};
+use crate::weights::WeightStore;
+
+/// Per-step inputs of a micro-batch of one sequence: token `i` is at position `pos0 + i`.
+#[derive(Clone, Copy, Debug)]
+pub struct Batch<'a> {
+    pub tokens: &'a [u32],
+    pub pos0: usize,
+    /// Indices (into `tokens`, increasing) of the tokens whose outputs are wanted.
+    pub output_rows: &'a [usize],
+}
+
+/// Shape of one layer's KV cache entry (per position).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KvLayerLayout {
+    pub n_head_kv: usize,
+    pub head_dim_k: usize,
+    pub head_dim_v: usize,
+    /// How this layer's keys were rotated (to re-rotate them on a context shift).
+    pub rope: RopeParams,
+}
+
+/// The KV cache a model needs: `n_ctx` positions for each layer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KvLayout {
+    pub n_ctx: usize,
+    pub layers: Vec<KvLayerLayout>,
+}
+
+pub trait Backend: Send {
+    fn name(&self) -> &'static str;
+
+    /// Allocates (or re-allocates) the KV cache, empty.
+    fn init_kv(&mut self, layout: &KvLayout) -> Result<(), EngineError>;
+
+    /// Runs `graph` for `batch`, storing the batch's keys and values in the KV cache, and
+    /// writes the graph's output (`graph.n_outputs` rows) into `out`.
+    fn compute(
+        &mut self,
+        graph: &Graph,
+        batch: &Batch,
+        weights: &WeightStore,
+        out: &mut [f32],
+    ) -> Result<(), EngineError>;
+
+    /// Drops the keys and values at positions `n..`: later steps overwrite them.
+    fn kv_truncate(&mut self, n: usize);
+
+    /// Drops positions `n_keep .. n_keep + n_discard` of the first `n_past`, moves the rest
+    /// down by `n_discard` and re-rotates their keys to their new positions.
+    fn kv_shift(
+        &mut self,
+        n_past: usize,
+        n_keep: usize,
+        n_discard: usize,
+    ) -> Result<(), EngineError>;
+}

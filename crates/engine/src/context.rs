@@ -1,0 +1,213 @@
+//! An inference context: one sequence's KV cache on a backend, fed tokens in micro-batches.
+
+use std::sync::Arc;
+
+use crate::backend::{Backend, Batch};
+use crate::cpu::CpuBackend;
+use crate::error::EngineError;
+use crate::graph::{Graph, GraphBuilder};
+use crate::model::Model;
+use crate::threading::{SequentialPool, ThreadPool};
+
+#[derive(Clone)]
+pub struct ContextParams {
+    /// Positions the KV cache holds; 0 → the model's training context.
+    pub n_ctx: usize,
+    /// Largest micro-batch: longer inputs are processed `n_batch` tokens at a time.
+    pub n_batch: usize,
+    pub threads: Arc<dyn ThreadPool>,
+}
+
+impl Default for ContextParams {
+    fn default() -> Self {
+        ContextParams {
+            n_ctx: 4096,
+            n_batch: 512,
+            threads: Arc::new(SequentialPool),
+        }
+    }
+}
+
+/// Graphs kept for reuse, keyed by (n_tokens, n_outputs): decode steps all share one.
+const GRAPH_CACHE: usize = 4;
+
+pub struct Context {
+    model: Arc<Model>,
+    n_ctx: usize,
+    n_batch: usize,
+    backend: Box<dyn Backend>,
+    tokens: Vec<u32>,
+    logits: Vec<f32>,
+    all_logits: Vec<f32>,
+    graphs: Vec<((usize, usize), Graph)>,
+    output_rows: Vec<usize>,
+}
+
+impl Context {
+    /// A context on the CPU backend.
+    pub fn new(model: Arc<Model>, params: ContextParams) -> Result<Context, EngineError> {
+        let backend = Box::new(CpuBackend::new(params.threads.clone()));
+        Context::with_backend(model, params, backend)
+    }
+
+    pub fn with_backend(
+        model: Arc<Model>,
+        params: ContextParams,
+        mut backend: Box<dyn Backend>,
+    ) -> Result<Context, EngineError> {
+        let n_ctx = if params.n_ctx == 0 {
+            model.n_ctx_train()
+        } else {
+            params.n_ctx
+        };
+        if params.n_batch == 0 {
+            return Err(EngineError::InvalidArgument(
+                "n_batch must be at least 1".into(),
+            ));
+        }
+        if n_ctx > 1 << 22 {
+            return Err(EngineError::InvalidArgument(format!(
+                "n_ctx {n_ctx} is too large"
+            )));
+        }
+        backend.init_kv(&model.architecture().kv_layout(n_ctx))?;
+        let n_vocab = model.n_vocab();
+        Ok(Context {
+            model,
+            n_ctx,
+            n_batch: params.n_batch,
+            backend,
+            tokens: Vec::with_capacity(n_ctx),
+            logits: vec![0.0; n_vocab],
+            all_logits: Vec::new(),
+            graphs: Vec::new(),
+            output_rows: Vec::new(),
+        })
+    }
+
+    pub fn model(&self) -> &Arc<Model> {
+        &self.model
+    }
+
+    pub fn n_ctx(&self) -> usize {
+        self.n_ctx
+    }
+
+    pub fn n_batch(&self) -> usize {
+        self.n_batch
+    }
+
+    /// Appends `tokens` at the current position, `n_batch` at a time. Afterwards
+    /// [`Context::logits`] holds the last token's logits and, when `all_logits`,
+    /// [`Context::all_logits`] every token's.
+    pub fn decode(&mut self, tokens: &[u32], all_logits: bool) -> Result<(), EngineError> {
+        if tokens.is_empty() {
+            return Err(EngineError::InvalidArgument("decode of no tokens".into()));
+        }
+        let needed = self.tokens.len() + tokens.len();
+        if needed > self.n_ctx {
+            return Err(EngineError::ContextFull {
+                needed,
+                n_ctx: self.n_ctx,
+            });
+        }
+        let n_vocab = self.model.n_vocab();
+        if let Some(&id) = tokens.iter().find(|&&t| t as usize >= n_vocab) {
+            return Err(EngineError::BadToken { id, n_vocab });
+        }
+        if all_logits {
+            self.all_logits.resize(tokens.len() * n_vocab, 0.0);
+        } else {
+            self.all_logits.clear();
+        }
+        let n_chunks = tokens.len().div_ceil(self.n_batch);
+        for (c, chunk) in tokens.chunks(self.n_batch).enumerate() {
+            let last = c + 1 == n_chunks;
+            self.output_rows.clear();
+            if all_logits {
+                self.output_rows.extend(0..chunk.len());
+            } else if last {
+                self.output_rows.push(chunk.len() - 1);
+            }
+            let key = (chunk.len(), self.output_rows.len());
+            let gi = match self.graphs.iter().position(|(k, _)| *k == key) {
+                Some(i) => i,
+                None => {
+                    let model = &self.model;
+                    let mut b = GraphBuilder::new(model.weights(), key.0, key.1);
+                    let out = model.architecture().build(&mut b)?;
+                    if self.graphs.len() == GRAPH_CACHE {
+                        self.graphs.remove(0);
+                    }
+                    self.graphs.push((key, b.finish(out)));
+                    self.graphs.len() - 1
+                }
+            };
+            let batch = Batch {
+                tokens: chunk,
+                pos0: self.tokens.len(),
+                output_rows: &self.output_rows,
+            };
+            let out: &mut [f32] = if all_logits {
+                let start = c * self.n_batch * n_vocab;
+                &mut self.all_logits[start..start + chunk.len() * n_vocab]
+            } else {
+                &mut self.logits[..key.1 * n_vocab]
+            };
+            self.backend
+                .compute(&self.graphs[gi].1, &batch, self.model.weights(), out)?;
+            self.tokens.extend_from_slice(chunk);
+        }
+        if all_logits {
+            let n = self.all_logits.len();
+            self.logits.copy_from_slice(&self.all_logits[n - n_vocab..]);
+        }
+        Ok(())
+    }
+
+    /// The last decoded token's logits (`n_vocab`).
+    pub fn logits(&self) -> &[f32] {
+        &self.logits
+    }
+
+    /// Every token's logits from the last `decode(.., true)`: `tokens.len() * n_vocab`.
+    pub fn all_logits(&self) -> &[f32] {
+        &self.all_logits
+    }
+
+    /// Positions in the KV cache.
+    pub fn n_past(&self) -> usize {
+        self.tokens.len()
+    }
+
+    /// The tokens in the KV cache.
+    pub fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
+
+    /// Keeps the first `n` positions (no-op when `n >= n_past`).
+    pub fn truncate(&mut self, n: usize) {
+        if n < self.tokens.len() {
+            self.tokens.truncate(n);
+            self.backend.kv_truncate(n);
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.truncate(0);
+    }
+
+    /// Frees room like llama.cpp's context shift: keeps the first `n_keep` positions, drops the
+    /// next `n_discard`, and moves the rest down (their keys re-rotated to the new positions).
+    pub fn shift(&mut self, n_keep: usize, n_discard: usize) -> Result<(), EngineError> {
+        let n_past = self.tokens.len();
+        if n_keep + n_discard > n_past {
+            return Err(EngineError::InvalidArgument(format!(
+                "shift: keep {n_keep} + discard {n_discard} > {n_past} positions"
+            )));
+        }
+        self.backend.kv_shift(n_past, n_keep, n_discard)?;
+        self.tokens.drain(n_keep..n_keep + n_discard);
+        Ok(())
+    }
+}

@@ -1,0 +1,265 @@
+//! Causal grouped-query attention over the f16 KV cache, computed like ggml's CPU flash
+//! attention (llama.cpp's default): per query row, q is rounded to f16, each score is an
+//! f16·f16 dot product, and an online softmax accumulates V into an f16 accumulator (rounded
+//! after every key), divided by the f32 running sum at the end. Masked keys are skipped.
+//!
+//! Each (token, head) row is computed alone, in key order, so results do not depend on the
+//! batch or the thread split.
+
+use half::f16;
+
+use crate::cpu::kv_cache::LayerKv;
+use crate::cpu::parallel::{for_each_chunk, SharedOut};
+use crate::graph::AttentionParams;
+use crate::threading::ThreadPool;
+
+/// Largest head dimension the stack scratch holds.
+pub const MAX_HEAD_DIM: usize = 512;
+
+/// q·k with f32 products summed in 8 lanes (the order of an 8-wide SIMD loop), then the lanes.
+#[inline]
+fn dot_f16(k: &[f16], q: &[f16]) -> f32 {
+    let mut lanes = [0.0f32; 8];
+    let chunks = k.len() / 8;
+    for c in 0..chunks {
+        for l in 0..8 {
+            lanes[l] += k[c * 8 + l].to_f32() * q[c * 8 + l].to_f32();
+        }
+    }
+    let mut sum = 0.0f64;
+    for l in lanes {
+        sum += l as f64;
+    }
+    for i in chunks * 8..k.len() {
+        sum += (k[i].to_f32() * q[i].to_f32()) as f64;
+    }
+    sum as f32
+}
+
+/// One query row against keys `lo ..= hi` of one KV head; writes `out` (head_dim_v floats).
+#[allow(clippy::too_many_arguments)]
+pub fn attend_row(
+    q: &[f32],
+    kv: &LayerKv,
+    kv_head: usize,
+    lo: usize,
+    hi: usize,
+    scale: f32,
+    softcap: Option<f32>,
+    out: &mut [f32],
+) {
+    let hd = kv.layout.head_dim_k;
+    let dv = kv.layout.head_dim_v;
+    let (ks, vs) = (kv.k_stride(), kv.v_stride());
+    let mut q16 = [f16::ZERO; MAX_HEAD_DIM];
+    for (d, &s) in q16.iter_mut().zip(q) {
+        *d = f16::from_f32(s);
+    }
+    let mut acc = [f16::ZERO; MAX_HEAD_DIM];
+    let acc = &mut acc[..dv];
+    let mut sum = 0.0f32;
+    let mut max = f32::NEG_INFINITY;
+    for j in lo..=hi {
+        let k = &kv.k[j * ks + kv_head * hd..j * ks + (kv_head + 1) * hd];
+        let mut s = dot_f16(k, &q16[..hd]) * scale;
+        if let Some(cap) = softcap {
+            s = cap * (s / cap).tanh();
+        }
+        let mut ms = 1.0f32;
+        let mut vscale = 1.0f32;
+        if s > max {
+            let old = max;
+            max = s;
+            ms = (old - max).exp();
+            for a in acc.iter_mut() {
+                *a = f16::from_f32(a.to_f32() * ms);
+            }
+        } else {
+            vscale = (s - max).exp();
+        }
+        let v = &kv.v[j * vs + kv_head * dv..j * vs + (kv_head + 1) * dv];
+        for (a, &x) in acc.iter_mut().zip(v) {
+            *a = f16::from_f32(a.to_f32() + x.to_f32() * vscale);
+        }
+        sum = sum * ms + vscale;
+    }
+    let inv = if sum == 0.0 { 0.0 } else { 1.0 / sum };
+    for (o, a) in out.iter_mut().zip(acc.iter()) {
+        *o = a.to_f32() * inv;
+    }
+}
+
+/// Attention for `T` query tokens at positions `pos0 ..` (their keys and values already in
+/// `kv`): q `[head_dim, n_head, T]` → out `[head_dim_v * n_head, T]`.
+pub fn attention(
+    pool: &dyn ThreadPool,
+    q: &[f32],
+    kv: &LayerKv,
+    pos0: usize,
+    p: &AttentionParams,
+    out: &mut [f32],
+) {
+    let hd = p.head_dim;
+    let dv = kv.layout.head_dim_v;
+    let n_rows = q.len() / hd; // T * n_head
+    let group = p.n_head / p.n_head_kv;
+    let shared = SharedOut::new(out);
+    for_each_chunk(pool, n_rows, pool.n_threads() * 2, 1, &|rows| {
+        for row in rows {
+            let (t, h) = (row / p.n_head, row % p.n_head);
+            let pos = pos0 + t;
+            let lo = match p.window {
+                Some(w) => (pos + 1).saturating_sub(w),
+                None => 0,
+            };
+            let o = shared.slice(row * dv, dv);
+            attend_row(
+                &q[row * hd..(row + 1) * hd],
+                kv,
+                h / group,
+                lo,
+                pos,
+                p.scale,
+                p.softcap,
+                o,
+            );
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::KvLayerLayout;
+    use crate::graph::{RopeMode, RopeParams};
+    use crate::threading::SequentialPool;
+
+    fn layer(n_ctx: usize, n_head_kv: usize, hd: usize) -> LayerKv {
+        LayerKv {
+            layout: KvLayerLayout {
+                n_head_kv,
+                head_dim_k: hd,
+                head_dim_v: hd,
+                rope: RopeParams {
+                    n_dims: hd,
+                    mode: RopeMode::Normal,
+                    freq_base: 10000.0,
+                    freq_scale: 1.0,
+                },
+            },
+            k: (0..n_ctx * n_head_kv * hd)
+                .map(|i| f16::from_f32(((i * 7919 % 613) as f32 / 306.0) - 1.0))
+                .collect(),
+            v: (0..n_ctx * n_head_kv * hd)
+                .map(|i| f16::from_f32(((i * 104729 % 389) as f32 / 194.0) - 1.0))
+                .collect(),
+        }
+    }
+
+    /// Plain softmax attention in f64 over the same f16 keys and values.
+    fn reference(
+        q: &[f32],
+        kv: &LayerKv,
+        head: usize,
+        lo: usize,
+        hi: usize,
+        scale: f32,
+    ) -> Vec<f64> {
+        let hd = kv.layout.head_dim_k;
+        let s = kv.k_stride();
+        let scores: Vec<f64> = (lo..=hi)
+            .map(|j| {
+                (0..hd)
+                    .map(|d| kv.k[j * s + head * hd + d].to_f64() * f16::from_f32(q[d]).to_f64())
+                    .sum::<f64>()
+                    * scale as f64
+            })
+            .collect();
+        let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let w: Vec<f64> = scores.iter().map(|x| (x - m).exp()).collect();
+        let z: f64 = w.iter().sum();
+        (0..hd)
+            .map(|d| {
+                (lo..=hi)
+                    .zip(&w)
+                    .map(|(j, wj)| wj * kv.v[j * s + head * hd + d].to_f64())
+                    .sum::<f64>()
+                    / z
+            })
+            .collect()
+    }
+
+    #[test]
+    fn matches_plain_softmax_attention_with_gqa_and_windows() {
+        let (hd, n_head, n_head_kv, n_ctx) = (64, 4, 2, 40);
+        let kv = layer(n_ctx, n_head_kv, hd);
+        let t = 5;
+        let pos0 = 30;
+        let q: Vec<f32> = (0..hd * n_head * t)
+            .map(|i| ((i * 31 % 97) as f32 / 48.0) - 1.0)
+            .collect();
+        for window in [None, Some(8)] {
+            let p = AttentionParams {
+                layer: 0,
+                n_head,
+                n_head_kv,
+                head_dim: hd,
+                scale: 0.125,
+                window,
+                softcap: None,
+            };
+            let mut out = vec![0.0; hd * n_head * t];
+            attention(&SequentialPool, &q, &kv, pos0, &p, &mut out);
+            for ti in 0..t {
+                for h in 0..n_head {
+                    let pos = pos0 + ti;
+                    let lo = window.map_or(0, |w| pos + 1 - w);
+                    let row = ti * n_head + h;
+                    let want = reference(&q[row * hd..(row + 1) * hd], &kv, h / 2, lo, pos, 0.125);
+                    for d in 0..hd {
+                        // The f16 accumulator limits agreement to f16 precision.
+                        let got = out[row * hd + d] as f64;
+                        assert!(
+                            (got - want[d]).abs() < 4e-3,
+                            "{window:?} t{ti} h{h} d{d}: {got} vs {}",
+                            want[d]
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_row_does_not_depend_on_the_batch() {
+        let (hd, n_head, n_head_kv) = (64, 2, 1);
+        let kv = layer(16, n_head_kv, hd);
+        let p = AttentionParams {
+            layer: 0,
+            n_head,
+            n_head_kv,
+            head_dim: hd,
+            scale: 0.125,
+            window: None,
+            softcap: Some(20.0),
+        };
+        let q: Vec<f32> = (0..hd * n_head * 4)
+            .map(|i| ((i * 13 % 37) as f32 / 18.0) - 1.0)
+            .collect();
+        let mut batch = vec![0.0; q.len()];
+        attention(&SequentialPool, &q, &kv, 6, &p, &mut batch);
+        for t in 0..4 {
+            let n = hd * n_head;
+            let mut alone = vec![0.0; n];
+            attention(
+                &SequentialPool,
+                &q[t * n..(t + 1) * n],
+                &kv,
+                6 + t,
+                &p,
+                &mut alone,
+            );
+            assert_eq!(alone, batch[t * n..(t + 1) * n]);
+        }
+    }
+}

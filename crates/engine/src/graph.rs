@@ -1,0 +1,335 @@
+//! The graph IR: what one forward step over a micro-batch computes, as a list of nodes in
+//! execution order. Every node produces one f32 activation tensor (ggml shape order).
+//!
+//! A graph depends only on the batch's shape (number of tokens, number of outputs), not on
+//! token values or positions, so a backend may reuse it (and its buffer plan) from step to step.
+//! Per-step inputs (token ids, positions, which rows to output) come with the batch.
+
+use crate::error::EngineError;
+use crate::tensor::Ne;
+use crate::weights::{WeightId, WeightStore};
+
+/// Index of a node in its graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct NodeId(pub u32);
+
+/// How rope pairs the dimensions it rotates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RopeMode {
+    /// Adjacent pairs (2i, 2i+1): llama.
+    Normal,
+    /// Pairs (i, i + n_dims/2): GPT-NeoX, gemma, qwen.
+    Neox,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RopeParams {
+    /// Rotated dimensions at the start of each head (the rest pass through).
+    pub n_dims: usize,
+    pub mode: RopeMode,
+    pub freq_base: f32,
+    pub freq_scale: f32,
+}
+
+/// One attention layer: causal, grouped-query, over the f16 KV cache of layer `layer`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AttentionParams {
+    pub layer: usize,
+    pub n_head: usize,
+    pub n_head_kv: usize,
+    pub head_dim: usize,
+    /// Multiplies q·k.
+    pub scale: f32,
+    /// Sliding window: a query at position p sees keys at p - window < j <= p.
+    pub window: Option<usize>,
+    /// `cap * tanh(s / cap)` on the scores when set.
+    pub softcap: Option<f32>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// Rows of `table` for the batch's token ids → `[n_embd, n_tokens]`.
+    GetRows {
+        table: WeightId,
+    },
+    /// Same bytes, new shape (a view: no copy).
+    Reshape {
+        x: NodeId,
+    },
+    /// Each row divided by its root mean square (ggml_rms_norm).
+    RmsNorm {
+        x: NodeId,
+        eps: f32,
+    },
+    /// Element-wise product with a weight vector broadcast over rows (norm weights).
+    MulWeight {
+        x: NodeId,
+        w: WeightId,
+    },
+    Add {
+        a: NodeId,
+        b: NodeId,
+    },
+    Scale {
+        x: NodeId,
+        s: f32,
+    },
+    /// `x · wᵀ`: `w` is `[k, m]` (m rows of length k), `x` is `[k, n]` → `[m, n]`.
+    MulMat {
+        w: WeightId,
+        x: NodeId,
+    },
+    /// Rotary embedding of `x` viewed as `[head_dim, n_heads, n_tokens]` at the batch positions.
+    Rope {
+        x: NodeId,
+        params: RopeParams,
+    },
+    /// Stores k and v in the KV cache at the batch positions, then attends:
+    /// q `[head_dim, n_head, T]` → `[head_dim * n_head, T]`.
+    Attention {
+        q: NodeId,
+        k: NodeId,
+        v: NodeId,
+        params: AttentionParams,
+    },
+    /// `silu(gate) * up`.
+    SwiGlu {
+        gate: NodeId,
+        up: NodeId,
+    },
+    /// `gelu_tanh(gate) * up`.
+    GeGlu {
+        gate: NodeId,
+        up: NodeId,
+    },
+    /// `cap * tanh(x / cap)`.
+    SoftCap {
+        x: NodeId,
+        cap: f32,
+    },
+    /// Keeps the rows (tokens) of the batch whose outputs were asked for.
+    OutputRows {
+        x: NodeId,
+    },
+}
+
+impl Op {
+    /// The nodes this op reads.
+    pub fn inputs(&self) -> Vec<NodeId> {
+        match *self {
+            Op::GetRows { .. } => vec![],
+            Op::Reshape { x }
+            | Op::RmsNorm { x, .. }
+            | Op::MulWeight { x, .. }
+            | Op::Scale { x, .. }
+            | Op::MulMat { x, .. }
+            | Op::Rope { x, .. }
+            | Op::SoftCap { x, .. }
+            | Op::OutputRows { x } => vec![x],
+            Op::Add { a, b } => vec![a, b],
+            Op::SwiGlu { gate, up } | Op::GeGlu { gate, up } => vec![gate, up],
+            Op::Attention { q, k, v, .. } => vec![q, k, v],
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    pub op: Op,
+    pub ne: Ne,
+}
+
+impl Node {
+    pub fn n_elements(&self) -> usize {
+        self.ne.iter().product()
+    }
+}
+
+/// A forward step for a batch of `n_tokens` tokens producing `n_outputs` rows of logits.
+#[derive(Clone, Debug)]
+pub struct Graph {
+    pub nodes: Vec<Node>,
+    pub output: NodeId,
+    pub n_tokens: usize,
+    pub n_outputs: usize,
+}
+
+impl Graph {
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id.0 as usize]
+    }
+}
+
+/// Builds a graph, checking shapes as it goes.
+pub struct GraphBuilder<'w> {
+    weights: &'w WeightStore,
+    nodes: Vec<Node>,
+    pub n_tokens: usize,
+    pub n_outputs: usize,
+}
+
+fn shape_error(what: &str, detail: String) -> EngineError {
+    EngineError::InvalidArgument(format!("graph: {what}: {detail}"))
+}
+
+impl<'w> GraphBuilder<'w> {
+    pub fn new(weights: &'w WeightStore, n_tokens: usize, n_outputs: usize) -> Self {
+        GraphBuilder {
+            weights,
+            nodes: Vec::new(),
+            n_tokens,
+            n_outputs,
+        }
+    }
+
+    pub fn ne(&self, id: NodeId) -> Ne {
+        self.nodes[id.0 as usize].ne
+    }
+
+    fn push(&mut self, op: Op, ne: Ne) -> NodeId {
+        self.nodes.push(Node { op, ne });
+        NodeId(self.nodes.len() as u32 - 1)
+    }
+
+    pub fn get_rows(&mut self, table: WeightId) -> NodeId {
+        let n_embd = self.weights.desc(table).ne[0];
+        self.push(Op::GetRows { table }, [n_embd, self.n_tokens, 1, 1])
+    }
+
+    pub fn reshape(&mut self, x: NodeId, ne: Ne) -> Result<NodeId, EngineError> {
+        let old = self.ne(x);
+        if old.iter().product::<usize>() != ne.iter().product::<usize>() {
+            return Err(shape_error("reshape", format!("{old:?} -> {ne:?}")));
+        }
+        Ok(self.push(Op::Reshape { x }, ne))
+    }
+
+    pub fn rms_norm(&mut self, x: NodeId, eps: f32) -> NodeId {
+        let ne = self.ne(x);
+        self.push(Op::RmsNorm { x, eps }, ne)
+    }
+
+    pub fn mul_weight(&mut self, x: NodeId, w: WeightId) -> Result<NodeId, EngineError> {
+        let ne = self.ne(x);
+        let wd = self.weights.desc(w);
+        if wd.ne[0] != ne[0] || wd.n_rows() != 1 {
+            return Err(shape_error("mul", format!("{ne:?} * {:?}", wd.ne)));
+        }
+        Ok(self.push(Op::MulWeight { x, w }, ne))
+    }
+
+    /// `rms_norm(x) * w`, the norm every architecture uses.
+    pub fn rms_norm_weighted(
+        &mut self,
+        x: NodeId,
+        w: WeightId,
+        eps: f32,
+    ) -> Result<NodeId, EngineError> {
+        let n = self.rms_norm(x, eps);
+        self.mul_weight(n, w)
+    }
+
+    pub fn add(&mut self, a: NodeId, b: NodeId) -> Result<NodeId, EngineError> {
+        let (na, nb) = (self.ne(a), self.ne(b));
+        if na != nb {
+            return Err(shape_error("add", format!("{na:?} + {nb:?}")));
+        }
+        Ok(self.push(Op::Add { a, b }, na))
+    }
+
+    pub fn scale(&mut self, x: NodeId, s: f32) -> NodeId {
+        let ne = self.ne(x);
+        self.push(Op::Scale { x, s }, ne)
+    }
+
+    pub fn mul_mat(&mut self, w: WeightId, x: NodeId) -> Result<NodeId, EngineError> {
+        let xn = self.ne(x);
+        let wd = self.weights.desc(w);
+        if wd.ne[0] != xn[0] || wd.ne[2] != 1 || wd.ne[3] != 1 {
+            return Err(shape_error(
+                "mul_mat",
+                format!("{} {:?} x {xn:?}", self.weights.get(w).name, wd.ne),
+            ));
+        }
+        let rows = xn[1] * xn[2] * xn[3];
+        Ok(self.push(Op::MulMat { w, x }, [wd.ne[1], rows, 1, 1]))
+    }
+
+    pub fn rope(&mut self, x: NodeId, params: RopeParams) -> Result<NodeId, EngineError> {
+        let ne = self.ne(x);
+        if params.n_dims > ne[0] || params.n_dims % 2 != 0 || ne[2] != self.n_tokens {
+            return Err(shape_error(
+                "rope",
+                format!("{ne:?} n_dims {}", params.n_dims),
+            ));
+        }
+        Ok(self.push(Op::Rope { x, params }, ne))
+    }
+
+    pub fn attention(
+        &mut self,
+        q: NodeId,
+        k: NodeId,
+        v: NodeId,
+        params: AttentionParams,
+    ) -> Result<NodeId, EngineError> {
+        let t = self.n_tokens;
+        let hd = params.head_dim;
+        let ok = self.ne(q) == [hd, params.n_head, t, 1]
+            && self.ne(k) == [hd, params.n_head_kv, t, 1]
+            && self.ne(v) == [hd, params.n_head_kv, t, 1]
+            && params.n_head_kv > 0
+            && params.n_head % params.n_head_kv == 0;
+        if !ok {
+            return Err(shape_error(
+                "attention",
+                format!("q {:?} k {:?} v {:?}", self.ne(q), self.ne(k), self.ne(v)),
+            ));
+        }
+        Ok(self.push(
+            Op::Attention { q, k, v, params },
+            [hd * params.n_head, t, 1, 1],
+        ))
+    }
+
+    fn glu(&mut self, gate: NodeId, up: NodeId, gelu: bool) -> Result<NodeId, EngineError> {
+        let (ng, nu) = (self.ne(gate), self.ne(up));
+        if ng != nu {
+            return Err(shape_error("glu", format!("{ng:?} vs {nu:?}")));
+        }
+        let op = if gelu {
+            Op::GeGlu { gate, up }
+        } else {
+            Op::SwiGlu { gate, up }
+        };
+        Ok(self.push(op, ng))
+    }
+
+    pub fn swiglu(&mut self, gate: NodeId, up: NodeId) -> Result<NodeId, EngineError> {
+        self.glu(gate, up, false)
+    }
+
+    pub fn geglu(&mut self, gate: NodeId, up: NodeId) -> Result<NodeId, EngineError> {
+        self.glu(gate, up, true)
+    }
+
+    pub fn softcap(&mut self, x: NodeId, cap: f32) -> NodeId {
+        let ne = self.ne(x);
+        self.push(Op::SoftCap { x, cap }, ne)
+    }
+
+    /// Keeps the output rows; later ops run on `n_outputs` rows only.
+    pub fn output_rows(&mut self, x: NodeId) -> NodeId {
+        let ne = self.ne(x);
+        self.push(Op::OutputRows { x }, [ne[0], self.n_outputs, 1, 1])
+    }
+
+    pub fn finish(self, output: NodeId) -> Graph {
+        Graph {
+            nodes: self.nodes,
+            output,
+            n_tokens: self.n_tokens,
+            n_outputs: self.n_outputs,
+        }
+    }
+}
