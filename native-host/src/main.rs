@@ -1,1 +1,53 @@
-fn main() {}
+//! `tessera`: run GGUF models from the terminal (llama.cpp-style flags).
+//!
+//! Generated text goes to stdout; logs, progress bars and statistics to stderr. Errors are one
+//! line on stderr and a non-zero exit code.
+
+mod args;
+mod bench;
+mod chat;
+mod clock;
+mod inspect;
+mod load;
+mod model_path;
+mod perplexity;
+mod pool;
+mod run;
+mod tokenize;
+
+use clap::Parser;
+
+use args::{Cli, Command};
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(a) => run::run(a),
+        Command::Chat(a) => chat::chat(a),
+        Command::Tokenize(a) => tokenize::tokenize(a),
+        Command::Inspect(a) => inspect::inspect(a),
+        Command::Bench(a) => bench::bench(a),
+        Command::Perplexity(a) => perplexity::perplexity(a),
+    };
+    if let Err(e) = result {
+        eprintln!("error: {}", one_line(&e));
+        std::process::exit(1);
+    }
+}
+
+/// The error and its causes joined by ": " on one line, skipping a cause whose text the line
+/// already holds (library errors often repeat their source's message).
+fn one_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string().replace('\n', " ");
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}

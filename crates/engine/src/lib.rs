@@ -1,6 +1,8 @@
 //! Tessera engine.
 pub mod sampling;
 pub mod stop;
+pub mod generate;
+pub mod perplexity;
 pub mod tokenizer;
 pub mod chat_template;
 pub mod backend;

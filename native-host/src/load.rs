@@ -1,0 +1,50 @@
+//! Opening a GGUF file and loading a model with a progress bar on stderr.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use engine::{Context, ContextParams, Model};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::args::ComputeArgs;
+use crate::pool::{default_threads, RayonPool};
+
+pub fn open_gguf(path: &Path) -> anyhow::Result<gguf::GgufFile> {
+    gguf::GgufFile::open(path).with_context(|| format!("cannot read model {}", path.display()))
+}
+
+pub fn load_model(path: &Path) -> anyhow::Result<Arc<Model>> {
+    let file = Arc::new(open_gguf(path)?);
+    let bar = ProgressBar::new(100).with_style(
+        ProgressStyle::with_template("loading {msg} [{bar:30}] {percent:>3}%")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    );
+    let model = Model::load(file, &mut |f| {
+        bar.set_position((f.clamp(0.0, 1.0) * 100.0) as u64)
+    })
+    .with_context(|| format!("cannot load model {}", path.display()))?;
+    bar.finish_and_clear();
+    Ok(Arc::new(model))
+}
+
+pub fn thread_pool(threads: Option<usize>) -> anyhow::Result<Arc<RayonPool>> {
+    Ok(Arc::new(RayonPool::new(
+        threads.unwrap_or_else(default_threads),
+    )?))
+}
+
+pub fn new_context(model: &Arc<Model>, compute: &ComputeArgs) -> anyhow::Result<Context> {
+    let params = ContextParams {
+        n_ctx: compute.ctx_size,
+        n_batch: compute.batch_size,
+        threads: thread_pool(compute.threads)?,
+    };
+    Ok(Context::new(model.clone(), params)?)
+}
