@@ -19,7 +19,9 @@ fn conversation() -> Vec<ChatMessage> {
 fn template_of(model: &str) -> ChatTemplate {
     let h = header(model);
     let tok = engine::tokenizer::Tokenizer::from_gguf(&h).unwrap();
-    ChatTemplate::from_gguf(&h, &tok).unwrap().expect("model has a chat template")
+    ChatTemplate::from_gguf(&h, &tok)
+        .unwrap()
+        .expect("model has a chat template")
 }
 
 #[test]
@@ -73,7 +75,10 @@ fn raise_exception_is_a_typed_error() {
     let bad = [ChatMessage::new("user", "a"), ChatMessage::new("user", "b")];
     match t.render(&bad, true) {
         Err(ChatTemplateError::Raised(msg)) => {
-            assert_eq!(msg, "Conversation roles must alternate user/assistant/user/assistant/...")
+            assert_eq!(
+                msg,
+                "Conversation roles must alternate user/assistant/user/assistant/..."
+            )
         }
         other => panic!("expected Raised, got {other:?}"),
     }
@@ -85,17 +90,36 @@ fn python_string_methods_and_filters() {
                {% if m['content'].startswith('x') %}!{% endif %}|{{ m['content'] | trim | tojson }}\n{% endfor %}\
                {{ eos_token }}";
     let t = ChatTemplate::new(src, "<s>", "</s>").unwrap();
-    let out = t.render(&[ChatMessage::new("user", " xy "), ChatMessage::new("bot", "q\"")], false).unwrap();
+    let out = t
+        .render(
+            &[
+                ChatMessage::new("user", " xy "),
+                ChatMessage::new("bot", "q\""),
+            ],
+            false,
+        )
+        .unwrap();
     assert_eq!(out, "USER:xy|\"xy\"\nBOT:q\"|\"q\\\"\"\n</s>");
 }
 
 #[test]
 fn syntax_errors_are_reported() {
-    assert!(matches!(ChatTemplate::new("{% for %}", "", ""), Err(ChatTemplateError::Syntax(_))));
+    assert!(matches!(
+        ChatTemplate::new("{% for %}", "", ""),
+        Err(ChatTemplateError::Syntax(_))
+    ));
     let t = ChatTemplate::new("{{ messages[0].content | no_such_filter }}", "", "");
     let err = match t {
         Err(e) => e,
-        Ok(t) => t.render(&[ChatMessage::new("user", "a")], false).unwrap_err(),
+        Ok(t) => t
+            .render(&[ChatMessage::new("user", "a")], false)
+            .unwrap_err(),
     };
-    assert!(matches!(err, ChatTemplateError::Syntax(_) | ChatTemplateError::Render(_)), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            ChatTemplateError::Syntax(_) | ChatTemplateError::Render(_)
+        ),
+        "{err:?}"
+    );
 }

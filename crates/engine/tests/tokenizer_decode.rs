@@ -18,7 +18,10 @@ const EXTRA_TEXTS: &[&str] = &[
 ];
 
 fn plain_texts() -> Vec<String> {
-    let mut v: Vec<String> = cases("tokenize_smollm2.jsonl").into_iter().map(|c| c.text).collect();
+    let mut v: Vec<String> = cases("tokenize_smollm2.jsonl")
+        .into_iter()
+        .map(|c| c.text)
+        .collect();
     v.extend(EXTRA_TEXTS.iter().map(|s| s.to_string()));
     v.push("x".repeat(300));
     v
@@ -89,7 +92,10 @@ fn gemma3_special_tokens_and_eog() {
 #[test]
 fn stream_decoder_holds_back_split_characters() {
     let tok = tokenizer(GEMMA3);
-    let bytes: Vec<u32> = "你😀".bytes().map(|b| tok.token_id(&format!("<0x{b:02X}>")).unwrap()).collect();
+    let bytes: Vec<u32> = "你😀"
+        .bytes()
+        .map(|b| tok.token_id(&format!("<0x{b:02X}>")).unwrap())
+        .collect();
     let mut dec = StreamDecoder::new(&tok, false);
     let outs: Vec<String> = bytes.iter().map(|&id| dec.push(id)).collect();
     assert_eq!(outs, ["", "", "你", "", "", "", "😀"]);
@@ -123,7 +129,10 @@ fn stream_decoder_matches_decode_on_byte_level_bpe() {
     let mut dec = StreamDecoder::new(&tok, false);
     let outs: Vec<String> = ids.iter().map(|&id| dec.push(id)).collect();
     assert_eq!(outs.concat(), "😀");
-    assert!(outs[..outs.len() - 1].iter().all(String::is_empty), "{outs:?}");
+    assert!(
+        outs[..outs.len() - 1].iter().all(String::is_empty),
+        "{outs:?}"
+    );
 }
 
 #[test]
@@ -135,7 +144,12 @@ fn encoding_a_long_text_is_fast() {
         let t = Instant::now();
         let ids = tok.encode(&text, true, false);
         let secs = t.elapsed().as_secs_f64();
-        eprintln!("{model}: {} bytes -> {} tokens in {:.1} ms", text.len(), ids.len(), secs * 1e3);
+        eprintln!(
+            "{model}: {} bytes -> {} tokens in {:.1} ms",
+            text.len(),
+            ids.len(),
+            secs * 1e3
+        );
         assert!(secs < 1.0, "{model}: encoding GPL-3 took {secs:.2} s");
         assert_eq!(tok.decode(&ids, false), text);
     }

@@ -18,7 +18,7 @@ pub struct BpeModel {
     byte_sym: [Option<u32>; 256],
     /// The GPT-2 character of each byte, UTF-8 encoded (for the unknown-symbol fallback).
     byte_text: Vec<String>,
-    /// Strings interned beyond the vocabulary (text -> id), kept only to look up merges.
+    /// Interned ids at or above this are not vocabulary tokens.
     n_vocab: u32,
     pub steps: Vec<Step>,
     /// Llama-3 style: a whole word that is a token is emitted without merging.

@@ -216,7 +216,7 @@ pub fn from_header(header: &gguf::Header) -> Result<Tokenizer, TokenizerError> {
             let no_bos = matches!(header.get_str(KEY_PRE), Some("chatglm-bpe" | "glm4"));
             let bos = if no_bos { None } else { Some(11) };
             (
-                Model::Bpe(bpe),
+                Model::Bpe(Box::new(bpe)),
                 bos,
                 Some(11),
                 None,

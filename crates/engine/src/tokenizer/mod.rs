@@ -46,7 +46,7 @@ pub enum TokenizerError {
 
 /// Which algorithm turns raw text fragments into ids.
 enum Model {
-    Bpe(BpeModel),
+    Bpe(Box<BpeModel>),
     Spm,
 }
 

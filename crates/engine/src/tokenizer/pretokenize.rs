@@ -490,6 +490,10 @@ mod tests {
             words("HelloWORLD don't 1234 ab/\n", &[Step::Gpt4o]),
             ["Hello", "WORLD", " don't", " ", "123", "4", " ab", "/\n"]
         );
+        // As llama.cpp's collapsed text sees them, non-ASCII letters are both upper and lower
+        // case, and combining marks are not letters.
+        assert_eq!(words("1øZя", &[Step::Gpt4o]), ["1", "øZя"]);
+        assert_eq!(words("X\u{301}!", &[Step::Gpt4o]), ["X", "\u{301}!"]);
     }
 
     #[test]
