@@ -243,7 +243,7 @@ fn limits_stop_at_the_same_token_as_plain_decoding() {
     for (n_predict, n_ctx, eog) in cases {
         let (plain, _) = run_eog(None, SamplingParams::greedy(), n_predict, n_ctx, eog);
         let expected_stop = match (eog, n_ctx) {
-            (Some(_), _) => StopReason::EndOfGeneration,
+            (Some(_), _) => StopReason::EndOfGeneration(10),
             (None, c) if c < 100 => StopReason::ContextFull,
             _ => StopReason::MaxTokens,
         };

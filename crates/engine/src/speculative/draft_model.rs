@@ -139,11 +139,16 @@ impl<C: SpecContext> Speculator for DraftModelSpeculator<C> {
         let (tokens, last) = match &self.bridge {
             None => (history, last),
             Some(bridge) => {
-                let Some(&last_d) = bridge.to_draft(&[last])?.first() else {
+                // Translate history and last together, so token boundaries (a word's leading
+                // space) come out as the draft tokenizer would make them.
+                let mut all = Vec::with_capacity(history.len() + 1);
+                all.extend_from_slice(history);
+                all.push(last);
+                translated = bridge.to_draft(&all)?;
+                let Some((&last_d, hist_d)) = translated.split_last() else {
                     return Ok(());
                 };
-                translated = bridge.to_draft(history)?;
-                (&translated[..], last_d)
+                (hist_d, last_d)
             }
         };
         // The draft context must hold the history, `last` and the draft.

@@ -13,8 +13,8 @@ pub struct GenerateOptions {
 /// Why generation ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StopReason {
-    /// The model produced an end-of-generation token (not included in the output).
-    EndOfGeneration,
+    /// The model produced this end-of-generation token (not included in the output).
+    EndOfGeneration(u32),
     /// `n_predict` tokens were generated.
     MaxTokens,
     /// The context has no room for the next token.
@@ -35,11 +35,56 @@ pub struct Generation {
     pub n_accepted: usize,
 }
 
-/// Evaluates `prompt` in a cleared `ctx`, then generates with `sampler`, speculatively when `spec`
-/// is given. Each output token goes to `on_token` (return `false` to stop) in the order plain
-/// decoding would produce it. The sampler is not primed with the prompt (callers that use
-/// penalties `accept` the prompt tokens first).
+/// Evaluates `prompt` in a cleared `ctx` (`n_batch` tokens at a time).
+pub fn decode_prompt<C: SpecContext + ?Sized>(
+    ctx: &mut C,
+    prompt: &[u32],
+) -> Result<(), SpecError> {
+    if prompt.is_empty() {
+        return Err(SpecError::InvalidArgument("the prompt is empty".into()));
+    }
+    let n_ctx = ctx.n_ctx();
+    if prompt.len() > n_ctx {
+        return Err(SpecError::InvalidArgument(format!(
+            "the prompt ({} tokens) does not fit the context ({n_ctx} tokens)",
+            prompt.len()
+        )));
+    }
+    ctx.truncate(0)?;
+    for chunk in prompt.chunks(ctx.n_batch().max(1)) {
+        ctx.decode(chunk, false)?;
+    }
+    Ok(())
+}
+
+/// [`decode_prompt`], then [`generate_after_prompt`].
 pub fn generate<C: SpecContext + ?Sized>(
+    ctx: &mut C,
+    sampler: &mut Sampler,
+    spec: Option<&mut SpeculatorChain>,
+    prompt: &[u32],
+    opts: &GenerateOptions,
+    is_eog: impl Fn(u32) -> bool,
+    on_token: impl FnMut(u32) -> bool,
+) -> Result<Generation, SpecError> {
+    if opts.n_predict == 0 {
+        return Ok(Generation {
+            tokens: Vec::new(),
+            stop: StopReason::MaxTokens,
+            n_target_steps: 0,
+            n_drafted: 0,
+            n_accepted: 0,
+        });
+    }
+    decode_prompt(ctx, prompt)?;
+    generate_after_prompt(ctx, sampler, spec, prompt, opts, is_eog, on_token)
+}
+
+/// Generates after `prompt`, which `ctx` holds already (its last row's logits current), with
+/// `sampler`, speculatively when `spec` is given. Each output token goes to `on_token` (return
+/// `false` to stop) in the order plain decoding would produce it. The sampler is not primed with
+/// the prompt (callers that use penalties `accept` the prompt tokens first).
+pub fn generate_after_prompt<C: SpecContext + ?Sized>(
     ctx: &mut C,
     sampler: &mut Sampler,
     mut spec: Option<&mut SpeculatorChain>,
@@ -48,13 +93,11 @@ pub fn generate<C: SpecContext + ?Sized>(
     is_eog: impl Fn(u32) -> bool,
     mut on_token: impl FnMut(u32) -> bool,
 ) -> Result<Generation, SpecError> {
-    if prompt.is_empty() {
-        return Err(SpecError::InvalidArgument("the prompt is empty".into()));
-    }
     let (n_ctx, n_batch) = (ctx.n_ctx(), ctx.n_batch().max(1));
-    if prompt.len() >= n_ctx {
+    if ctx.n_past() != prompt.len() || prompt.is_empty() {
         return Err(SpecError::InvalidArgument(format!(
-            "the prompt ({} tokens) does not fit the context ({n_ctx} tokens) with room to generate",
+            "the context holds {} tokens, the prompt has {}",
+            ctx.n_past(),
             prompt.len()
         )));
     }
@@ -68,10 +111,6 @@ pub fn generate<C: SpecContext + ?Sized>(
     if opts.n_predict == 0 {
         return Ok(out);
     }
-    ctx.truncate(0)?;
-    for chunk in prompt.chunks(n_batch) {
-        ctx.decode(chunk, false)?;
-    }
     if let Some(spec) = spec.as_deref_mut() {
         spec.begin(prompt)?;
     }
@@ -83,7 +122,7 @@ pub fn generate<C: SpecContext + ?Sized>(
         // Emit what the last step committed, exactly as plain decoding would, one by one.
         for &t in &pending {
             let stop = if is_eog(t) {
-                Some(StopReason::EndOfGeneration)
+                Some(StopReason::EndOfGeneration(t))
             } else {
                 out.tokens.push(t);
                 if !on_token(t) {

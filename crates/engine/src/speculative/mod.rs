@@ -13,22 +13,28 @@
 
 mod chain;
 mod draft_model;
+mod engine_adapter;
 mod generate;
 mod ngram_cache;
 mod ngram_map;
 mod ngram_simple;
 mod params;
 mod stats;
+mod text;
 mod verify;
 
 pub use chain::SpeculatorChain;
-pub use draft_model::{DraftModelSpeculator, TextCodec, VocabBridge};
-pub use generate::{generate, GenerateOptions, Generation, StopReason};
+pub use draft_model::{top_token_confidence, DraftModelSpeculator, TextCodec, VocabBridge};
+pub use engine_adapter::{draft_model_speculator, vocabularies_match, ModelCodec};
+pub use generate::{
+    decode_prompt, generate, generate_after_prompt, GenerateOptions, Generation, StopReason,
+};
 pub use ngram_cache::{NgramCache, NgramCacheSpeculator, NGRAM_MAX, NGRAM_STATIC};
 pub use ngram_map::NgramMap;
 pub use ngram_simple::NgramSimple;
 pub use params::{SpecParams, SpecType};
 pub use stats::{format_acceptance, SpecStats};
+pub use text::generate_text;
 pub use verify::{verify_draft, SpecContext, Verified};
 
 /// Errors of the speculative machinery.
@@ -40,7 +46,10 @@ pub enum SpecError {
     /// A lookup-cache file that is not a well-formed n-gram cache.
     #[error("malformed n-gram cache at byte {offset}: {reason}")]
     CacheFormat { offset: usize, reason: String },
-    /// The model context (target or draft) failed.
+    /// A model context (target or draft) failed.
+    #[error(transparent)]
+    Engine(#[from] crate::error::EngineError),
+    /// A context that is not the engine's failed (test doubles, other hosts).
     #[error("model context: {0}")]
     Context(String),
     /// The sampler refused the logits.
