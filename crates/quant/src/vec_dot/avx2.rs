@@ -12,7 +12,10 @@
 //! produces); the sign trick of `mul_sum_i8` cannot represent -(-128). Q8_K activations may hold
 //! -128 (all K-quant weights enter as unsigned bytes).
 //!
-//! All functions require AVX2, FMA and F16C; callers check once (see `super::Isa`).
+//! All functions require AVX2, FMA and F16C; the dispatcher in `mod.rs` checks once. Only the
+//! public kernels carry `#[target_feature]`; the helpers are `#[inline(always)]` without it, so
+//! they always inline into a kernel and their intrinsics compile with the kernel's features (a
+//! helper with its own `#[target_feature]` may stay an out-of-line call, with a `vzeroupper`).
 
 use crate::blocks::*;
 use core::arch::x86_64::*;
@@ -30,14 +33,12 @@ fn block_count(n: usize, qk: usize, w_len: usize, a_len: usize) -> usize {
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
+#[inline(always)]
 unsafe fn f16_to_f32(h: f16) -> f32 {
     _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h.to_bits() as i32)))
 }
 
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
+#[inline(always)]
 unsafe fn hsum_ps(v: __m256) -> f32 {
     let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
     let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -45,16 +46,14 @@ unsafe fn hsum_ps(v: __m256) -> f32 {
     _mm_cvtss_f32(s)
 }
 
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
+#[inline(always)]
 unsafe fn load256(p: *const u8) -> __m256i {
     _mm256_loadu_si256(p as *const __m256i)
 }
 
 /// 16 packed bytes → 32 nibbles: low nibbles in bytes 0..16, high nibbles in bytes 16..32
 /// (the legacy-quant element order).
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
+#[inline(always)]
 unsafe fn nibbles_32(qs: &[u8; 16]) -> __m256i {
     let t = _mm_loadu_si128(qs.as_ptr() as *const __m128i);
     let both = _mm256_set_m128i(_mm_srli_epi16::<4>(t), t);
@@ -62,8 +61,7 @@ unsafe fn nibbles_32(qs: &[u8; 16]) -> __m256i {
 }
 
 /// Byte j is 0xFF where bit j of `bits` is set, else 0.
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
+#[inline(always)]
 unsafe fn bits_to_bytes_32(bits: u32) -> __m256i {
     // Byte j takes byte j/8 of `bits`; OR-ing every bit but j%8 leaves all-ones iff bit j is set.
     let spread = _mm256_set_epi64x(
@@ -78,53 +76,53 @@ unsafe fn bits_to_bytes_32(bits: u32) -> __m256i {
 }
 
 /// Unsigned × signed bytes, summed in groups of 4 into 8 exact i32 lanes.
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
+#[inline(always)]
 unsafe fn mul_sum_us8(ux: __m256i, sy: __m256i) -> __m256i {
     _mm256_madd_epi16(_mm256_maddubs_epi16(ux, sy), _mm256_set1_epi16(1))
 }
 
 /// Signed × signed bytes (|y| ≤ 127), summed in groups of 4 into 8 exact i32 lanes.
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
+#[inline(always)]
 unsafe fn mul_sum_i8(x: __m256i, y: __m256i) -> __m256i {
     mul_sum_us8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x))
 }
 
 /// i16 lanes 0..8 = `lo`, lanes 8..16 = `hi` (scales of two 16-element sub-blocks).
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
+#[inline(always)]
 unsafe fn scale_pair(lo: i16, hi: i16) -> __m256i {
     _mm256_set_m128i(_mm_set1_epi16(hi), _mm_set1_epi16(lo))
 }
 
-/// Accumulator of one output: `main` (8 lanes) − `mins` (8 lanes) + `offset` (scalar).
+/// Accumulator of one output: `main[0] + main[1]` (8 lanes each) − `mins` (8 lanes) + lane 1 of
+/// `offset` (the "_1" types' m·s terms; lane 0 holds scratch). Even blocks accumulate into
+/// `main[0]`, odd blocks into `main[1]`, so consecutive blocks' fused multiply-adds do not wait
+/// on each other.
 #[derive(Clone, Copy)]
 struct Acc {
-    main: __m256,
+    main: [__m256; 2],
     mins: __m256,
-    offset: f32,
+    offset: __m128,
 }
 
 impl Acc {
-    #[target_feature(enable = "avx2,fma,f16c")]
-    #[inline]
+    #[inline(always)]
     unsafe fn new() -> Self {
         Acc {
-            main: _mm256_setzero_ps(),
+            main: [_mm256_setzero_ps(); 2],
             mins: _mm256_setzero_ps(),
-            offset: 0.0,
+            offset: _mm_setzero_ps(),
         }
     }
 
-    #[target_feature(enable = "avx2,fma,f16c")]
-    #[inline]
+    #[inline(always)]
     unsafe fn finish(self) -> f32 {
-        hsum_ps(self.main) - hsum_ps(self.mins) + self.offset
+        let main = _mm256_add_ps(self.main[0], self.main[1]);
+        hsum_ps(main) - hsum_ps(self.mins) + _mm_cvtss_f32(_mm_movehdup_ps(self.offset))
     }
 }
 
-/// Generates the single-row and 4-activation-row kernels from a `prep` and a `step`.
+/// Generates the single-row and 4-activation-row kernels from a `prep` and a `step`; the x4
+/// kernel runs, per activation row, exactly the single-row kernel's float operations.
 macro_rules! kernels {
     ($single:ident, $x4:ident, $W:ty, $A:ty, $qk:expr, $prep:ident, $step:ident) => {
         /// # Safety
@@ -132,10 +130,16 @@ macro_rules! kernels {
         #[target_feature(enable = "avx2,fma,f16c")]
         pub unsafe fn $single(n: usize, x: &[$W], y: &[$A]) -> f32 {
             let nb = block_count(n, $qk, x.len(), y.len());
+            let (x, y) = (&x[..nb], &y[..nb]);
             let mut acc = Acc::new();
-            for (x, y) in x[..nb].iter().zip(&y[..nb]) {
-                let w = $prep(x);
-                $step(&w, y, &mut acc);
+            let mut i = 0;
+            while i + 1 < nb {
+                $step(&$prep(&x[i]), &y[i], &mut acc, 0);
+                $step(&$prep(&x[i + 1]), &y[i + 1], &mut acc, 1);
+                i += 2;
+            }
+            if i < nb {
+                $step(&$prep(&x[i]), &y[i], &mut acc, 0);
             }
             acc.finish()
         }
@@ -150,11 +154,25 @@ macro_rules! kernels {
         pub unsafe fn $x4(n: usize, x: &[$W], ys: [&[$A]; 4]) -> [f32; 4] {
             let min_act = ys.iter().map(|y| y.len()).min().unwrap_or(0);
             let nb = block_count(n, $qk, x.len(), min_act);
+            let x = &x[..nb];
+            let ys = ys.map(|y| &y[..nb]);
             let mut acc = [Acc::new(); 4];
-            for (i, x) in x[..nb].iter().enumerate() {
-                let w = $prep(x);
-                for (acc, y) in acc.iter_mut().zip(ys) {
-                    $step(&w, &y[i], acc);
+            let mut i = 0;
+            while i + 1 < nb {
+                let w = $prep(&x[i]);
+                for r in 0..4 {
+                    $step(&w, &ys[r][i], &mut acc[r], 0);
+                }
+                let w = $prep(&x[i + 1]);
+                for r in 0..4 {
+                    $step(&w, &ys[r][i + 1], &mut acc[r], 1);
+                }
+                i += 2;
+            }
+            if i < nb {
+                let w = $prep(&x[i]);
+                for r in 0..4 {
+                    $step(&w, &ys[r][i], &mut acc[r], 0);
                 }
             }
             [
@@ -170,35 +188,38 @@ macro_rules! kernels {
 // ---------------------------------------------------------------------------------------------
 // Legacy quants (32-element blocks)
 
-/// An unpacked legacy weight block: 32 quants as bytes, scale, and min (0 for the "_0" types).
+/// An unpacked legacy weight block: 32 quants as bytes; lane 0 of `dm` the scale, lane 1 the
+/// min (the "_1" types).
 struct LegacyW {
     q: __m256i,
-    d: f32,
-    m: f32,
+    dm: __m128,
 }
 
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
+/// Two adjacent f16 (a block's d and m, or d and s) → lanes 0 and 1, with one conversion.
+#[inline(always)]
+unsafe fn f16_pair(block: &impl bytemuck::Pod) -> __m128 {
+    let b = bytemuck::bytes_of(block);
+    let bits = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    _mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32))
+}
+
+#[inline(always)]
 unsafe fn prep_q4_0(x: &BlockQ4_0) -> LegacyW {
     LegacyW {
         q: _mm256_sub_epi8(nibbles_32(&x.qs), _mm256_set1_epi8(8)),
-        d: f16_to_f32(x.d),
-        m: 0.0,
+        dm: _mm_set_ss(f16_to_f32(x.d)),
     }
 }
 
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
+#[inline(always)]
 unsafe fn prep_q4_1(x: &BlockQ4_1) -> LegacyW {
     LegacyW {
         q: nibbles_32(&x.qs),
-        d: f16_to_f32(x.d),
-        m: f16_to_f32(x.m),
+        dm: f16_pair(x),
     }
 }
 
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
+#[inline(always)]
 unsafe fn prep_q5_0(x: &BlockQ5_0) -> LegacyW {
     // q - 16 as a signed byte: set the high nibble to 0xF where the 5th bit is clear.
     let clear = _mm256_andnot_si256(
@@ -207,13 +228,11 @@ unsafe fn prep_q5_0(x: &BlockQ5_0) -> LegacyW {
     );
     LegacyW {
         q: _mm256_or_si256(nibbles_32(&x.qs), clear),
-        d: f16_to_f32(x.d),
-        m: 0.0,
+        dm: _mm_set_ss(f16_to_f32(x.d)),
     }
 }
 
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
+#[inline(always)]
 unsafe fn prep_q5_1(x: &BlockQ5_1) -> LegacyW {
     let high = _mm256_and_si256(
         bits_to_bytes_32(u32::from_le_bytes(x.qh)),
@@ -221,38 +240,35 @@ unsafe fn prep_q5_1(x: &BlockQ5_1) -> LegacyW {
     );
     LegacyW {
         q: _mm256_or_si256(nibbles_32(&x.qs), high),
-        d: f16_to_f32(x.d),
-        m: f16_to_f32(x.m),
+        dm: f16_pair(x),
     }
 }
 
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
+#[inline(always)]
 unsafe fn prep_q8_0(x: &BlockQ8_0) -> LegacyW {
     LegacyW {
         q: load256(x.qs.as_ptr() as *const u8),
-        d: f16_to_f32(x.d),
-        m: 0.0,
+        dm: _mm_set_ss(f16_to_f32(x.d)),
     }
 }
 
 /// Signed weights (Q4_0, Q5_0, Q8_0) × Q8_0.
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
-unsafe fn step_signed_q8_0(w: &LegacyW, y: &BlockQ8_0, acc: &mut Acc) {
-    let dd = _mm256_set1_ps(w.d * f16_to_f32(y.d));
+#[inline(always)]
+unsafe fn step_signed_q8_0(w: &LegacyW, y: &BlockQ8_0, acc: &mut Acc, parity: usize) {
+    let dd = _mm256_set1_ps(_mm_cvtss_f32(w.dm) * f16_to_f32(y.d));
     let sums = mul_sum_i8(w.q, load256(y.qs.as_ptr() as *const u8));
-    acc.main = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(sums), acc.main);
+    acc.main[parity] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(sums), acc.main[parity]);
 }
 
 /// Unsigned weights with a min (Q4_1, Q5_1) × Q8_1: d_w*d_a*isum + m_w*s_a.
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
-unsafe fn step_unsigned_q8_1(w: &LegacyW, y: &BlockQ8_1, acc: &mut Acc) {
-    let dd = _mm256_set1_ps(w.d * f16_to_f32(y.d));
+#[inline(always)]
+unsafe fn step_unsigned_q8_1(w: &LegacyW, y: &BlockQ8_1, acc: &mut Acc, parity: usize) {
+    // Lanes: [d_w * d_a, m_w * s_a].
+    let products = _mm_mul_ps(w.dm, f16_pair(y));
+    let dd = _mm256_broadcastss_ps(products);
     let sums = mul_sum_us8(w.q, load256(y.qs.as_ptr() as *const u8));
-    acc.main = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(sums), acc.main);
-    acc.offset += w.m * f16_to_f32(y.s);
+    acc.main[parity] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(sums), acc.main[parity]);
+    acc.offset = _mm_add_ps(acc.offset, products);
 }
 
 kernels!(
@@ -321,9 +337,8 @@ struct KW {
     offset: KOffset,
 }
 
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
-unsafe fn step_k(w: &KW, y: &BlockQ8K, acc: &mut Acc) {
+#[inline(always)]
+unsafe fn step_k(w: &KW, y: &BlockQ8K, acc: &mut Acc, parity: usize) {
     let mut sumi = _mm256_setzero_si256();
     for g in 0..8 {
         let q8 = load256(y.qs.as_ptr().add(32 * g) as *const u8);
@@ -338,15 +353,11 @@ unsafe fn step_k(w: &KW, y: &BlockQ8K, acc: &mut Acc) {
             acc.mins = _mm256_fmadd_ps(_mm256_set1_ps(dmin * y.d), m, acc.mins);
         }
     }
-    acc.main = _mm256_fmadd_ps(
-        _mm256_set1_ps(w.d * y.d),
-        _mm256_cvtepi32_ps(sumi),
-        acc.main,
-    );
+    let dd = _mm256_set1_ps(w.d * y.d);
+    acc.main[parity] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(sumi), acc.main[parity]);
 }
 
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
+#[inline(always)]
 unsafe fn prep_q2_k(x: &BlockQ2K) -> KW {
     let m3 = _mm256_set1_epi8(3);
     let mut q = [_mm256_setzero_si256(); 8];
@@ -379,8 +390,7 @@ unsafe fn prep_q2_k(x: &BlockQ2K) -> KW {
     }
 }
 
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
+#[inline(always)]
 unsafe fn prep_q3_k(x: &BlockQ3K) -> KW {
     // Quant + 4 * (high bit) is in 0..8 (unsigned); the -4 goes through bsums.
     let m3 = _mm256_set1_epi8(3);
@@ -417,8 +427,7 @@ unsafe fn prep_q3_k(x: &BlockQ3K) -> KW {
 }
 
 /// Scales and (each min twice, matching the 16-element bsums) for Q4_K and Q5_K.
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
+#[inline(always)]
 unsafe fn k4_scales(packed: &[u8; 12]) -> ([__m256i; 8], __m256i) {
     let (sc, mn) = super::scalar::unpack_scales_mins_k4(packed);
     let mut scales = [_mm256_setzero_si256(); 8];
@@ -430,8 +439,7 @@ unsafe fn k4_scales(packed: &[u8; 12]) -> ([__m256i; 8], __m256i) {
     (scales, _mm256_cvtepu8_epi16(mins_twice))
 }
 
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
+#[inline(always)]
 unsafe fn prep_q4_k(x: &BlockQ4K) -> KW {
     let m4 = _mm256_set1_epi8(0x0F);
     let mut q = [_mm256_setzero_si256(); 8];
@@ -449,8 +457,7 @@ unsafe fn prep_q4_k(x: &BlockQ4K) -> KW {
     }
 }
 
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
+#[inline(always)]
 unsafe fn prep_q5_k(x: &BlockQ5K) -> KW {
     let m4 = _mm256_set1_epi8(0x0F);
     let hbits = load256(x.qh.as_ptr());
@@ -478,14 +485,12 @@ unsafe fn prep_q5_k(x: &BlockQ5K) -> KW {
 }
 
 /// The 2 low bits of each byte of `v`, moved to bits 4..6.
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
+#[inline(always)]
 unsafe fn q6_high(v: __m256i, m2: __m256i) -> __m256i {
     _mm256_slli_epi16::<4>(_mm256_and_si256(v, m2))
 }
 
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
+#[inline(always)]
 unsafe fn prep_q6_k(x: &BlockQ6K) -> KW {
     // Unsigned 6-bit quants in 0..64; the -32 goes through bsums.
     let m4 = _mm256_set1_epi8(0x0F);
@@ -571,8 +576,7 @@ kernels!(
 // ---------------------------------------------------------------------------------------------
 // Float rows
 
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
+#[inline(always)]
 unsafe fn load_f16x8(p: *const __m128i) -> __m256 {
     _mm256_cvtph_ps(_mm_loadu_si128(p))
 }
