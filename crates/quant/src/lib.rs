@@ -45,6 +45,8 @@ pub enum QuantError {
 }
 
 /// Checks that `n` elements of `ty` fill whole blocks and returns the row's byte length.
+// `%` rather than `is_multiple_of`, which is newer than the workspace's rust-version.
+#[allow(clippy::manual_is_multiple_of)]
 pub fn row_bytes(ty: gguf::GgmlType, n: usize) -> Result<usize, QuantError> {
     let block_size = ty.block_size() as usize;
     if n % block_size != 0 {

@@ -54,8 +54,8 @@ pub fn quantize_row_q2_k(src: &[f32], dst: &mut [BlockQ2K]) {
         }
         if max_scale > 0.0 {
             let iscale = Q4SCALE / max_scale;
-            for j in 0..QK_K / 16 {
-                y.scales[j] = nearest_int(iscale * scales[j]) as u8;
+            for (q, &s) in y.scales.iter_mut().zip(&scales) {
+                *q = nearest_int(iscale * s) as u8;
             }
             y.d = f16::from_f32(max_scale / Q4SCALE);
         } else {
@@ -64,8 +64,8 @@ pub fn quantize_row_q2_k(src: &[f32], dst: &mut [BlockQ2K]) {
         }
         if max_min > 0.0 {
             let iscale = Q4SCALE / max_min;
-            for j in 0..QK_K / 16 {
-                y.scales[j] |= (nearest_int(iscale * mins[j]) << 4) as u8;
+            for (q, &m) in y.scales.iter_mut().zip(&mins) {
+                *q |= (nearest_int(iscale * m) << 4) as u8;
             }
             y.dmin = f16::from_f32(max_min / Q4SCALE);
         } else {
@@ -102,9 +102,9 @@ pub fn quantize_row_q3_k(src: &[f32], dst: &mut [BlockQ3K]) {
         y.scales = [0; 12];
         if max_scale != 0.0 {
             let iscale = -32.0 / max_scale;
-            for j in 0..QK_K / 16 {
+            for (j, &s) in scales.iter().enumerate() {
                 // C stores nearest_int(...) into an int8_t before clamping.
-                let l = ((nearest_int(iscale * scales[j]) as i8).clamp(-32, 31) + 32) as u8;
+                let l = ((nearest_int(iscale * s) as i8).clamp(-32, 31) + 32) as u8;
                 if j < 8 {
                     y.scales[j] = l & 0x0F;
                 } else {
@@ -298,8 +298,8 @@ pub fn quantize_row_q6_k(src: &[f32], dst: &mut [BlockQ6K]) {
         }
         let iscale = -128.0 / max_scale;
         y.d = f16::from_f32(1.0 / iscale);
-        for ib in 0..QK_K / 16 {
-            y.scales[ib] = nearest_int(iscale * scales[ib]).min(127) as i8;
+        for (q, &s) in y.scales.iter_mut().zip(&scales) {
+            *q = nearest_int(iscale * s).min(127) as i8;
         }
         for j in 0..QK_K / 16 {
             let d = y.d.to_f32() * y.scales[j] as f32;

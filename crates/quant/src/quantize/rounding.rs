@@ -25,21 +25,24 @@ pub(crate) fn trunc_to_i32(x: f32) -> i32 {
 }
 
 /// `(int)roundf(x)`: round half away from zero (ggml's Q8_0 / Q8_1 reference quantizers),
-/// then [`trunc_to_i32`]'s conversion. Avoids a libm call: `x - t` is exact for |x| < 2^23,
-/// and larger floats are already integers.
+/// then [`trunc_to_i32`]'s conversion. Avoids a libm call and branches (so loops over it
+/// vectorize): `x - t` is exact for |x| < 2^23, and larger floats are already integers.
 #[inline]
 pub(crate) fn round_half_away(x: f32) -> i32 {
-    if !(x.abs() < 8_388_608.0) {
-        return trunc_to_i32(x);
-    }
     let t = x as i32;
     let frac = x - t as f32;
-    if frac >= 0.5 {
-        t + 1
-    } else if frac <= -0.5 {
-        t - 1
-    } else {
+    // Wrapping: for huge x this value is discarded below.
+    let rounded = t
+        .wrapping_add((frac >= 0.5) as i32)
+        .wrapping_sub((frac <= -0.5) as i32);
+    let small = x.abs() < 8_388_608.0;
+    let in_range = x.abs() < 2_147_483_648.0;
+    if small {
+        rounded
+    } else if in_range {
         t
+    } else {
+        i32::MIN
     }
 }
 
