@@ -30,6 +30,10 @@ pub enum Command {
     Bench(BenchArgs),
     /// Perplexity of a text file (llama-perplexity's method).
     Perplexity(PerplexityArgs),
+    /// Build a static n-gram cache for --spec-type ngram-cache from a corpus.
+    LookupCreate(crate::spec_cmds::LookupCreateArgs),
+    /// Speculative decoding on one prompt: tokens/s and acceptance of each type vs none.
+    BenchSpec(crate::spec_cmds::BenchSpecArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -162,6 +166,8 @@ pub struct RunArgs {
     pub compute: ComputeArgs,
     #[command(flatten)]
     pub sampling: SamplingArgs,
+    #[command(flatten)]
+    pub spec: crate::speculative_args::SpeculativeArgs,
 }
 
 #[derive(Args, Debug)]

@@ -13,6 +13,8 @@ mod model_path;
 mod perplexity;
 mod pool;
 mod run;
+mod spec_cmds;
+mod speculative_args;
 mod tokenize;
 
 use clap::Parser;
@@ -20,7 +22,7 @@ use clap::Parser;
 use args::{Cli, Command};
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(speculative_args::expand_short_aliases(std::env::args_os()));
     let result = match cli.command {
         Command::Run(a) => run::run(a),
         Command::Chat(a) => chat::chat(a),
@@ -28,6 +30,8 @@ fn main() {
         Command::Inspect(a) => inspect::inspect(a),
         Command::Bench(a) => bench::bench(a),
         Command::Perplexity(a) => perplexity::perplexity(a),
+        Command::LookupCreate(a) => spec_cmds::lookup_create(a),
+        Command::BenchSpec(a) => spec_cmds::bench_spec(a),
     };
     if let Err(e) = result {
         eprintln!("error: {}", one_line(&e));

@@ -26,6 +26,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let sampling = args.sampling.params();
     // Options are checked before the (slower) model load.
     sampling.validate()?;
+    args.spec.params()?;
     let path = model_path::resolve(args.model.model.as_deref())?;
     let model = load_model(&path)?;
     let tokenizer = model.tokenizer();
@@ -42,6 +43,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         tokenize_prompt(tokenizer, &prompt)
     };
     let mut ctx = new_context(&model, &args.compute)?;
+    let mut speculation = args.spec.build(&model, &args.compute)?;
     eprintln!("{}", model.describe());
     eprintln!(
         "seed {}, {} prompt tokens, context {}",
@@ -58,7 +60,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     let mut stdout = std::io::stdout().lock();
     let mut write_err = None;
-    let stats = generate(&mut ctx, &tokens, &params, &StdClock::new(), &mut |text| {
+    let mut on_text = |text: &str| {
         match stdout
             .write_all(text.as_bytes())
             .and_then(|_| stdout.flush())
@@ -70,7 +72,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
                 false
             }
         }
-    })?;
+    };
+    let clock = StdClock::new();
+    let stats = match speculation.as_mut() {
+        Some(s) => engine::speculative::generate_text(
+            &mut ctx,
+            &tokens,
+            &params,
+            &mut s.chain,
+            &clock,
+            &mut on_text,
+        )?,
+        None => generate(&mut ctx, &tokens, &params, &clock, &mut on_text)?,
+    };
     if let Some(e) = write_err {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             return Err(e).context("cannot write to stdout");
@@ -79,6 +93,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     writeln!(stdout)?;
     print_stats(&stats);
+    if let Some(s) = &speculation {
+        s.finish()?;
+    }
     Ok(())
 }
 

@@ -3,6 +3,7 @@ pub mod sampling;
 pub mod stop;
 pub mod generate;
 pub mod perplexity;
+pub mod speculative;
 pub mod tokenizer;
 pub mod chat_template;
 pub mod backend;
