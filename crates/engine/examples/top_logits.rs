@@ -14,6 +14,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Arc::new(gguf::GgufFile::open(&path)?),
         &mut |_| {},
     )?);
+    eprintln!("{:?}", model.hparams());
     let mut ctx = Context::new(
         model,
         ContextParams {

@@ -29,7 +29,13 @@ pub struct CpuBackend {
     /// Which node's output (and to which type) `acts` holds during one `compute`.
     acts_of: Option<(usize, GgmlType)>,
     rope_scratch: Vec<f32>,
+    trace: Option<TraceFn>,
+    reference_matmul: bool,
 }
+
+/// Called after every node with its index, the node and its output (debugging aid, like
+/// ggml's eval callback).
+pub type TraceFn = Box<dyn FnMut(usize, &crate::graph::Node, &[f32]) + Send>;
 
 impl CpuBackend {
     pub fn new(pool: Arc<dyn ThreadPool>) -> CpuBackend {
@@ -41,7 +47,19 @@ impl CpuBackend {
             acts: QuantizedActs::default(),
             acts_of: None,
             rope_scratch: Vec::new(),
+            trace: None,
+            reference_matmul: false,
         }
+    }
+
+    /// Uses the slow float reference for matmuls (dequantized weights, f32 activations).
+    pub fn set_reference_matmul(&mut self, on: bool) {
+        self.reference_matmul = on;
+    }
+
+    /// Installs a callback that sees every node's output.
+    pub fn set_trace(&mut self, trace: Option<TraceFn>) {
+        self.trace = trace;
     }
 
     pub fn kv_cache(&self) -> &KvCache {
@@ -157,6 +175,16 @@ impl Backend for CpuBackend {
                         let d = weights.desc(w);
                         let (k, m) = (d.ne[0], d.ne[1]);
                         let xs = input(x);
+                        if self.reference_matmul {
+                            return ops::mul_mat::mul_mat_reference(
+                                d.ty,
+                                weights.bytes(w),
+                                k,
+                                m,
+                                xs,
+                                dst,
+                            );
+                        }
                         let act_ty = ops::mul_mat::act_type(d.ty)?;
                         let root = plan_root(graph, x.0 as usize);
                         if self.acts_of != Some((root, act_ty)) {
@@ -212,6 +240,9 @@ impl Backend for CpuBackend {
             })();
             self.slots[slot] = dst_buf;
             result?;
+            if let Some(trace) = self.trace.as_mut() {
+                trace(i, node, &self.slots[slot][..n]);
+            }
         }
         let o = graph.output.0 as usize;
         let n = len_of(graph, o);

@@ -16,21 +16,37 @@ use crate::threading::ThreadPool;
 /// Largest head dimension the stack scratch holds.
 pub const MAX_HEAD_DIM: usize = 512;
 
-/// q·k with f32 products summed in 8 lanes (the order of an 8-wide SIMD loop), then the lanes.
+/// q·k as ggml's `ggml_vec_dot_f16` computes it on the AVX-512 machines the reference outputs
+/// come from: 4 accumulators of 16 lanes over steps of 64 elements (products of two f16 are exact
+/// in f32, so each fused multiply-add is one f32 addition), the accumulators summed pairwise,
+/// the 16 lanes reduced as `_mm512_reduce_add_ps` does, and the tail (n % 64) added in f64.
 #[inline]
-fn dot_f16(k: &[f16], q: &[f16]) -> f32 {
-    let mut lanes = [0.0f32; 8];
-    let chunks = k.len() / 8;
-    for c in 0..chunks {
-        for l in 0..8 {
-            lanes[l] += k[c * 8 + l].to_f32() * q[c * 8 + l].to_f32();
+pub fn dot_f16(k: &[f16], q: &[f16]) -> f32 {
+    let n = k.len();
+    let np = n / 64 * 64;
+    let mut acc = [0.0f32; 64];
+    for i in (0..np).step_by(64) {
+        for (l, a) in acc.iter_mut().enumerate() {
+            *a += k[i + l].to_f32() * q[i + l].to_f32();
         }
     }
-    let mut sum = 0.0f64;
-    for l in lanes {
-        sum += l as f64;
+    // x0 += x2, x1 += x3, then x0 += x1 (lane-wise, 16 lanes each).
+    let mut x = [0.0f32; 16];
+    for (l, v) in x.iter_mut().enumerate() {
+        *v = (acc[l] + acc[32 + l]) + (acc[16 + l] + acc[48 + l]);
     }
-    for i in chunks * 8..k.len() {
+    // _mm512_reduce_add_ps: halves, quarters, then pairs.
+    let mut t3 = [0.0f32; 8];
+    for i in 0..8 {
+        t3[i] = x[i + 8] + x[i];
+    }
+    let mut t6 = [0.0f32; 4];
+    for i in 0..4 {
+        t6[i] = t3[i + 4] + t3[i];
+    }
+    let t8 = [t6[0] + t6[2], t6[1] + t6[3]];
+    let mut sum = (t8[0] + t8[1]) as f64;
+    for i in np..n {
         sum += (k[i].to_f32() * q[i].to_f32()) as f64;
     }
     sum as f32
@@ -79,7 +95,8 @@ pub fn attend_row(
         }
         let v = &kv.v[j * vs + kv_head * dv..j * vs + (kv_head + 1) * dv];
         for (a, &x) in acc.iter_mut().zip(v) {
-            *a = f16::from_f32(a.to_f32() + x.to_f32() * vscale);
+            // ggml_vec_mad_f16: one fused multiply-add in f32, rounded to f16.
+            *a = f16::from_f32(x.to_f32().mul_add(vscale, a.to_f32()));
         }
         sum = sum * ms + vscale;
     }

@@ -36,10 +36,47 @@ pub fn gelu_ggml(x: f32, table: &[f16]) -> f32 {
     }
 }
 
-/// x / (1 + e^-x).
+/// e^x the way ggml's vectorized `ggml_v_expf` computes it (used by its SiLU/SwiGLU on x86 and
+/// ARM): range reduction by `n = round(x·log2 e)`, a degree-5 polynomial in fused multiply-adds,
+/// scaled by 2^n. It differs from a correctly rounded exp by an ulp here and there; llama.cpp's
+/// activations carry exactly those ulps, so we compute the same.
+#[inline]
+pub fn expf_ggml(x: f32) -> f32 {
+    let r = f32::from_bits(0x4b40_0000); // 0x1.8p23: adding it rounds to an integer
+    let z = x.mul_add(f32::from_bits(0x3fb8_aa3b), r); // log2(e)
+    let n = z - r;
+    let b = (-n).mul_add(
+        f32::from_bits(0x35bf_be8e),                  // 0x1.7f7d1cp-20
+        (-n).mul_add(f32::from_bits(0x3f31_7200), x), // 0x1.62e4p-1
+    );
+    if n.abs() > 192.0 {
+        return if n <= 0.0 { 0.0 } else { f32::INFINITY };
+    }
+    let u = b * b;
+    let j = f32::from_bits(0x3c07_2010) // 0x1.0e4020p-7
+        .mul_add(b, f32::from_bits(0x3d2b_9f17)) // 0x1.573e2ep-5
+        .mul_add(
+            u,
+            f32::from_bits(0x3e2a_af33).mul_add(b, f32::from_bits(0x3eff_fedb)), // 0x1.555e66p-3, 0x1.fffdb6p-2
+        )
+        .mul_add(u, f32::from_bits(0x3f7f_fff6).mul_add(b, 1.0)); // 0x1.ffffecp-1
+    scale_by_pow2(j, n as i32)
+}
+
+/// `j · 2^n` with one rounding, like `_mm512_scalef_ps`.
+fn scale_by_pow2(j: f32, n: i32) -> f32 {
+    // Split the exponent so each factor is a normal power of two; products by powers of two
+    // are exact unless the result is subnormal (rounded once, at the last multiply).
+    let half = n / 2;
+    let p1 = f32::from_bits(((half + 127) as u32) << 23);
+    let p2 = f32::from_bits(((n - half + 127) as u32) << 23);
+    (j * p1) * p2
+}
+
+/// x / (1 + e^-x), with ggml's vectorized exp.
 #[inline]
 pub fn silu(x: f32) -> f32 {
-    x / (1.0 + (-x).exp())
+    x / (1.0 + expf_ggml(-x))
 }
 
 pub fn swiglu(gate: &[f32], up: &[f32], out: &mut [f32]) {
@@ -67,6 +104,20 @@ pub fn softcap(x: &[f32], cap: f32, out: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ggml_expf_is_within_two_ulps_of_exp() {
+        for i in -4000..4000 {
+            let x = i as f32 * 0.02137;
+            let got = expf_ggml(x);
+            let want = (x as f64).exp();
+            let rel = ((got as f64 - want) / want).abs();
+            assert!(rel < 3e-7, "{x}: {got} vs {want}");
+        }
+        assert_eq!(expf_ggml(0.0), 1.0);
+        assert_eq!(expf_ggml(-200.0), 0.0);
+        assert_eq!(expf_ggml(200.0), f32::INFINITY);
+    }
 
     #[test]
     fn silu_and_swiglu() {

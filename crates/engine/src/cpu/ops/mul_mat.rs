@@ -130,6 +130,28 @@ pub fn mul_mat_quantized(
     });
 }
 
+/// Reference: weights dequantized to f32, activations kept in f32, dot products in f64.
+/// Slow; for checking the quantized path and for debugging.
+pub fn mul_mat_reference(
+    w_ty: GgmlType,
+    w: &[u8],
+    k: usize,
+    m: usize,
+    x: &[f32],
+    out: &mut [f32],
+) -> Result<(), EngineError> {
+    let w_row_bytes = w.len() / m;
+    let mut row = vec![0.0f32; k];
+    for r in 0..m {
+        quant::dequantize_row(w_ty, &w[r * w_row_bytes..(r + 1) * w_row_bytes], &mut row)?;
+        for (t, xr) in x.chunks_exact(k).enumerate() {
+            let d: f64 = row.iter().zip(xr).map(|(&a, &b)| a as f64 * b as f64).sum();
+            out[t * m + r] = d as f32;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,9 @@ pub fn rope_cache(pos: f32, p: &RopeParams, cache: &mut [f32]) {
     }
 }
 
-/// Rotates one head (length ≥ n_dims) in place with a cache from [`rope_cache`].
+/// Rotates one head (length ≥ n_dims) in place with a cache from [`rope_cache`]. The products
+/// are fused the way GCC contracts ggml's `x0*cos - x1*sin` on FMA machines, so rotated values
+/// match llama.cpp's to the bit.
 #[inline]
 pub fn rotate_head(head: &mut [f32], cache: &[f32], p: &RopeParams) {
     match p.mode {
@@ -26,16 +28,18 @@ pub fn rotate_head(head: &mut [f32], cache: &[f32], p: &RopeParams) {
                 .zip(cache.chunks_exact(2))
             {
                 let (x0, x1) = (x[0], x[1]);
-                x[0] = x0 * cs[0] - x1 * cs[1];
-                x[1] = x0 * cs[1] + x1 * cs[0];
+                let (c, s) = (cs[0], cs[1]);
+                x[0] = x0.mul_add(c, -(x1 * s));
+                x[1] = x0.mul_add(s, x1 * c);
             }
         }
         RopeMode::Neox => {
             let half = p.n_dims / 2;
             for (i, cs) in cache[..p.n_dims].chunks_exact(2).enumerate() {
                 let (x0, x1) = (head[i], head[i + half]);
-                head[i] = x0 * cs[0] - x1 * cs[1];
-                head[i + half] = x0 * cs[1] + x1 * cs[0];
+                let (c, s) = (cs[0], cs[1]);
+                head[i] = x0.mul_add(c, -(x1 * s));
+                head[i + half] = x0.mul_add(s, x1 * c);
             }
         }
     }

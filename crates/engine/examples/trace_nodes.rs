@@ -1,0 +1,62 @@
+//! Prints a summary (first values, sum of squares) of every node output for a prompt of token
+//! ids: `cargo run --release -p engine --example trace_nodes -- MODEL.gguf MAX_NODES ID...`
+//! A debugging aid for locating where two implementations part.
+
+use std::sync::Arc;
+
+use engine::cpu::CpuBackend;
+use engine::{Context, ContextParams, Model, SequentialPool};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let path = args
+        .next()
+        .ok_or("usage: trace_nodes MODEL.gguf MAX_NODES ID...")?;
+    let max_nodes: usize = args.next().ok_or("MAX_NODES")?.parse()?;
+    let ids: Vec<u32> = args.map(|a| a.parse()).collect::<Result<_, _>>()?;
+    let model = Arc::new(Model::load(
+        Arc::new(gguf::GgufFile::open(&path)?),
+        &mut |_| {},
+    )?);
+    let mut backend = CpuBackend::new(Arc::new(SequentialPool));
+    backend.set_reference_matmul(std::env::var_os("REFERENCE_MATMUL").is_some());
+    backend.set_trace(Some(Box::new(move |i, node, out| {
+        if i < max_nodes {
+            let ss: f64 = out.iter().map(|&x| (x as f64).powi(2)).sum();
+            let head: Vec<String> = out.iter().take(4).map(|x| format!("{x:.5}")).collect();
+            let tail: Vec<String> = out
+                .iter()
+                .rev()
+                .take(2)
+                .map(|x| format!("{x:.5}"))
+                .collect();
+            println!(
+                "{i:4} {:?} {:?} ss={ss:.5} head=[{}] tail=[{}]",
+                node.ne,
+                std::mem::discriminant(&node.op),
+                head.join(","),
+                tail.join(",")
+            );
+            let _ = &node.op;
+        }
+    })));
+    let params = ContextParams {
+        n_ctx: ids.len(),
+        ..Default::default()
+    };
+    let mut ctx = Context::with_backend(model, params, Box::new(backend))?;
+    ctx.decode(&ids, false)?;
+    let logits = ctx.logits();
+    let m = logits.iter().cloned().fold(f32::NEG_INFINITY, f32::max) as f64;
+    let lz = m + logits
+        .iter()
+        .map(|&x| (x as f64 - m).exp())
+        .sum::<f64>()
+        .ln();
+    let mut idx: Vec<usize> = (0..logits.len()).collect();
+    idx.sort_by(|&a, &b| logits[b].total_cmp(&logits[a]));
+    for &i in &idx[..10] {
+        println!("{i}\t{:.4}", logits[i] as f64 - lz);
+    }
+    Ok(())
+}
