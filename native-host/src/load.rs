@@ -11,7 +11,15 @@ use crate::args::ComputeArgs;
 use crate::pool::{default_threads, RayonPool};
 
 pub fn open_gguf(path: &Path) -> anyhow::Result<gguf::GgufFile> {
-    gguf::GgufFile::open(path).with_context(|| format!("cannot read model {}", path.display()))
+    gguf::GgufFile::open(path).map_err(|e| {
+        let shown = path.display().to_string();
+        // I/O errors already name the file.
+        if e.to_string().starts_with(&shown) {
+            anyhow::Error::new(e).context("cannot read model")
+        } else {
+            anyhow::Error::new(e).context(format!("cannot read model {shown}"))
+        }
+    })
 }
 
 pub fn load_model(path: &Path) -> anyhow::Result<Arc<Model>> {

@@ -35,6 +35,7 @@ fn find_fetch_script() -> Option<PathBuf> {
         .chain(std::iter::once(build_repo_root()))
         .map(|dir| dir.join(FETCH_SCRIPT))
         .find(|p| p.is_file())
+        .map(|p| p.canonicalize().unwrap_or(p))
 }
 
 /// The model to load: `explicit` when given, else the default model (fetching it if missing).
