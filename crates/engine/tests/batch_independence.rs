@@ -51,3 +51,20 @@ fn smollm2_logits_do_not_depend_on_batching() {
 fn gemma3_logits_do_not_depend_on_batching() {
     check(GEMMA3, &[2, 818, 5279, 529, 7001, 563, 9079, 236761, 108]);
 }
+
+/// A context reused after `clear` gives the logits of a fresh one.
+#[test]
+fn cleared_context_matches_a_fresh_one() {
+    let model = load_model(SMOLLM2);
+    let a: &[u32] = &[1604, 3987, 46477, 24, 94, 727, 198, 198, 1604];
+    let b: &[u32] = &[504, 3575, 282, 4649, 314];
+    let mut fresh = context(&model, 64, 512, 2);
+    fresh.decode(b, false).unwrap();
+    let mut reused = context(&model, 64, 512, 2);
+    reused.decode(a, false).unwrap();
+    reused.decode(&[7042], false).unwrap();
+    reused.clear();
+    reused.decode(b, false).unwrap();
+    assert_eq!(fresh.logits(), reused.logits());
+    assert_eq!(reused.tokens(), b);
+}

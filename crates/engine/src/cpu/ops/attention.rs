@@ -64,6 +64,28 @@ pub fn attend_row(
     softcap: Option<f32>,
     out: &mut [f32],
 ) {
+    #[cfg(target_arch = "x86_64")]
+    let simd = kv.layout.head_dim_k % 64 == 0
+        && kv.layout.head_dim_v % 8 == 0
+        && super::attention_avx2::available();
+    #[cfg(not(target_arch = "x86_64"))]
+    let simd = false;
+    attend_row_impl(q, kv, kv_head, lo, hi, scale, softcap, out, simd);
+}
+
+/// The row kernel; `simd` picks the AVX2 inner loops (bit-identical to the scalar ones).
+#[allow(clippy::too_many_arguments)]
+fn attend_row_impl(
+    q: &[f32],
+    kv: &LayerKv,
+    kv_head: usize,
+    lo: usize,
+    hi: usize,
+    scale: f32,
+    softcap: Option<f32>,
+    out: &mut [f32],
+    simd: bool,
+) {
     let hd = kv.layout.head_dim_k;
     let dv = kv.layout.head_dim_v;
     let (ks, vs) = (kv.k_stride(), kv.v_stride());
@@ -71,13 +93,26 @@ pub fn attend_row(
     for (d, &s) in q16.iter_mut().zip(q) {
         *d = f16::from_f32(s);
     }
-    let mut acc = [f16::ZERO; MAX_HEAD_DIM];
+    // The f16 accumulator, held as f32 values that are always exactly representable in f16.
+    let mut acc = [0.0f32; MAX_HEAD_DIM];
     let acc = &mut acc[..dv];
     let mut sum = 0.0f32;
     let mut max = f32::NEG_INFINITY;
     for j in lo..=hi {
         let k = &kv.k[j * ks + kv_head * hd..j * ks + (kv_head + 1) * hd];
-        let mut s = dot_f16(k, &q16[..hd]) * scale;
+        let v = &kv.v[j * vs + kv_head * dv..j * vs + (kv_head + 1) * dv];
+        let dot = if simd {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `simd` is only set when the CPU has AVX2/FMA/F16C and hd % 64 == 0.
+            unsafe {
+                super::attention_avx2::dot_f16(k, &q16[..hd])
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            unreachable!()
+        } else {
+            dot_f16(k, &q16[..hd])
+        };
+        let mut s = dot * scale;
         if let Some(cap) = softcap {
             s = cap * (s / cap).tanh();
         }
@@ -87,22 +122,48 @@ pub fn attend_row(
             let old = max;
             max = s;
             ms = (old - max).exp();
-            for a in acc.iter_mut() {
-                *a = f16::from_f32(a.to_f32() * ms);
-            }
+            scale_acc(acc, ms, simd);
         } else {
             vscale = (s - max).exp();
         }
-        let v = &kv.v[j * vs + kv_head * dv..j * vs + (kv_head + 1) * dv];
-        for (a, &x) in acc.iter_mut().zip(v) {
-            // ggml_vec_mad_f16: one fused multiply-add in f32, rounded to f16.
-            *a = f16::from_f32(x.to_f32().mul_add(vscale, a.to_f32()));
-        }
+        mad_acc(acc, v, vscale, simd);
         sum = sum * ms + vscale;
     }
     let inv = if sum == 0.0 { 0.0 } else { 1.0 / sum };
-    for (o, a) in out.iter_mut().zip(acc.iter()) {
-        *o = a.to_f32() * inv;
+    for (o, &a) in out.iter_mut().zip(acc.iter()) {
+        *o = a * inv;
+    }
+}
+
+/// ggml_vec_scale_f16: `acc = f16(acc * ms)`.
+#[inline]
+fn scale_acc(acc: &mut [f32], ms: f32, simd: bool) {
+    if simd {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: see `attend_row_impl`; dv % 8 == 0 was checked with `simd`.
+        unsafe {
+            super::attention_avx2::scale_f16(acc, ms)
+        }
+    } else {
+        for a in acc.iter_mut() {
+            *a = f16::from_f32(*a * ms).to_f32();
+        }
+    }
+}
+
+/// ggml_vec_mad_f16: one fused multiply-add in f32, rounded to f16.
+#[inline]
+fn mad_acc(acc: &mut [f32], v: &[f16], vs: f32, simd: bool) {
+    if simd {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: see `attend_row_impl`.
+        unsafe {
+            super::attention_avx2::mad_f16(acc, v, vs)
+        }
+    } else {
+        for (a, &x) in acc.iter_mut().zip(v) {
+            *a = f16::from_f32(x.to_f32().mul_add(vs, *a)).to_f32();
+        }
     }
 }
 
@@ -242,6 +303,26 @@ mod tests {
                             want[d]
                         );
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn simd_rows_are_bit_identical_to_scalar_rows() {
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu::ops::attention_avx2::available() {
+            for hd in [64, 256] {
+                let kv = layer(24, 2, hd);
+                let q: Vec<f32> = (0..hd)
+                    .map(|i| ((i * 29 % 83) as f32 / 20.0) - 2.0)
+                    .collect();
+                for (lo, hi) in [(0, 0), (0, 23), (5, 17)] {
+                    let mut a = vec![0.0; hd];
+                    let mut b = vec![0.0; hd];
+                    attend_row_impl(&q, &kv, 1, lo, hi, 0.1, None, &mut a, false);
+                    attend_row_impl(&q, &kv, 1, lo, hi, 0.1, None, &mut b, true);
+                    assert_eq!(a, b, "hd {hd} keys {lo}..={hi}");
                 }
             }
         }

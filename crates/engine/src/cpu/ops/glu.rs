@@ -80,6 +80,18 @@ pub fn silu(x: f32) -> f32 {
 }
 
 pub fn swiglu(gate: &[f32], up: &[f32], out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if super::glu_avx2::available() {
+        // SAFETY: AVX2 and FMA were detected just above.
+        let done = unsafe { super::glu_avx2::swiglu(gate, up, out) };
+        swiglu_scalar(&gate[done..], &up[done..], &mut out[done..]);
+        return;
+    }
+    swiglu_scalar(gate, up, out);
+}
+
+/// The scalar reference of [`swiglu`].
+pub fn swiglu_scalar(gate: &[f32], up: &[f32], out: &mut [f32]) {
     for ((o, &g), &u) in out.iter_mut().zip(gate).zip(up) {
         *o = silu(g) * u;
     }
@@ -117,6 +129,22 @@ mod tests {
         assert_eq!(expf_ggml(0.0), 1.0);
         assert_eq!(expf_ggml(-200.0), 0.0);
         assert_eq!(expf_ggml(200.0), f32::INFINITY);
+    }
+
+    #[test]
+    fn simd_swiglu_is_bit_identical_to_scalar() {
+        let g: Vec<f32> = (0..1003)
+            .map(|i| (i as f32 - 500.0) * 0.047)
+            .chain([-300.0, 300.0, 0.0, -0.0])
+            .collect();
+        let u: Vec<f32> = (0..g.len()).map(|i| 1.0 + (i % 7) as f32 * 0.3).collect();
+        let mut a = vec![0.0; g.len()];
+        let mut b = vec![0.0; g.len()];
+        swiglu(&g, &u, &mut a);
+        swiglu_scalar(&g, &u, &mut b);
+        for i in 0..g.len() {
+            assert_eq!(a[i].to_bits(), b[i].to_bits(), "x = {}", g[i]);
+        }
     }
 
     #[test]

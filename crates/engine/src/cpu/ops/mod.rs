@@ -1,9 +1,13 @@
 //! CPU kernels, one op family per file, each with its scalar reference and tests.
 
 pub mod attention;
+#[cfg(target_arch = "x86_64")]
+pub mod attention_avx2;
 pub mod binary;
 pub mod get_rows;
 pub mod glu;
+#[cfg(target_arch = "x86_64")]
+pub mod glu_avx2;
 pub mod mul_mat;
 pub mod norm;
 pub mod rope;
