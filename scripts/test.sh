@@ -5,5 +5,5 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 "$root/scripts/setup.sh"
 export TESSERA_MODELS=${TESSERA_MODELS:-$root/models}
-cargo test --workspace --release --locked
+cargo test --workspace --profile ci --locked
 cargo check -p engine --target wasm32-unknown-unknown --locked
