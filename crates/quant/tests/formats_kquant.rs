@@ -32,9 +32,10 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The reference quantizers (`quantize_row_*_ref`), which the golden bytes come from.
 fn quantized(ty: GgmlType, x: &[f32]) -> Vec<u8> {
     let mut out = vec![0u8; row_bytes(ty, x.len()).unwrap()];
-    quantize_row(ty, x, &mut out).unwrap();
+    quantize_row_ref(ty, x, &mut out).unwrap();
     out
 }
 

@@ -135,8 +135,9 @@ fn quantize_q8_block(x: &[f32], qs: &mut [i8; QK]) -> f32 {
     d
 }
 
-/// ggml's `quantize_row_q8_0_ref`: the activation format for Q4_0 / Q5_0 / Q8_0 weights.
-pub fn quantize_row_q8_0(src: &[f32], dst: &mut [BlockQ8_0]) {
+/// ggml's `quantize_row_q8_0_ref` (what `llama-quantize` writes for Q8_0 tensors). Activations
+/// go through [`super::quantize_row_q8_0`] instead, ggml's CPU-backend variant.
+pub fn quantize_row_q8_0_ref(src: &[f32], dst: &mut [BlockQ8_0]) {
     debug_assert_eq!(src.len(), dst.len() * QK);
     for (x, y) in src.chunks_exact(QK).zip(dst.iter_mut()) {
         let d = quantize_q8_block(x, &mut y.qs);
@@ -144,8 +145,9 @@ pub fn quantize_row_q8_0(src: &[f32], dst: &mut [BlockQ8_0]) {
     }
 }
 
-/// ggml's `quantize_row_q8_1_ref`: Q8_0 plus s = d * sum(q), for the "_1" weight formats.
-pub fn quantize_row_q8_1(src: &[f32], dst: &mut [BlockQ8_1]) {
+/// ggml's `quantize_row_q8_1_ref`: Q8_0 plus s = d * sum(q). Activations go through
+/// [`super::quantize_row_q8_1`] instead, ggml's CPU-backend variant.
+pub fn quantize_row_q8_1_ref(src: &[f32], dst: &mut [BlockQ8_1]) {
     debug_assert_eq!(src.len(), dst.len() * QK);
     for (x, y) in src.chunks_exact(QK).zip(dst.iter_mut()) {
         let d = quantize_q8_block(x, &mut y.qs);

@@ -5,8 +5,10 @@
 //! runs prep+step per block; the `_x4` kernel runs one prep and four steps, so each of its four
 //! results goes through exactly the same float operations in the same order as the single-row
 //! kernel: the results are bit-identical, which the engine relies on for batch-size-independent
-//! numerics. Integer partial sums are exact; only the float accumulation differs from the scalar
-//! reference (8 lanes, fused multiply-add).
+//! numerics. Each kernel computes, bit for bit, what ggml's x86 AVX2 kernel computes, as defined
+//! portably in `ggml_order.rs`: the same exact i32 lane sums (lane l = bytes 4l..4l+4 of each
+//! 32-byte group), one fused multiply-add per block into a single 8-lane register, blocks in
+//! order, ggml's horizontal sums and min terms.
 //!
 //! Precondition shared with ggml: Q8_0/Q8_1 activations lie in [-127, 127] (what their quantizer
 //! produces); the sign trick of `mul_sum_i8` cannot represent -(-128). Q8_K activations may hold
@@ -93,55 +95,68 @@ unsafe fn scale_pair(lo: i16, hi: i16) -> __m256i {
     _mm256_set_m128i(_mm_set1_epi16(hi), _mm_set1_epi16(lo))
 }
 
-/// Accumulator of one output: `main[0] + main[1]` (8 lanes each) − `mins` (8 lanes) + lane 1 of
-/// `offset` (the "_1" types' m·s terms; lane 0 holds scratch). Even blocks accumulate into
-/// `main[0]`, odd blocks into `main[1]`, so consecutive blocks' fused multiply-adds do not wait
-/// on each other.
+/// The accumulators of one output, as ggml's AVX2 kernels keep them: one 8-lane register fed
+/// by one fused multiply-add per block, Q4_K's 4-lane `acc_m`, and the scalar `summs` of the
+/// types with a min (Q4_1, Q5_1, Q5_K), whose `summs += a * b` the C compiler contracts into an
+/// FMA. Blocks are accumulated strictly in order: see `ggml_order.rs` for why.
 #[derive(Clone, Copy)]
 struct Acc {
-    main: [__m256; 2],
-    mins: __m256,
-    offset: __m128,
+    main: __m256,
+    m4: __m128,
+    summs: f32,
 }
 
 impl Acc {
     #[inline(always)]
     unsafe fn new() -> Self {
         Acc {
-            main: [_mm256_setzero_ps(); 2],
-            mins: _mm256_setzero_ps(),
-            offset: _mm_setzero_ps(),
+            main: _mm256_setzero_ps(),
+            m4: _mm_setzero_ps(),
+            summs: 0.0,
         }
     }
 
+    /// `acc = fma(set1(d), cvtepi32_ps(sums), acc)`.
     #[inline(always)]
-    unsafe fn finish(self) -> f32 {
-        let main = _mm256_add_ps(self.main[0], self.main[1]);
-        hsum_ps(main) - hsum_ps(self.mins) + _mm_cvtss_f32(_mm_movehdup_ps(self.offset))
+    unsafe fn fma(&mut self, d: f32, sums: __m256i) {
+        self.main = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sums), self.main);
+    }
+
+    /// `hsum_float_8(main)`.
+    #[inline(always)]
+    unsafe fn finish_plain(self) -> f32 {
+        hsum_ps(self.main)
+    }
+
+    /// `hsum_float_8(main) + summs`.
+    #[inline(always)]
+    unsafe fn finish_summs(self) -> f32 {
+        hsum_ps(self.main) + self.summs
+    }
+
+    /// `hsum_float_8(main) + (m4[0] + m4[2]) + (m4[1] + m4[3])` (Q4_K).
+    #[inline(always)]
+    unsafe fn finish_m4(self) -> f32 {
+        let m = _mm_add_ps(self.m4, _mm_movehl_ps(self.m4, self.m4));
+        let m = _mm_add_ss(m, _mm_movehdup_ps(m));
+        hsum_ps(self.main) + _mm_cvtss_f32(m)
     }
 }
 
 /// Generates the single-row and 4-activation-row kernels from a `prep` and a `step`; the x4
 /// kernel runs, per activation row, exactly the single-row kernel's float operations.
 macro_rules! kernels {
-    ($single:ident, $x4:ident, $W:ty, $A:ty, $qk:expr, $prep:ident, $step:ident) => {
+    ($single:ident, $x4:ident, $W:ty, $A:ty, $qk:expr, $prep:ident, $step:ident, $finish:ident) => {
         /// # Safety
         /// The CPU must support AVX2, FMA and F16C.
         #[target_feature(enable = "avx2,fma,f16c")]
         pub unsafe fn $single(n: usize, x: &[$W], y: &[$A]) -> f32 {
             let nb = block_count(n, $qk, x.len(), y.len());
-            let (x, y) = (&x[..nb], &y[..nb]);
             let mut acc = Acc::new();
-            let mut i = 0;
-            while i + 1 < nb {
-                $step(&$prep(&x[i]), &y[i], &mut acc, 0);
-                $step(&$prep(&x[i + 1]), &y[i + 1], &mut acc, 1);
-                i += 2;
+            for (x, y) in x[..nb].iter().zip(&y[..nb]) {
+                $step(&$prep(x), y, &mut acc);
             }
-            if i < nb {
-                $step(&$prep(&x[i]), &y[i], &mut acc, 0);
-            }
-            acc.finish()
+            acc.$finish()
         }
 
         /// One weight row against four activation rows; each result is bit-identical to the
@@ -154,33 +169,14 @@ macro_rules! kernels {
         pub unsafe fn $x4(n: usize, x: &[$W], ys: [&[$A]; 4]) -> [f32; 4] {
             let min_act = ys.iter().map(|y| y.len()).min().unwrap_or(0);
             let nb = block_count(n, $qk, x.len(), min_act);
-            let x = &x[..nb];
-            let ys = ys.map(|y| &y[..nb]);
             let mut acc = [Acc::new(); 4];
-            let mut i = 0;
-            while i + 1 < nb {
+            for i in 0..nb {
                 let w = $prep(&x[i]);
                 for r in 0..4 {
-                    $step(&w, &ys[r][i], &mut acc[r], 0);
-                }
-                let w = $prep(&x[i + 1]);
-                for r in 0..4 {
-                    $step(&w, &ys[r][i + 1], &mut acc[r], 1);
-                }
-                i += 2;
-            }
-            if i < nb {
-                let w = $prep(&x[i]);
-                for r in 0..4 {
-                    $step(&w, &ys[r][i], &mut acc[r], 0);
+                    $step(&w, &ys[r][i], &mut acc[r]);
                 }
             }
-            [
-                acc[0].finish(),
-                acc[1].finish(),
-                acc[2].finish(),
-                acc[3].finish(),
-            ]
+            acc.map(|a| a.$finish())
         }
     };
 }
@@ -254,21 +250,21 @@ unsafe fn prep_q8_0(x: &BlockQ8_0) -> LegacyW {
 
 /// Signed weights (Q4_0, Q5_0, Q8_0) × Q8_0.
 #[inline(always)]
-unsafe fn step_signed_q8_0(w: &LegacyW, y: &BlockQ8_0, acc: &mut Acc, parity: usize) {
-    let dd = _mm256_set1_ps(_mm_cvtss_f32(w.dm) * f16_to_f32(y.d));
-    let sums = mul_sum_i8(w.q, load256(y.qs.as_ptr() as *const u8));
-    acc.main[parity] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(sums), acc.main[parity]);
+unsafe fn step_signed_q8_0(w: &LegacyW, y: &BlockQ8_0, acc: &mut Acc) {
+    let dd = _mm_cvtss_f32(w.dm) * f16_to_f32(y.d);
+    acc.fma(dd, mul_sum_i8(w.q, load256(y.qs.as_ptr() as *const u8)));
 }
 
-/// Unsigned weights with a min (Q4_1, Q5_1) × Q8_1: d_w*d_a*isum + m_w*s_a.
+/// Unsigned weights with a min (Q4_1, Q5_1) × Q8_1: lanes of d_w*d_a*isum, summs += m_w*s_a.
 #[inline(always)]
-unsafe fn step_unsigned_q8_1(w: &LegacyW, y: &BlockQ8_1, acc: &mut Acc, parity: usize) {
-    // Lanes: [d_w * d_a, m_w * s_a].
-    let products = _mm_mul_ps(w.dm, f16_pair(y));
-    let dd = _mm256_broadcastss_ps(products);
-    let sums = mul_sum_us8(w.q, load256(y.qs.as_ptr() as *const u8));
-    acc.main[parity] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(sums), acc.main[parity]);
-    acc.offset = _mm_add_ps(acc.offset, products);
+unsafe fn step_unsigned_q8_1(w: &LegacyW, y: &BlockQ8_1, acc: &mut Acc) {
+    // Lanes 0, 1: [d_a, s_a] (converted together); the products are single f32 roundings.
+    let ds = f16_pair(y);
+    let m_w = _mm_cvtss_f32(_mm_movehdup_ps(w.dm));
+    let s_a = _mm_cvtss_f32(_mm_movehdup_ps(ds));
+    acc.summs = m_w.mul_add(s_a, acc.summs);
+    let dd = _mm_cvtss_f32(w.dm) * _mm_cvtss_f32(ds);
+    acc.fma(dd, mul_sum_us8(w.q, load256(y.qs.as_ptr() as *const u8)));
 }
 
 kernels!(
@@ -278,7 +274,8 @@ kernels!(
     BlockQ8_0,
     QK,
     prep_q4_0,
-    step_signed_q8_0
+    step_signed_q8_0,
+    finish_plain
 );
 kernels!(
     vec_dot_q4_1_q8_1,
@@ -287,7 +284,8 @@ kernels!(
     BlockQ8_1,
     QK,
     prep_q4_1,
-    step_unsigned_q8_1
+    step_unsigned_q8_1,
+    finish_summs
 );
 kernels!(
     vec_dot_q5_0_q8_0,
@@ -296,7 +294,8 @@ kernels!(
     BlockQ8_0,
     QK,
     prep_q5_0,
-    step_signed_q8_0
+    step_signed_q8_0,
+    finish_plain
 );
 kernels!(
     vec_dot_q5_1_q8_1,
@@ -305,7 +304,8 @@ kernels!(
     BlockQ8_1,
     QK,
     prep_q5_1,
-    step_unsigned_q8_1
+    step_unsigned_q8_1,
+    finish_summs
 );
 kernels!(
     vec_dot_q8_0_q8_0,
@@ -314,19 +314,24 @@ kernels!(
     BlockQ8_0,
     QK,
     prep_q8_0,
-    step_signed_q8_0
+    step_signed_q8_0,
+    finish_plain
 );
 
 // ---------------------------------------------------------------------------------------------
 // K-quants (256-element super-blocks) × Q8_K
 
-/// How a K-quant's offsets enter the dot product, via the activation's per-16 sums `bsums`.
+/// The per-type parts of ggml's K-quant kernels that are not the main scaled dot product.
 #[derive(Clone, Copy)]
-enum KOffset {
-    /// Exact integer: subtract madd(v, bsums) from the integer sum (Q3_K's -4, Q6_K's -32).
-    Int(__m256i),
-    /// Float min term: subtract dmin * d_a * madd(v, bsums) (Q2_K, Q4_K, Q5_K).
-    Min(__m256i, f32),
+enum KExtra {
+    /// Nothing more.
+    None,
+    /// Q2_K: acc += dmin * madd(mins16, bsums), 8 lanes, before the main term.
+    Q2Mins(__m256i, f32),
+    /// Q4_K: acc_m += dmin * madd(mins8, hadd(bsums)), 4 lanes.
+    Q4Mins(__m128i, f32),
+    /// Q5_K: summs += dmin * hsum(madd(mins8, hadd(bsums))), scalar.
+    Q5Mins(__m128i, f32),
 }
 
 /// An unpacked K-quant super-block: 8 groups of 32 unsigned quants with their i16 scales.
@@ -334,46 +339,74 @@ struct KW {
     q: [__m256i; 8],
     scales: [__m256i; 8],
     d: f32,
-    offset: KOffset,
+    /// Offsets subtracted per byte as ggml does, in i16 before the scales: `maddubs(sub, q8)`
+    /// (Q3_K: 4 where the high bit is clear; Q6_K: 32). None for the types with mins.
+    sub: Option<[__m256i; 8]>,
+    extra: KExtra,
+}
+
+/// `madd_epi16(mins8, hadd_epi16(bsums[0..8], bsums[8..16]))`: Q4_K / Q5_K's 4 min lanes.
+#[inline(always)]
+unsafe fn k4_min_prod(mins8: __m128i, y: &BlockQ8K) -> __m128i {
+    let bsums = load256(y.bsums.as_ptr() as *const u8);
+    let pairs = _mm_hadd_epi16(
+        _mm256_castsi256_si128(bsums),
+        _mm256_extracti128_si256::<1>(bsums),
+    );
+    _mm_madd_epi16(mins8, pairs)
 }
 
 #[inline(always)]
-unsafe fn step_k(w: &KW, y: &BlockQ8K, acc: &mut Acc, parity: usize) {
+unsafe fn step_k(w: &KW, y: &BlockQ8K, acc: &mut Acc) {
     let mut sumi = _mm256_setzero_si256();
     for g in 0..8 {
         let q8 = load256(y.qs.as_ptr().add(32 * g) as *const u8);
-        let p16 = _mm256_maddubs_epi16(w.q[g], q8);
+        let mut p16 = _mm256_maddubs_epi16(w.q[g], q8);
+        if let Some(sub) = &w.sub {
+            p16 = _mm256_sub_epi16(p16, _mm256_maddubs_epi16(sub[g], q8));
+        }
         sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(w.scales[g], p16));
     }
-    let bsums = load256(y.bsums.as_ptr() as *const u8);
-    match w.offset {
-        KOffset::Int(v) => sumi = _mm256_sub_epi32(sumi, _mm256_madd_epi16(v, bsums)),
-        KOffset::Min(v, dmin) => {
-            let m = _mm256_cvtepi32_ps(_mm256_madd_epi16(v, bsums));
-            acc.mins = _mm256_fmadd_ps(_mm256_set1_ps(dmin * y.d), m, acc.mins);
+    match w.extra {
+        KExtra::None => {}
+        KExtra::Q2Mins(mins, dmin) => {
+            let bsums = load256(y.bsums.as_ptr() as *const u8);
+            acc.fma(-y.d * dmin, _mm256_madd_epi16(mins, bsums));
+        }
+        KExtra::Q4Mins(mins, dmin) => {
+            let prod = _mm_cvtepi32_ps(k4_min_prod(mins, y));
+            acc.m4 = _mm_fmadd_ps(_mm_set1_ps(-y.d * dmin), prod, acc.m4);
+        }
+        KExtra::Q5Mins(mins, dmin) => {
+            let p = k4_min_prod(mins, y);
+            let p = _mm_add_epi32(p, _mm_unpackhi_epi64(p, p));
+            let isum = _mm_cvtsi128_si32(_mm_add_epi32(p, _mm_shuffle_epi32::<0b01>(p)));
+            acc.summs = (-y.d * dmin).mul_add(isum as f32, acc.summs);
         }
     }
-    let dd = _mm256_set1_ps(w.d * y.d);
-    acc.main[parity] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(sumi), acc.main[parity]);
+    acc.fma(y.d * w.d, sumi);
+}
+
+/// The four 2-bit fields of a 32-byte vector, as bytes 0..3.
+#[inline(always)]
+unsafe fn crumbs(bits: __m256i) -> [__m256i; 4] {
+    let m3 = _mm256_set1_epi8(3);
+    [
+        _mm256_and_si256(bits, m3),
+        _mm256_and_si256(_mm256_srli_epi16::<2>(bits), m3),
+        _mm256_and_si256(_mm256_srli_epi16::<4>(bits), m3),
+        _mm256_and_si256(_mm256_srli_epi16::<6>(bits), m3),
+    ]
 }
 
 #[inline(always)]
 unsafe fn prep_q2_k(x: &BlockQ2K) -> KW {
-    let m3 = _mm256_set1_epi8(3);
     let mut q = [_mm256_setzero_si256(); 8];
-    let mut scales = [_mm256_setzero_si256(); 8];
     for half in 0..2 {
-        let bits = load256(x.qs.as_ptr().add(32 * half));
-        let fields = [
-            bits,
-            _mm256_srli_epi16::<2>(bits),
-            _mm256_srli_epi16::<4>(bits),
-            _mm256_srli_epi16::<6>(bits),
-        ];
-        for (f, field) in fields.into_iter().enumerate() {
-            q[4 * half + f] = _mm256_and_si256(field, m3);
-        }
+        let fields = crumbs(load256(x.qs.as_ptr().add(32 * half)));
+        q[4 * half..4 * half + 4].copy_from_slice(&fields);
     }
+    let mut scales = [_mm256_setzero_si256(); 8];
     for (g, s) in scales.iter_mut().enumerate() {
         *s = scale_pair(
             (x.scales[2 * g] & 0x0F) as i16,
@@ -386,30 +419,25 @@ unsafe fn prep_q2_k(x: &BlockQ2K) -> KW {
         q,
         scales,
         d: f16_to_f32(x.d),
-        offset: KOffset::Min(_mm256_cvtepu8_epi16(mins), f16_to_f32(x.dmin)),
+        sub: None,
+        extra: KExtra::Q2Mins(_mm256_cvtepu8_epi16(mins), f16_to_f32(x.dmin)),
     }
 }
 
 #[inline(always)]
 unsafe fn prep_q3_k(x: &BlockQ3K) -> KW {
-    // Quant + 4 * (high bit) is in 0..8 (unsigned); the -4 goes through bsums.
-    let m3 = _mm256_set1_epi8(3);
+    // Quants 0..3 here; the -4 where the high bit is clear is subtracted per byte in step_k.
     let hmask = load256(x.hmask.as_ptr());
     let mut q = [_mm256_setzero_si256(); 8];
+    let mut high = [_mm256_setzero_si256(); 8];
     for half in 0..2 {
-        let bits = load256(x.qs.as_ptr().add(32 * half));
-        let fields = [
-            bits,
-            _mm256_srli_epi16::<2>(bits),
-            _mm256_srli_epi16::<4>(bits),
-            _mm256_srli_epi16::<6>(bits),
-        ];
+        let fields = crumbs(load256(x.qs.as_ptr().add(32 * half)));
         for (f, field) in fields.into_iter().enumerate() {
             let g = 4 * half + f;
             let bit = _mm256_set1_epi8((1u8 << g) as i8);
             let set = _mm256_cmpeq_epi8(_mm256_and_si256(hmask, bit), bit);
-            let high = _mm256_and_si256(set, _mm256_set1_epi8(4));
-            q[g] = _mm256_or_si256(_mm256_and_si256(field, m3), high);
+            q[g] = field;
+            high[g] = _mm256_andnot_si256(set, _mm256_set1_epi8(4));
         }
     }
     let s = super::scalar::unpack_scales_q3k(&x.scales);
@@ -417,26 +445,25 @@ unsafe fn prep_q3_k(x: &BlockQ3K) -> KW {
     for (g, v) in scales.iter_mut().enumerate() {
         *v = scale_pair(s[2 * g] as i16, s[2 * g + 1] as i16);
     }
-    let s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(s.as_ptr() as *const __m128i));
     KW {
         q,
         scales,
         d: f16_to_f32(x.d),
-        offset: KOffset::Int(_mm256_slli_epi16::<2>(s16)),
+        sub: Some(high),
+        extra: KExtra::None,
     }
 }
 
-/// Scales and (each min twice, matching the 16-element bsums) for Q4_K and Q5_K.
+/// Scales (broadcast per 32-group) and the 8 mins as i16 for Q4_K and Q5_K.
 #[inline(always)]
-unsafe fn k4_scales(packed: &[u8; 12]) -> ([__m256i; 8], __m256i) {
+unsafe fn k4_scales(packed: &[u8; 12]) -> ([__m256i; 8], __m128i) {
     let (sc, mn) = super::scalar::unpack_scales_mins_k4(packed);
     let mut scales = [_mm256_setzero_si256(); 8];
     for (v, &s) in scales.iter_mut().zip(&sc) {
         *v = _mm256_set1_epi16(s as i16);
     }
     let mins8 = _mm_loadl_epi64(mn.as_ptr() as *const __m128i);
-    let mins_twice = _mm_unpacklo_epi8(mins8, mins8);
-    (scales, _mm256_cvtepu8_epi16(mins_twice))
+    (scales, _mm_cvtepu8_epi16(mins8))
 }
 
 #[inline(always)]
@@ -453,7 +480,8 @@ unsafe fn prep_q4_k(x: &BlockQ4K) -> KW {
         q,
         scales,
         d: f16_to_f32(x.d),
-        offset: KOffset::Min(mins, f16_to_f32(x.dmin)),
+        sub: None,
+        extra: KExtra::Q4Mins(mins, f16_to_f32(x.dmin)),
     }
 }
 
@@ -480,7 +508,8 @@ unsafe fn prep_q5_k(x: &BlockQ5K) -> KW {
         q,
         scales,
         d: f16_to_f32(x.d),
-        offset: KOffset::Min(mins, f16_to_f32(x.dmin)),
+        sub: None,
+        extra: KExtra::Q5Mins(mins, f16_to_f32(x.dmin)),
     }
 }
 
@@ -492,7 +521,7 @@ unsafe fn q6_high(v: __m256i, m2: __m256i) -> __m256i {
 
 #[inline(always)]
 unsafe fn prep_q6_k(x: &BlockQ6K) -> KW {
-    // Unsigned 6-bit quants in 0..64; the -32 goes through bsums.
+    // Unsigned 6-bit quants in 0..64; the -32 is applied per byte in step_k.
     let m4 = _mm256_set1_epi8(0x0F);
     let m2 = _mm256_set1_epi8(3);
     let mut q = [_mm256_setzero_si256(); 8];
@@ -518,12 +547,12 @@ unsafe fn prep_q6_k(x: &BlockQ6K) -> KW {
     for (g, v) in scales.iter_mut().enumerate() {
         *v = scale_pair(x.scales[2 * g] as i16, x.scales[2 * g + 1] as i16);
     }
-    let s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(x.scales.as_ptr() as *const __m128i));
     KW {
         q,
         scales,
         d: f16_to_f32(x.d),
-        offset: KOffset::Int(_mm256_slli_epi16::<5>(s16)),
+        sub: Some([_mm256_set1_epi8(32); 8]),
+        extra: KExtra::None,
     }
 }
 
@@ -534,7 +563,8 @@ kernels!(
     BlockQ8K,
     QK_K,
     prep_q2_k,
-    step_k
+    step_k,
+    finish_plain
 );
 kernels!(
     vec_dot_q3_k_q8_k,
@@ -543,7 +573,8 @@ kernels!(
     BlockQ8K,
     QK_K,
     prep_q3_k,
-    step_k
+    step_k,
+    finish_plain
 );
 kernels!(
     vec_dot_q4_k_q8_k,
@@ -552,7 +583,8 @@ kernels!(
     BlockQ8K,
     QK_K,
     prep_q4_k,
-    step_k
+    step_k,
+    finish_m4
 );
 kernels!(
     vec_dot_q5_k_q8_k,
@@ -561,7 +593,8 @@ kernels!(
     BlockQ8K,
     QK_K,
     prep_q5_k,
-    step_k
+    step_k,
+    finish_summs
 );
 kernels!(
     vec_dot_q6_k_q8_k,
@@ -570,7 +603,8 @@ kernels!(
     BlockQ8K,
     QK_K,
     prep_q6_k,
-    step_k
+    step_k,
+    finish_plain
 );
 
 // ---------------------------------------------------------------------------------------------

@@ -1,9 +1,14 @@
 //! Vec-dot kernels: one quantized weight row · one quantized activation row → f32.
 //!
 //! Weights pair with activations the way ggml pairs them ([`vec_dot_type`]): the legacy quants
-//! with Q8_0 or Q8_1, the K-quants with Q8_K, F16 with F16 and F32 with F32. [`scalar`] holds the
-//! plain references; each ISA has its own file (`avx2.rs`; NEON and wasm simd128 slot in beside
-//! it), chosen once at run time by CPU feature detection.
+//! with Q8_0 or Q8_1, the K-quants with Q8_K, F16 with F16 and F32 with F32.
+//!
+//! Every quantized kernel computes exactly what ggml's x86 AVX2 kernel computes, bit for bit, on
+//! every platform: [`ggml_order`] defines that arithmetic in portable code (and is the kernel
+//! used where no SIMD kernel exists); each ISA's file (`avx2.rs`; NEON and wasm simd128 slot in
+//! beside it) must reproduce it bit for bit, and is chosen once at run time by CPU feature
+//! detection. [`scalar`] holds the plain mathematical references (integer dot products, one
+//! float multiply-add per block) used to check the layouts.
 //!
 //! [`vec_dot_x4`] multiplies one weight row with four activation rows while reading the weights
 //! once; each of its results is bit-identical to [`vec_dot`] on that pair, so a token's numerics
@@ -13,6 +18,7 @@
 //! debug-asserted: with wrong lengths the kernels use the whole blocks both rows hold and never
 //! panic. Q8_0/Q8_1 activations must lie in [-127, 127], as their quantizers produce.
 
+pub mod ggml_order;
 pub mod scalar;
 
 #[cfg(target_arch = "x86_64")]
@@ -149,16 +155,16 @@ macro_rules! looped {
 fn scalar_table() -> KernelTable {
     KernelTable {
         isa: "scalar",
-        q4_0: looped!(scalar::vec_dot_q4_0_q8_0, BlockQ4_0, BlockQ8_0),
-        q4_1: looped!(scalar::vec_dot_q4_1_q8_1, BlockQ4_1, BlockQ8_1),
-        q5_0: looped!(scalar::vec_dot_q5_0_q8_0, BlockQ5_0, BlockQ8_0),
-        q5_1: looped!(scalar::vec_dot_q5_1_q8_1, BlockQ5_1, BlockQ8_1),
-        q8_0: looped!(scalar::vec_dot_q8_0_q8_0, BlockQ8_0, BlockQ8_0),
-        q2_k: looped!(scalar::vec_dot_q2_k_q8_k, BlockQ2K, BlockQ8K),
-        q3_k: looped!(scalar::vec_dot_q3_k_q8_k, BlockQ3K, BlockQ8K),
-        q4_k: looped!(scalar::vec_dot_q4_k_q8_k, BlockQ4K, BlockQ8K),
-        q5_k: looped!(scalar::vec_dot_q5_k_q8_k, BlockQ5K, BlockQ8K),
-        q6_k: looped!(scalar::vec_dot_q6_k_q8_k, BlockQ6K, BlockQ8K),
+        q4_0: looped!(ggml_order::vec_dot_q4_0_q8_0, BlockQ4_0, BlockQ8_0),
+        q4_1: looped!(ggml_order::vec_dot_q4_1_q8_1, BlockQ4_1, BlockQ8_1),
+        q5_0: looped!(ggml_order::vec_dot_q5_0_q8_0, BlockQ5_0, BlockQ8_0),
+        q5_1: looped!(ggml_order::vec_dot_q5_1_q8_1, BlockQ5_1, BlockQ8_1),
+        q8_0: looped!(ggml_order::vec_dot_q8_0_q8_0, BlockQ8_0, BlockQ8_0),
+        q2_k: looped!(ggml_order::vec_dot_q2_k_q8_k, BlockQ2K, BlockQ8K),
+        q3_k: looped!(ggml_order::vec_dot_q3_k_q8_k, BlockQ3K, BlockQ8K),
+        q4_k: looped!(ggml_order::vec_dot_q4_k_q8_k, BlockQ4K, BlockQ8K),
+        q5_k: looped!(ggml_order::vec_dot_q5_k_q8_k, BlockQ5K, BlockQ8K),
+        q6_k: looped!(ggml_order::vec_dot_q6_k_q8_k, BlockQ6K, BlockQ8K),
         f16: looped!(scalar::vec_dot_f16_f16, f16, f16),
         f32: looped!(scalar::vec_dot_f32_f32, f32, f32),
     }

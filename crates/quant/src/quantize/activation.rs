@@ -1,0 +1,218 @@
+//! Q8_0 / Q8_1 activation quantizers with the numbers of ggml's CPU backend on x86-64
+//! (`quantize_row_q8_0` / `quantize_row_q8_1` in ggml-cpu's `arch/x86/quants.c`, AVX2 branch),
+//! on every platform.
+//!
+//! They differ from the reference quantizers (`quantize_row_q8_*_ref`, see `legacy.rs`) in two
+//! ways that move a quant by one step for a small fraction of values:
+//! - the multiplier is `id = 127 / amax` (the reference uses `1 / (amax / 127)`);
+//! - quants round half to even (`_mm256_round_ps` to nearest), not half away from zero.
+//!
+//! Everything else follows the SIMD code too, including what it does on degenerate input:
+//! `amax` is reduced with `maxps`'s "second operand unless the first is greater" rule, in the
+//! same lane order (so NaNs propagate as they do there), a float → i32 conversion out of range
+//! or of NaN gives x86's "integer indefinite" `i32::MIN`, and the i32 → i8 narrowing saturates
+//! (`packssdw` then `packsswb`). Q8_1's `s` is `d * (i32 sum of the unsaturated quants)`.
+//!
+//! llama.cpp quantizes every activation row a matmul consumes with these functions, so using the
+//! same arithmetic is what lets Tessera's logits match llama.cpp's bit for bit (quantization
+//! turns a last-bit difference into a whole step). The portable version is the definition; the
+//! AVX2 version (x86-64, chosen at run time) is tested to produce identical bytes.
+
+use crate::blocks::{BlockQ8_0, BlockQ8_1, QK};
+use half::f16;
+
+/// `maxps` / `maxss` on one lane: the first operand if it is greater, else the second (so a NaN
+/// in either position yields the second operand).
+#[inline(always)]
+fn max_ps(a: f32, b: f32) -> f32 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// The block's largest magnitude, reduced like ggml's AVX code: 4 vectors of 8 lanes folded
+/// lane-wise, then the two 128-bit halves, then `movehl`, then `movehdup`.
+#[inline(always)]
+fn simd_amax(x: &[f32]) -> f32 {
+    let mut lanes = [0.0f32; 8];
+    for (l, lane) in lanes.iter_mut().enumerate() {
+        let mut m = x[l].abs();
+        for v in 1..4 {
+            m = max_ps(m, x[8 * v + l].abs());
+        }
+        *lane = m;
+    }
+    // _mm_max_ps(high half, low half)
+    let m4: [f32; 4] = std::array::from_fn(|l| max_ps(lanes[4 + l], lanes[l]));
+    // _mm_max_ps(m4, movehl(m4, m4)): lanes 0 and 1 meet lanes 2 and 3.
+    let m2 = [max_ps(m4[0], m4[2]), max_ps(m4[1], m4[3])];
+    // _mm_max_ss(m2, movehdup(m2))
+    max_ps(m2[0], m2[1])
+}
+
+/// `cvtps2dq` of `roundps(x, nearest)`: round half to even, `i32::MIN` when out of range or NaN.
+#[inline(always)]
+fn round_even_to_i32(x: f32) -> i32 {
+    if x.abs() < 4_194_304.0 {
+        // Adding 1.5 * 2^23 leaves no fraction bits, so the hardware rounds (to nearest even)
+        // to an integer; subtracting it again is exact.
+        ((x + 12_582_912.0) - 12_582_912.0) as i32
+    } else if x.abs() < 2_147_483_648.0 {
+        x.round_ties_even() as i32
+    } else {
+        i32::MIN
+    }
+}
+
+/// `packssdw` then `packsswb`: i32 → i8 with saturation.
+#[inline(always)]
+fn saturate_i8(v: i32) -> i8 {
+    v.clamp(i8::MIN as i32, i8::MAX as i32) as i8
+}
+
+/// One block: writes the quants and returns `(d, i32 sum of the unsaturated quants)`.
+#[inline(always)]
+fn quantize_block(x: &[f32], qs: &mut [i8; QK]) -> (f32, i32) {
+    let amax = simd_amax(x);
+    let d = amax / 127.0;
+    let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
+    let mut sum = 0i32;
+    for (q, &v) in qs.iter_mut().zip(x) {
+        let i = round_even_to_i32(v * id);
+        sum = sum.wrapping_add(i);
+        *q = saturate_i8(i);
+    }
+    (d, sum)
+}
+
+/// Portable ggml-x86 Q8_0 quantizer (the definition; see the module docs).
+pub fn quantize_row_q8_0_portable(src: &[f32], dst: &mut [BlockQ8_0]) {
+    debug_assert_eq!(src.len(), dst.len() * QK);
+    for (x, y) in src.chunks_exact(QK).zip(dst.iter_mut()) {
+        let (d, _) = quantize_block(x, &mut y.qs);
+        y.d = f16::from_f32(d);
+    }
+}
+
+/// Portable ggml-x86 Q8_1 quantizer (the definition; see the module docs).
+pub fn quantize_row_q8_1_portable(src: &[f32], dst: &mut [BlockQ8_1]) {
+    debug_assert_eq!(src.len(), dst.len() * QK);
+    for (x, y) in src.chunks_exact(QK).zip(dst.iter_mut()) {
+        let (d, sum) = quantize_block(x, &mut y.qs);
+        y.d = f16::from_f32(d);
+        y.s = f16::from_f32(d * sum as f32);
+    }
+}
+
+/// Activation quantizer for Q4_0 / Q5_0 / Q8_0 weights: ggml's CPU (x86) `quantize_row_q8_0`,
+/// identical bytes on every platform. For writing model files use `quantize_row_q8_0_ref`.
+pub fn quantize_row_q8_0(src: &[f32], dst: &mut [BlockQ8_0]) {
+    #[cfg(target_arch = "x86_64")]
+    if avx2::available() {
+        // SAFETY: AVX2 was detected at run time.
+        unsafe { avx2::quantize_row_q8_0(src, dst) };
+        return;
+    }
+    quantize_row_q8_0_portable(src, dst)
+}
+
+/// Activation quantizer for Q4_1 / Q5_1 weights: ggml's CPU (x86) `quantize_row_q8_1`,
+/// identical bytes on every platform. For the reference quantizer use `quantize_row_q8_1_ref`.
+pub fn quantize_row_q8_1(src: &[f32], dst: &mut [BlockQ8_1]) {
+    #[cfg(target_arch = "x86_64")]
+    if avx2::available() {
+        // SAFETY: AVX2 was detected at run time.
+        unsafe { avx2::quantize_row_q8_1(src, dst) };
+        return;
+    }
+    quantize_row_q8_1_portable(src, dst)
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::*;
+    use core::arch::x86_64::*;
+
+    pub(super) fn available() -> bool {
+        use std::sync::OnceLock;
+        static AVX2: OnceLock<bool> = OnceLock::new();
+        *AVX2.get_or_init(|| is_x86_feature_detected!("avx2"))
+    }
+
+    /// One block: the i32 quants (4 × 8 lanes, element order) and d.
+    #[inline(always)]
+    unsafe fn block(x: &[f32]) -> ([__m256i; 4], f32) {
+        debug_assert!(x.len() >= QK);
+        let p = x.as_ptr();
+        let v = [
+            _mm256_loadu_ps(p),
+            _mm256_loadu_ps(p.add(8)),
+            _mm256_loadu_ps(p.add(16)),
+            _mm256_loadu_ps(p.add(24)),
+        ];
+        let sign = _mm256_set1_ps(-0.0);
+        let mut m = _mm256_andnot_ps(sign, v[0]);
+        for &vi in &v[1..] {
+            m = _mm256_max_ps(m, _mm256_andnot_ps(sign, vi));
+        }
+        let m4 = _mm_max_ps(_mm256_extractf128_ps::<1>(m), _mm256_castps256_ps128(m));
+        let m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        let m1 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        let amax = _mm_cvtss_f32(m1);
+        let d = amax / 127.0;
+        let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
+        let mul = _mm256_set1_ps(id);
+        let q = v.map(|vi| {
+            let r = _mm256_round_ps::<_MM_FROUND_TO_NEAREST_INT>(_mm256_mul_ps(vi, mul));
+            _mm256_cvtps_epi32(r)
+        });
+        (q, d)
+    }
+
+    /// Saturating i32 → i8 of 32 quants, back in element order, stored to `qs`.
+    #[inline(always)]
+    unsafe fn store_i8(q: [__m256i; 4], qs: &mut [i8; QK]) {
+        // packs work per 128-bit half; the permute restores element order.
+        let a = _mm256_packs_epi32(q[0], q[1]);
+        let b = _mm256_packs_epi32(q[2], q[3]);
+        let bytes = _mm256_packs_epi16(a, b);
+        let ordered = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256(qs.as_mut_ptr() as *mut __m256i, ordered);
+    }
+
+    #[inline(always)]
+    unsafe fn hsum_i32(q: [__m256i; 4]) -> i32 {
+        let s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+        let s = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s));
+        let s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+        let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b10_11_00_01>(s));
+        _mm_cvtsi128_si32(s)
+    }
+
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn quantize_row_q8_0(src: &[f32], dst: &mut [BlockQ8_0]) {
+        debug_assert_eq!(src.len(), dst.len() * QK);
+        for (x, y) in src.chunks_exact(QK).zip(dst.iter_mut()) {
+            let (q, d) = block(x);
+            y.d = f16::from_f32(d);
+            store_i8(q, &mut y.qs);
+        }
+    }
+
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn quantize_row_q8_1(src: &[f32], dst: &mut [BlockQ8_1]) {
+        debug_assert_eq!(src.len(), dst.len() * QK);
+        for (x, y) in src.chunks_exact(QK).zip(dst.iter_mut()) {
+            let (q, d) = block(x);
+            y.d = f16::from_f32(d);
+            y.s = f16::from_f32(d * hsum_i32(q) as f32);
+            store_i8(q, &mut y.qs);
+        }
+    }
+}
