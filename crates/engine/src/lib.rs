@@ -1,20 +1,20 @@
 //! Tessera engine.
-pub mod sampling;
-pub mod stop;
-pub mod generate;
-pub mod perplexity;
-pub mod speculative;
-pub mod tokenizer;
-pub mod chat_template;
 pub mod backend;
+pub mod chat_template;
 pub mod context;
 pub mod cpu;
 pub mod error;
+pub mod generate;
 pub mod graph;
 pub mod model;
 pub mod models;
+pub mod perplexity;
+pub mod sampling;
+pub mod speculative;
+pub mod stop;
 pub mod tensor;
 pub mod threading;
+pub mod tokenizer;
 pub mod weights;
 
 pub use context::{Context, ContextParams};
