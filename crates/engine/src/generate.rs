@@ -100,6 +100,29 @@ impl GenerateStats {
     }
 }
 
+/// The sampler for a generation after `prompt`: `params.sampling`, with the end-of-generation
+/// tokens banned when `ignore_eos` is set, primed with the prompt (for the penalties).
+pub(crate) fn prompt_sampler(
+    params: &GenerateParams,
+    tokenizer: &Tokenizer,
+    prompt: &[u32],
+) -> Result<Sampler, SamplingError> {
+    let mut sampling = params.sampling.clone();
+    if params.ignore_eos {
+        sampling.logit_bias.extend(
+            tokenizer
+                .eog_ids()
+                .iter()
+                .map(|&id| (id, f32::NEG_INFINITY)),
+        );
+    }
+    let mut sampler = Sampler::new(sampling)?;
+    for &t in prompt {
+        sampler.accept(t);
+    }
+    Ok(sampler)
+}
+
 fn per_second(n: usize, s: f64) -> f64 {
     if s > 0.0 {
         n as f64 / s
@@ -156,19 +179,7 @@ pub fn generate(
     let model = ctx.model().clone();
     let tokenizer = model.tokenizer();
 
-    let mut sampling = params.sampling.clone();
-    if params.ignore_eos {
-        sampling.logit_bias.extend(
-            tokenizer
-                .eog_ids()
-                .iter()
-                .map(|&id| (id, f32::NEG_INFINITY)),
-        );
-    }
-    let mut sampler = Sampler::new(sampling)?;
-    for &t in prompt {
-        sampler.accept(t);
-    }
+    let mut sampler = prompt_sampler(params, tokenizer, prompt)?;
 
     // Reuse the cached prefix; at least one prompt token is decoded to get fresh logits.
     let common = ctx

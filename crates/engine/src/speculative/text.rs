@@ -5,9 +5,8 @@
 use super::{decode_prompt, generate_after_prompt, GenerateOptions, SpeculatorChain, StopReason};
 use crate::context::Context;
 use crate::generate::{
-    Clock, GenerateError, GenerateParams, GenerateStats, StopReason as TextStop,
+    prompt_sampler, Clock, GenerateError, GenerateParams, GenerateStats, StopReason as TextStop,
 };
-use crate::sampling::Sampler;
 use crate::speculative::SpecError;
 use crate::stop::StopMatcher;
 use crate::tokenizer::StreamDecoder;
@@ -45,19 +44,7 @@ pub fn generate_text(
     }
     let model = ctx.model().clone();
     let tokenizer = model.tokenizer();
-    let mut sampling = params.sampling.clone();
-    if params.ignore_eos {
-        sampling.logit_bias.extend(
-            tokenizer
-                .eog_ids()
-                .iter()
-                .map(|&id| (id, f32::NEG_INFINITY)),
-        );
-    }
-    let mut sampler = Sampler::new(sampling)?;
-    for &t in prompt {
-        sampler.accept(t);
-    }
+    let mut sampler = prompt_sampler(params, tokenizer, prompt)?;
     let t0 = clock.now_s();
     decode_prompt(ctx, prompt)?;
     let t1 = clock.now_s();
