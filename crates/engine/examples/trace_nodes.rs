@@ -1,6 +1,8 @@
 //! Prints a summary (first values, sum of squares) of every node output for a prompt of token
 //! ids: `cargo run --release -p engine --example trace_nodes -- MODEL.gguf MAX_NODES ID...`
-//! A debugging aid for locating where two implementations part.
+//! A debugging aid for locating where two implementations part. With `DUMP_DIR=dir` set, every
+//! node's output is also written there as raw little-endian f32 (`NNNN_Op_ne0xne1.f32`), for
+//! comparing with another implementation's per-node dumps.
 
 use std::sync::Arc;
 
@@ -20,7 +22,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?);
     let mut backend = CpuBackend::new(Arc::new(SequentialPool));
     backend.set_reference_matmul(std::env::var_os("REFERENCE_MATMUL").is_some());
+    let dump = std::env::var_os("DUMP_DIR").map(std::path::PathBuf::from);
     backend.set_trace(Some(Box::new(move |i, node, out| {
+        if let Some(dir) = &dump {
+            let op = format!("{:?}", node.op);
+            let op: String = op.chars().take_while(|c| c.is_alphanumeric()).collect();
+            let name = format!("{i:04}_{op}_{}x{}.f32", node.ne[0], node.ne[1]);
+            let bytes: Vec<u8> = out.iter().flat_map(|x| x.to_le_bytes()).collect();
+            std::fs::write(dir.join(name), bytes).expect("write dump");
+        }
         if i < max_nodes {
             let ss: f64 = out.iter().map(|&x| (x as f64).powi(2)).sum();
             let head: Vec<String> = out.iter().take(4).map(|x| format!("{x:.5}")).collect();

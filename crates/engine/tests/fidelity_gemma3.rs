@@ -9,11 +9,10 @@
 mod common;
 use common::*;
 
-/// Holds or not depending on last-bit details of the quant kernels: it passed with the vec-dot
-/// kernels of quant at 15dd029 and fails ("The capital of France is" parts at token 5) since
-/// their AVX2 accumulation order changed (f4bca9e). See docs/engine.md.
+/// Sensitive to last-bit details: it failed ("The capital of France is" parted at token 5)
+/// while the attention's running sum was rounded twice (`S*ms + vs` without the fused
+/// multiply-add GCC uses in ggml); it holds again since. See docs/engine.md.
 #[test]
-#[ignore = "known gap: depends on the kernels' float summation order (see docs/engine.md)"]
 fn first_greedy_tokens_match_llama_cpp() {
     let model = load_model(GEMMA3);
     let mut ctx = context(&model, 256, 512, 2);

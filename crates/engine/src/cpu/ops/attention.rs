@@ -1,7 +1,8 @@
 //! Causal grouped-query attention over the f16 KV cache, computed like ggml's CPU flash
 //! attention (llama.cpp's default): per query row, q is rounded to f16, each score is an
-//! f16·f16 dot product, and an online softmax accumulates V into an f16 accumulator (rounded
-//! after every key), divided by the f32 running sum at the end. Masked keys are skipped.
+//! f16·f16 dot product (in the reference build's summation order, see [`dot_f16`]), and an
+//! online softmax accumulates V into an f16 accumulator (rounded after every key), divided by
+//! the f32 running sum at the end. Masked keys are skipped.
 //!
 //! Each (token, head) row is computed alone, in key order, so results do not depend on the
 //! batch or the thread split.
@@ -16,16 +17,51 @@ use crate::threading::ThreadPool;
 /// Largest head dimension the stack scratch holds.
 pub const MAX_HEAD_DIM: usize = 512;
 
-/// q·k as ggml's `ggml_vec_dot_f16` computes it on the AVX-512 machines the reference outputs
-/// come from: 4 accumulators of 16 lanes over steps of 64 elements (products of two f16 are exact
-/// in f32, so each fused multiply-add is one f32 addition), the accumulators summed pairwise,
-/// the 16 lanes reduced as `_mm512_reduce_add_ps` does, and the tail (n % 64) added in f64.
+/// Elements of a head that the reference build's `ggml_vec_dot_f16` handles in its SIMD loop:
+/// whole steps of 128 (an AVX512-FP16 build: 4 registers of 32 halves). The rest of the row is
+/// its scalar "leftovers" loop, summed in f64.
+pub const DOT_F16_STEP: usize = 128;
+
+/// q·k as ggml's `ggml_vec_dot_f16` computes it in the build the reference outputs come from.
+///
+/// That build steps through the row 128 elements at a time and adds the remaining
+/// `n % 128` products one by one in f64 (`sumf += (ggml_float)(x[i]*y[i])`). For a head of
+/// 64 (SmolLM2) there is no full step, so the whole score is that sequential f64 sum: this
+/// reproduces llama.cpp's SmolLM2 reference logits to the last printed digit, where the
+/// 16-lane order of an AVX-512F build (or the 8-lane order of an AVX2 build) moves the top-10
+/// logprobs by up to 0.3. Whole steps of 128 are summed in [`dot_f16_steps`]' order.
 #[inline]
 pub fn dot_f16(k: &[f16], q: &[f16]) -> f32 {
+    let np = k.len() / DOT_F16_STEP * DOT_F16_STEP;
+    let head = if np > 0 {
+        dot_f16_steps(&k[..np], &q[..np]) as f64
+    } else {
+        0.0
+    };
+    head_plus_leftovers(head, &k[np..], &q[np..np + (k.len() - np)])
+}
+
+/// The scalar tail of ggml's `ggml_vec_dot_f16`: each exact f32 product added in f64.
+#[inline]
+pub fn head_plus_leftovers(mut sum: f64, k: &[f16], q: &[f16]) -> f32 {
+    for (a, b) in k.iter().zip(q) {
+        sum += (a.to_f32() * b.to_f32()) as f64;
+    }
+    sum as f32
+}
+
+/// Whole steps (`k.len()` a multiple of 64): 4 accumulators of 16 lanes over steps of 64
+/// elements (products of two f16 are exact in f32, so each fused multiply-add is one f32
+/// addition), the accumulators summed pairwise, the 16 lanes reduced as `_mm512_reduce_add_ps`
+/// does: the order of an AVX-512F build. Used for heads of 128 and more (Gemma 3: 256); whether
+/// the reference build summed those in this order has not been established (an AVX512-FP16
+/// build would accumulate them in f16 arithmetic instead).
+#[inline]
+pub fn dot_f16_steps(k: &[f16], q: &[f16]) -> f32 {
     let n = k.len();
-    let np = n / 64 * 64;
+    debug_assert!(n % 64 == 0);
     let mut acc = [0.0f32; 64];
-    for i in (0..np).step_by(64) {
+    for i in (0..n).step_by(64) {
         for (l, a) in acc.iter_mut().enumerate() {
             *a += k[i + l].to_f32() * q[i + l].to_f32();
         }
@@ -45,11 +81,7 @@ pub fn dot_f16(k: &[f16], q: &[f16]) -> f32 {
         t6[i] = t3[i + 4] + t3[i];
     }
     let t8 = [t6[0] + t6[2], t6[1] + t6[3]];
-    let mut sum = (t8[0] + t8[1]) as f64;
-    for i in np..n {
-        sum += (k[i].to_f32() * q[i].to_f32()) as f64;
-    }
-    sum as f32
+    t8[0] + t8[1]
 }
 
 /// One query row against keys `lo ..= hi` of one KV head; writes `out` (head_dim_v floats).
@@ -65,9 +97,7 @@ pub fn attend_row(
     out: &mut [f32],
 ) {
     #[cfg(target_arch = "x86_64")]
-    let simd = kv.layout.head_dim_k % 64 == 0
-        && kv.layout.head_dim_v % 8 == 0
-        && super::attention_avx2::available();
+    let simd = kv.layout.head_dim_v % 8 == 0 && super::attention_avx2::available();
     #[cfg(not(target_arch = "x86_64"))]
     let simd = false;
     attend_row_impl(q, kv, kv_head, lo, hi, scale, softcap, out, simd);
@@ -102,13 +132,19 @@ fn attend_row_impl(
         let k = &kv.k[j * ks + kv_head * hd..j * ks + (kv_head + 1) * hd];
         let v = &kv.v[j * vs + kv_head * dv..j * vs + (kv_head + 1) * dv];
         let dot = if simd {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: `simd` is only set when the CPU has AVX2/FMA/F16C and hd % 64 == 0.
-            unsafe {
-                super::attention_avx2::dot_f16(k, &q16[..hd])
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            unreachable!()
+            let np = hd / DOT_F16_STEP * DOT_F16_STEP;
+            let head = if np > 0 {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `simd` is only set when the CPU has AVX2/FMA/F16C; np % 128 == 0.
+                unsafe {
+                    super::attention_avx2::dot_f16(&k[..np], &q16[..np]) as f64
+                }
+                #[cfg(not(target_arch = "x86_64"))]
+                unreachable!()
+            } else {
+                0.0
+            };
+            head_plus_leftovers(head, &k[np..], &q16[np..hd])
         } else {
             dot_f16(k, &q16[..hd])
         };
@@ -127,7 +163,8 @@ fn attend_row_impl(
             vscale = (s - max).exp();
         }
         mad_acc(acc, v, vscale, simd);
-        sum = sum * ms + vscale;
+        // ggml's `S = S*ms + vs`, which GCC contracts into one fused multiply-add.
+        sum = sum.mul_add(ms, vscale);
     }
     let inv = if sum == 0.0 { 0.0 } else { 1.0 / sum };
     for (o, &a) in out.iter_mut().zip(acc.iter()) {
@@ -309,10 +346,38 @@ mod tests {
     }
 
     #[test]
+    fn short_heads_are_one_sequential_f64_sum() {
+        // Below one step of 128 the reference build adds every product in f64, in order.
+        for n in [64, 96, 127] {
+            let k: Vec<f16> = (0..n)
+                .map(|i| f16::from_f32(((i * 7919 % 613) as f32 / 30.0) - 10.0))
+                .collect();
+            let q: Vec<f16> = (0..n)
+                .map(|i| f16::from_f32(((i * 104729 % 389) as f32 / 19.0) - 10.0))
+                .collect();
+            let mut want = 0.0f64;
+            for i in 0..n {
+                want += (k[i].to_f32() * q[i].to_f32()) as f64;
+            }
+            assert_eq!(dot_f16(&k, &q), want as f32, "n = {n}");
+        }
+        // Whole steps keep their SIMD order; the rest is added to them in f64.
+        let k: Vec<f16> = (0..192).map(|i| f16::from_f32(i as f32 * 0.01)).collect();
+        let q: Vec<f16> = (0..192)
+            .map(|i| f16::from_f32(1.0 - i as f32 * 0.003))
+            .collect();
+        let head = dot_f16_steps(&k[..128], &q[..128]) as f64;
+        assert_eq!(
+            dot_f16(&k, &q),
+            head_plus_leftovers(head, &k[128..], &q[128..])
+        );
+    }
+
+    #[test]
     fn simd_rows_are_bit_identical_to_scalar_rows() {
         #[cfg(target_arch = "x86_64")]
         if crate::cpu::ops::attention_avx2::available() {
-            for hd in [64, 256] {
+            for hd in [64, 192, 256] {
                 let kv = layer(24, 2, hd);
                 let q: Vec<f32> = (0..hd)
                     .map(|i| ((i * 29 % 83) as f32 / 20.0) - 2.0)

@@ -24,7 +24,7 @@ unsafe fn round_f16(x: __m256) -> __m256 {
     _mm256_cvtph_ps(_mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x))
 }
 
-/// See `attention::dot_f16`; `k.len()` must be a multiple of 64 here.
+/// See `attention::dot_f16_steps`; `k.len()` must be a multiple of 64 here.
 ///
 /// # Safety
 /// The CPU must support AVX2, FMA and F16C (see [`available`]).
