@@ -18,15 +18,17 @@ use super::*;
 struct LegacyTW {
     ax: __m256i,
     sx: __m256i,
-    d: f32,
+    /// The scale broadcast to 8 lanes (d_w * d_a is then one vector multiply per pair).
+    d: __m256,
     m: f32,
 }
 
-/// An activation block loaded once per tile column: quants, scale d and (Q8_1) sum s.
+/// An activation block loaded once per tile column: quants, scale d (broadcast, converted to f32
+/// once per gemm call) and (Q8_1) sum s.
 #[derive(Clone, Copy)]
 struct LegacyA {
     q: __m256i,
-    d: f32,
+    d: __m256,
     s: f32,
 }
 
@@ -35,7 +37,7 @@ unsafe fn signed_tw(w: LegacyW) -> LegacyTW {
     LegacyTW {
         ax: _mm256_sign_epi8(w.q, w.q),
         sx: w.q,
-        d: _mm_cvtss_f32(w.dm),
+        d: _mm256_broadcastss_ps(w.dm),
         m: 0.0,
     }
 }
@@ -45,7 +47,7 @@ unsafe fn unsigned_tw(w: LegacyW) -> LegacyTW {
     LegacyTW {
         ax: w.q,
         sx: w.q,
-        d: _mm_cvtss_f32(w.dm),
+        d: _mm256_broadcastss_ps(w.dm),
         m: _mm_cvtss_f32(_mm_movehdup_ps(w.dm)),
     }
 }
@@ -71,44 +73,68 @@ unsafe fn tprep_q5_1(x: &BlockQ5_1) -> LegacyTW {
     unsigned_tw(prep_q5_1(x))
 }
 
+/// The f32 scale (and Q8_1 sum) of an activation block, converted once per gemm call.
 #[inline(always)]
-unsafe fn load_q8_0(y: &BlockQ8_0) -> LegacyA {
+unsafe fn scales_q8_0(y: &BlockQ8_0) -> [f32; 2] {
+    [f16_to_f32(y.d), 0.0]
+}
+
+#[inline(always)]
+unsafe fn scales_q8_1(y: &BlockQ8_1) -> [f32; 2] {
+    let ds = f16_pair(y);
+    [_mm_cvtss_f32(ds), _mm_cvtss_f32(_mm_movehdup_ps(ds))]
+}
+
+#[inline(always)]
+unsafe fn scales_k(_y: &BlockQ8K) -> [f32; 2] {
+    [0.0; 2]
+}
+
+#[inline(always)]
+unsafe fn load_legacy<B>(y: &B, qs: *const i8, sc: &[f32; 2]) -> LegacyA {
+    let _ = y;
     LegacyA {
-        q: load256(y.qs.as_ptr() as *const u8),
-        d: f16_to_f32(y.d),
-        s: 0.0,
+        q: load256(qs as *const u8),
+        d: _mm256_broadcast_ss(&sc[0]),
+        s: sc[1],
     }
 }
 
 #[inline(always)]
-unsafe fn load_q8_1(y: &BlockQ8_1) -> LegacyA {
-    let ds = f16_pair(y);
-    LegacyA {
-        q: load256(y.qs.as_ptr() as *const u8),
-        d: _mm_cvtss_f32(ds),
-        s: _mm_cvtss_f32(_mm_movehdup_ps(ds)),
-    }
+unsafe fn load_q8_0<'a>(y: &'a BlockQ8_0, sc: &[f32; 2]) -> LegacyA {
+    load_legacy(y, y.qs.as_ptr(), sc)
+}
+
+#[inline(always)]
+unsafe fn load_q8_1<'a>(y: &'a BlockQ8_1, sc: &[f32; 2]) -> LegacyA {
+    load_legacy(y, y.qs.as_ptr(), sc)
+}
+
+/// `acc = fma(d_w * d_a, float(sums), acc)` with the product formed in all 8 lanes at once
+/// (the same single rounding as the scalar product `Acc::fma` broadcasts).
+#[inline(always)]
+unsafe fn fma_dd(w: &LegacyTW, y: &LegacyA, sums: __m256i, acc: &mut Acc) {
+    let dd = _mm256_mul_ps(w.d, y.d);
+    acc.main = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(sums), acc.main);
 }
 
 /// `step_signed_q8_0` with the activation pre-loaded: `mul_sum_i8(q, y)` is
 /// `mul_sum_us8(|q|, sign(y, q))`, the same exact lane sums.
 #[inline(always)]
 unsafe fn tstep_signed(w: &LegacyTW, y: &LegacyA, acc: &mut Acc) {
-    let dd = w.d * y.d;
-    acc.fma(dd, mul_sum_us8(w.ax, _mm256_sign_epi8(y.q, w.sx)));
+    fma_dd(w, y, mul_sum_us8(w.ax, _mm256_sign_epi8(y.q, w.sx)), acc);
 }
 
 /// `step_unsigned_q8_1` with the activation pre-loaded.
 #[inline(always)]
 unsafe fn tstep_unsigned(w: &LegacyTW, y: &LegacyA, acc: &mut Acc) {
     acc.summs = w.m.mul_add(y.s, acc.summs);
-    let dd = w.d * y.d;
-    acc.fma(dd, mul_sum_us8(w.ax, y.q));
+    fma_dd(w, y, mul_sum_us8(w.ax, y.q), acc);
 }
 
 /// K-quant activations need no pre-loading (step_k reads the groups it needs).
 #[inline(always)]
-unsafe fn load_k(y: &BlockQ8K) -> &BlockQ8K {
+unsafe fn load_k<'a>(y: &'a BlockQ8K, _sc: &[f32; 2]) -> &'a BlockQ8K {
     y
 }
 
@@ -121,7 +147,7 @@ unsafe fn tstep_k(w: &KW, y: &&BlockQ8K, acc: &mut Acc) {
 /// kernel's result for weight row r and activation row t. Rows are walked in blocks of
 /// `ROW_BLOCK` (kept in L1 while all activations pass), tiles of `$R` rows × `$C` activations.
 macro_rules! gemm_kernel {
-    ($name:ident, $W:ty, $A:ty, $qk:expr, $prep:ident, $P:ty, $load:ident, $step:ident, $finish:ident,
+    ($name:ident, $W:ty, $A:ty, $qk:expr, $prep:ident, $P:ty, $scales:ident, $load:ident, $step:ident, $finish:ident,
      $R:literal, $C:literal) => {
         /// # Safety
         /// The CPU must support AVX2, FMA and F16C.
@@ -139,6 +165,7 @@ macro_rules! gemm_kernel {
                 nb: usize,
                 w: &[$W],
                 a: &[$A],
+                sc: &[[f32; 2]],
                 r0: usize,
                 t0: usize,
                 n_rows: usize,
@@ -161,7 +188,7 @@ macro_rules! gemm_kernel {
                     // SAFETY: all R elements were written above.
                     let wp: [$P; R] = wp.assume_init();
                     for c in 0..C {
-                        let y = $load(as_[c].get_unchecked(i));
+                        let y = $load(as_[c].get_unchecked(i), sc.get_unchecked((t0 + c) * nb + i));
                         for r in 0..R {
                             $step(&wp[r], &y, &mut acc[r][c]);
                         }
@@ -184,6 +211,9 @@ macro_rules! gemm_kernel {
                 "gemm: rows shorter than {n} elements or output too small"
             );
             const ROW_BLOCK: usize = 16;
+            let mut sc = ACT_SCALES.with(|s| s.take());
+            sc.clear();
+            sc.extend(a[..nb * n_acts].iter().map(|y| $scales(y)));
             let mut rb = 0;
             while rb < n_rows {
                 let re = (rb + ROW_BLOCK).min(n_rows);
@@ -195,7 +225,7 @@ macro_rules! gemm_kernel {
                         let r = (re - r0).min($R);
                         macro_rules! go {
                             ($rr:expr, $cc:literal) => {
-                                tile::<$rr, $cc>(nb, w, a, r0, t0, n_rows, out)
+                                tile::<$rr, $cc>(nb, w, a, &sc, r0, t0, n_rows, out)
                             };
                         }
                         macro_rules! cols {
@@ -226,8 +256,14 @@ macro_rules! gemm_kernel {
                 }
                 rb = re;
             }
+            ACT_SCALES.with(|s| s.replace(sc));
         }
     };
+}
+
+thread_local! {
+    /// Per-thread buffer of the activation blocks' f32 scales (reused between calls).
+    static ACT_SCALES: core::cell::Cell<Vec<[f32; 2]>> = const { core::cell::Cell::new(Vec::new()) };
 }
 
 gemm_kernel!(
@@ -237,6 +273,7 @@ gemm_kernel!(
     QK,
     tprep_q4_0,
     LegacyTW,
+    scales_q8_0,
     load_q8_0,
     tstep_signed,
     finish_plain,
@@ -250,6 +287,7 @@ gemm_kernel!(
     QK,
     tprep_q5_0,
     LegacyTW,
+    scales_q8_0,
     load_q8_0,
     tstep_signed,
     finish_plain,
@@ -263,6 +301,7 @@ gemm_kernel!(
     QK,
     tprep_q8_0,
     LegacyTW,
+    scales_q8_0,
     load_q8_0,
     tstep_signed,
     finish_plain,
@@ -276,6 +315,7 @@ gemm_kernel!(
     QK,
     tprep_q4_1,
     LegacyTW,
+    scales_q8_1,
     load_q8_1,
     tstep_unsigned,
     finish_summs,
@@ -289,6 +329,7 @@ gemm_kernel!(
     QK,
     tprep_q5_1,
     LegacyTW,
+    scales_q8_1,
     load_q8_1,
     tstep_unsigned,
     finish_summs,
@@ -302,6 +343,7 @@ gemm_kernel!(
     QK_K,
     prep_q2_k,
     KW,
+    scales_k,
     load_k,
     tstep_k,
     finish_plain,
@@ -315,6 +357,7 @@ gemm_kernel!(
     QK_K,
     prep_q3_k,
     KW,
+    scales_k,
     load_k,
     tstep_k,
     finish_plain,
@@ -328,6 +371,7 @@ gemm_kernel!(
     QK_K,
     prep_q4_k,
     KW,
+    scales_k,
     load_k,
     tstep_k,
     finish_m4,
@@ -341,6 +385,7 @@ gemm_kernel!(
     QK_K,
     prep_q5_k,
     KW,
+    scales_k,
     load_k,
     tstep_k,
     finish_summs,
@@ -354,6 +399,7 @@ gemm_kernel!(
     QK_K,
     prep_q6_k,
     KW,
+    scales_k,
     load_k,
     tstep_k,
     finish_plain,
