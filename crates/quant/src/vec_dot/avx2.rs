@@ -23,6 +23,9 @@ use crate::blocks::*;
 use core::arch::x86_64::*;
 use half::f16;
 
+mod tile;
+pub use tile::*;
+
 fn block_count(n: usize, qk: usize, w_len: usize, a_len: usize) -> usize {
     debug_assert_eq!(n % qk, 0, "row length {n} is not a multiple of {qk}");
     debug_assert!(
@@ -186,6 +189,7 @@ macro_rules! kernels {
 
 /// An unpacked legacy weight block: 32 quants as bytes; lane 0 of `dm` the scale, lane 1 the
 /// min (the "_1" types).
+#[derive(Clone, Copy)]
 struct LegacyW {
     q: __m256i,
     dm: __m128,
@@ -335,6 +339,7 @@ enum KExtra {
 }
 
 /// An unpacked K-quant super-block: 8 groups of 32 unsigned quants with their i16 scales.
+#[derive(Clone, Copy)]
 struct KW {
     q: [__m256i; 8],
     scales: [__m256i; 8],

@@ -95,10 +95,63 @@ fn blocks<B: Pod>(bytes: &[u8]) -> Cow<'_, [B]> {
 
 type SingleFn = fn(usize, &[u8], &[u8]) -> f32;
 type X4Fn = fn(usize, &[u8], [&[u8]; 4]) -> [f32; 4];
+/// (n, weight rows, n_rows, activation rows, n_acts, out).
+type GemmFn = fn(usize, &[u8], usize, &[u8], usize, &mut [f32]);
 
 struct Kernel {
     single: SingleFn,
     x4: X4Fn,
+    gemm: GemmFn,
+}
+
+/// Weight rows × activation rows: `out[t * n_rows + r] = vec_dot(weight, n, w_row(r),
+/// act_row(t))`, bit for bit, for `n_rows` contiguous weight rows in `w` and `n_acts` contiguous
+/// activation rows in `acts` (whole rows of `n` elements). The SIMD kernels work in tiles of
+/// several weight rows × several activation rows, so a batch reads each weight block once per
+/// few tokens; every output element still goes through exactly `vec_dot`'s float operations.
+/// Writes NaN for a weight type without a kernel.
+pub fn gemm(
+    weight: GgmlType,
+    n: usize,
+    w: &[u8],
+    n_rows: usize,
+    acts: &[u8],
+    n_acts: usize,
+    out: &mut [f32],
+) {
+    assert!(out.len() >= n_rows * n_acts, "gemm: output too small");
+    match KERNELS.get(weight) {
+        // One token (decode) streams the weights once: the single-row kernel reads them in
+        // order, which the hardware prefetcher follows best.
+        Some(k) if n_acts == 1 => gemm_looped(k.single, n, w, n_rows, acts, n_acts, out),
+        Some(k) => (k.gemm)(n, w, n_rows, acts, n_acts, out),
+        None => {
+            debug_assert!(false, "no vec_dot kernel for {weight}");
+            out[..n_rows * n_acts].fill(f32::NAN);
+        }
+    }
+}
+
+/// The plain gemm: one `single` call per output element.
+fn gemm_looped(
+    single: SingleFn,
+    n: usize,
+    w: &[u8],
+    n_rows: usize,
+    acts: &[u8],
+    n_acts: usize,
+    out: &mut [f32],
+) {
+    if n_rows == 0 || n_acts == 0 {
+        return;
+    }
+    let (wb, ab) = (w.len() / n_rows, acts.len() / n_acts);
+    for t in 0..n_acts {
+        let a = &acts[t * ab..(t + 1) * ab];
+        for r in 0..n_rows {
+            out[t * n_rows + r] = single(n, &w[r * wb..(r + 1) * wb], a);
+        }
+    }
 }
 
 /// The kernels chosen for this CPU, one per weight type.
@@ -148,6 +201,17 @@ macro_rules! looped {
                 let w = blocks::<$W>(w);
                 acts.map(|a| $f(n, &w, &blocks::<$A>(a)))
             },
+            gemm: |n, w, nr, a, na, out| {
+                gemm_looped(
+                    |n, w, a| $f(n, &blocks::<$W>(w), &blocks::<$A>(a)),
+                    n,
+                    w,
+                    nr,
+                    a,
+                    na,
+                    out,
+                )
+            },
         }
     };
 }
@@ -175,13 +239,16 @@ fn avx2_table() -> KernelTable {
     // SAFETY (every `unsafe` below): this table is only built after `is_x86_feature_detected!`
     // confirmed AVX2, FMA and F16C, which is all the avx2 kernels require.
     macro_rules! simd {
-        ($single:ident, $x4:ident, $W:ty, $A:ty) => {
+        ($single:ident, $x4:ident, $gemm:ident, $W:ty, $A:ty) => {
             Kernel {
                 single: |n, w, a| unsafe { avx2::$single(n, &blocks::<$W>(w), &blocks::<$A>(a)) },
                 x4: |n, w, acts| {
                     let w = blocks::<$W>(w);
                     let a = acts.map(blocks::<$A>);
                     unsafe { avx2::$x4(n, &w, [&a[0], &a[1], &a[2], &a[3]]) }
+                },
+                gemm: |n, w, nr, a, na, out| unsafe {
+                    avx2::$gemm(n, &blocks::<$W>(w), nr, &blocks::<$A>(a), na, out)
                 },
             }
         };
@@ -192,6 +259,17 @@ fn avx2_table() -> KernelTable {
                     let w = blocks::<$W>(w);
                     acts.map(|a| unsafe { avx2::$single(n, &w, &blocks::<$A>(a)) })
                 },
+                gemm: |n, w, nr, a, na, out| {
+                    gemm_looped(
+                        |n, w, a| unsafe { avx2::$single(n, &blocks::<$W>(w), &blocks::<$A>(a)) },
+                        n,
+                        w,
+                        nr,
+                        a,
+                        na,
+                        out,
+                    )
+                },
             }
         };
     }
@@ -200,38 +278,73 @@ fn avx2_table() -> KernelTable {
         q4_0: simd!(
             vec_dot_q4_0_q8_0,
             vec_dot_q4_0_q8_0_x4,
+            gemm_q4_0_q8_0,
             BlockQ4_0,
             BlockQ8_0
         ),
         q4_1: simd!(
             vec_dot_q4_1_q8_1,
             vec_dot_q4_1_q8_1_x4,
+            gemm_q4_1_q8_1,
             BlockQ4_1,
             BlockQ8_1
         ),
         q5_0: simd!(
             vec_dot_q5_0_q8_0,
             vec_dot_q5_0_q8_0_x4,
+            gemm_q5_0_q8_0,
             BlockQ5_0,
             BlockQ8_0
         ),
         q5_1: simd!(
             vec_dot_q5_1_q8_1,
             vec_dot_q5_1_q8_1_x4,
+            gemm_q5_1_q8_1,
             BlockQ5_1,
             BlockQ8_1
         ),
         q8_0: simd!(
             vec_dot_q8_0_q8_0,
             vec_dot_q8_0_q8_0_x4,
+            gemm_q8_0_q8_0,
             BlockQ8_0,
             BlockQ8_0
         ),
-        q2_k: simd!(vec_dot_q2_k_q8_k, vec_dot_q2_k_q8_k_x4, BlockQ2K, BlockQ8K),
-        q3_k: simd!(vec_dot_q3_k_q8_k, vec_dot_q3_k_q8_k_x4, BlockQ3K, BlockQ8K),
-        q4_k: simd!(vec_dot_q4_k_q8_k, vec_dot_q4_k_q8_k_x4, BlockQ4K, BlockQ8K),
-        q5_k: simd!(vec_dot_q5_k_q8_k, vec_dot_q5_k_q8_k_x4, BlockQ5K, BlockQ8K),
-        q6_k: simd!(vec_dot_q6_k_q8_k, vec_dot_q6_k_q8_k_x4, BlockQ6K, BlockQ8K),
+        q2_k: simd!(
+            vec_dot_q2_k_q8_k,
+            vec_dot_q2_k_q8_k_x4,
+            gemm_q2_k_q8_k,
+            BlockQ2K,
+            BlockQ8K
+        ),
+        q3_k: simd!(
+            vec_dot_q3_k_q8_k,
+            vec_dot_q3_k_q8_k_x4,
+            gemm_q3_k_q8_k,
+            BlockQ3K,
+            BlockQ8K
+        ),
+        q4_k: simd!(
+            vec_dot_q4_k_q8_k,
+            vec_dot_q4_k_q8_k_x4,
+            gemm_q4_k_q8_k,
+            BlockQ4K,
+            BlockQ8K
+        ),
+        q5_k: simd!(
+            vec_dot_q5_k_q8_k,
+            vec_dot_q5_k_q8_k_x4,
+            gemm_q5_k_q8_k,
+            BlockQ5K,
+            BlockQ8K
+        ),
+        q6_k: simd!(
+            vec_dot_q6_k_q8_k,
+            vec_dot_q6_k_q8_k_x4,
+            gemm_q6_k_q8_k,
+            BlockQ6K,
+            BlockQ8K
+        ),
         f16: simd!(vec_dot_f16_f16, f16, f16),
         f32: simd!(vec_dot_f32_f32, f32, f32),
     }

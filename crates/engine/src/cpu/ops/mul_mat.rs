@@ -3,12 +3,13 @@
 //! The weights stay in their file format. Each activation row is quantized once to the weight
 //! type's vec-dot partner (`quant::vec_dot::vec_dot_type`: Q8_0, Q8_1, Q8_K, F16 or F32), then
 //! every output element is one `vec_dot` of a weight row with an activation row. Work is split
-//! over threads by weight rows only, never inside a dot product, and the four-row kernel
-//! (`vec_dot_x4`) is bit-identical to the single one: an output element does not depend on the
-//! thread count or on how many tokens share the batch.
+//! over threads by weight rows only, never inside a dot product, and the tiled kernel
+//! (`quant::vec_dot::gemm`: several weight rows × several tokens per pass) gives each element
+//! exactly `vec_dot`'s bits: an output element does not depend on the thread count or on how
+//! many tokens share the batch.
 
 use gguf::GgmlType;
-use quant::vec_dot::{vec_dot, vec_dot_type, vec_dot_x4};
+use quant::vec_dot::{gemm, vec_dot_type};
 
 use crate::cpu::parallel::{for_each_chunk, SharedOut};
 use crate::error::EngineError;
@@ -97,37 +98,42 @@ pub fn mul_mat_quantized(
     debug_assert_eq!(out.len(), n * m);
     let shared = SharedOut::new(out);
     let n_tasks = (pool.n_threads() * 4).min(m.div_ceil(ROW_BLOCK));
+    let act_bytes = &acts.bytes()[..n * acts.row_bytes];
     for_each_chunk(pool, m, n_tasks, ROW_BLOCK, &|rows| {
-        let mut r0 = rows.start;
-        while r0 < rows.end {
-            let r1 = (r0 + ROW_BLOCK).min(rows.end);
-            let mut t = 0;
-            while t + 4 <= n {
-                let a = [
-                    acts.row(t),
-                    acts.row(t + 1),
-                    acts.row(t + 2),
-                    acts.row(t + 3),
-                ];
-                for r in r0..r1 {
-                    let wr = &w[r * w_row_bytes..(r + 1) * w_row_bytes];
-                    let d = vec_dot_x4(w_ty, k, wr, a);
-                    for (j, v) in d.into_iter().enumerate() {
-                        shared.write((t + j) * m + r, v);
-                    }
-                }
-                t += 4;
+        SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            if scratch.len() < ROW_BLOCK * n {
+                scratch.resize(ROW_BLOCK * n, 0.0);
             }
-            for t in t..n {
-                let a = acts.row(t);
-                for r in r0..r1 {
-                    let wr = &w[r * w_row_bytes..(r + 1) * w_row_bytes];
-                    shared.write(t * m + r, vec_dot(w_ty, k, wr, a));
+            let mut r0 = rows.start;
+            while r0 < rows.end {
+                let r1 = (r0 + ROW_BLOCK).min(rows.end);
+                let nr = r1 - r0;
+                let tile = &mut scratch[..nr * n];
+                // Tiles of weight rows × tokens; each element bit-identical to vec_dot.
+                gemm(
+                    w_ty,
+                    k,
+                    &w[r0 * w_row_bytes..r1 * w_row_bytes],
+                    nr,
+                    act_bytes,
+                    n,
+                    tile,
+                );
+                for t in 0..n {
+                    shared
+                        .slice(t * m + r0, nr)
+                        .copy_from_slice(&tile[t * nr..(t + 1) * nr]);
                 }
+                r0 = r1;
             }
-            r0 = r1;
-        }
+        });
     });
+}
+
+thread_local! {
+    /// Per-thread output tile of `mul_mat_quantized` (reused: decode steps allocate nothing).
+    static SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Reference: weights dequantized to f32, activations kept in f32, dot products in f64.

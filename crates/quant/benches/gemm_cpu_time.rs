@@ -1,0 +1,89 @@
+//! Tiled gemm vs the 4-activation vec_dot_x4 loop, in CPU time of this thread (Linux
+//! schedstat, so it holds on a loaded machine): GMAC/s for model-like shapes (640 × 1024
+//! weights, 64 tokens).
+//!
+//! `cargo bench -p quant --bench gemm_cpu_time [-- FILTER]`
+
+#[path = "../tests/vec_dot_support/mod.rs"]
+mod vec_dot_support;
+
+use quant::vec_dot::{gemm, vec_dot_x4};
+use std::hint::black_box;
+use vec_dot_support::*;
+
+fn thread_cpu_ns() -> u64 {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").expect("Linux schedstat");
+    s.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+fn measure(macs: usize, budget_ns: u64, mut f: impl FnMut()) -> f64 {
+    f();
+    let start = thread_cpu_ns();
+    let mut passes = 0u64;
+    while thread_cpu_ns() - start < budget_ns {
+        f();
+        passes += 1;
+    }
+    macs as f64 * passes as f64 / (thread_cpu_ns() - start) as f64
+}
+
+fn run<W: WeightBlock, A: ActBlock>(pair: &Pair<W, A>, k: usize, filter: &str) {
+    let name = format!("{}", W::TYPE);
+    if !name.contains(filter) {
+        return;
+    }
+    let (m, n) = (256usize, 64usize);
+    let nb = k / pair.block_size;
+    let mut rng = rng(1);
+    let w: Vec<W> = (0..m)
+        .flat_map(|_| generate_row(&mut rng, nb, |r| W::generate(r, Mode::Random)))
+        .collect();
+    let a: Vec<A> = (0..n)
+        .flat_map(|_| generate_row(&mut rng, nb, |r| A::generate(r, Mode::Random)))
+        .collect();
+    let (wb, ab): (&[u8], &[u8]) = (bytemuck::cast_slice(&w), bytemuck::cast_slice(&a));
+    let (wr, ar) = (wb.len() / m, ab.len() / n);
+    let mut out = vec![0.0f32; m * n];
+    let macs = m * n * k;
+    let budget = 300_000_000;
+    let tiled = measure(macs, budget, || {
+        for r0 in (0..m).step_by(16) {
+            gemm(
+                W::TYPE,
+                k,
+                &wb[r0 * wr..(r0 + 16) * wr],
+                16,
+                ab,
+                n,
+                &mut out[..16 * n],
+            );
+        }
+        black_box(&out);
+    });
+    let x4 = measure(macs, budget, || {
+        for r0 in (0..m).step_by(16) {
+            for t in (0..n).step_by(4) {
+                let acts = std::array::from_fn(|j| &ab[(t + j) * ar..(t + j + 1) * ar]);
+                for r in r0..r0 + 16 {
+                    let d = vec_dot_x4(W::TYPE, k, &wb[r * wr..(r + 1) * wr], acts);
+                    out[t * m + r] = d[0];
+                }
+            }
+        }
+        black_box(&out);
+    });
+    println!("{name:6} k={k}: gemm {tiled:6.2} GMAC/s   x4 loop {x4:6.2} GMAC/s");
+}
+
+fn main() {
+    let filter = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .unwrap_or_default();
+    run(&Q4_0, 640, &filter);
+    run(&Q4_1, 576, &filter);
+    run(&Q5_0, 640, &filter);
+    run(&Q8_0, 640, &filter);
+    run(&Q4_K, 1024, &filter);
+    run(&Q6_K, 2048, &filter);
+}
