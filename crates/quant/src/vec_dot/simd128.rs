@@ -635,3 +635,76 @@ kernels!(
     step_k,
     finish_plain
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    fn lanes(v: v128) -> [f32; 4] {
+        [
+            f32x4_extract_lane::<0>(v),
+            f32x4_extract_lane::<1>(v),
+            f32x4_extract_lane::<2>(v),
+            f32x4_extract_lane::<3>(v),
+        ]
+    }
+
+    fn check(d: f32, sums: [i32; 4], acc: [f32; 4]) -> usize {
+        let got = lanes(fma4(
+            d,
+            i32x4(sums[0], sums[1], sums[2], sums[3]),
+            f32x4(acc[0], acc[1], acc[2], acc[3]),
+        ));
+        let mut midpoints = 0;
+        for l in 0..4 {
+            let want = d.mul_add(sums[l] as f32, acc[l]);
+            assert_eq!(
+                got[l].to_bits(),
+                want.to_bits(),
+                "fmaf({d:e}, {}, {:e}) lane {l}",
+                sums[l],
+                acc[l]
+            );
+            let r = d as f64 * sums[l] as f32 as f64 + acc[l] as f64;
+            midpoints += (r.to_bits() & BELOW_F32_MANTISSA == F32_MIDPOINT_BITS) as usize;
+        }
+        midpoints
+    }
+
+    /// d · s = 0.5 - k² 2^-47 with s = 2^23 + k, d = (2^23 - k) 2^-47, added to integers c in
+    /// [2^23, 2^24) (f32 ulp 1): the f64 sum is exactly the midpoint c ± 0.5 while the exact
+    /// value lies just inside (or, k = 0, on) it: plain f64 rounding gets half of these wrong.
+    #[test]
+    fn fma4_rounds_f64_midpoints_like_fmaf() {
+        let mut midpoints = 0;
+        for k in 0..6i32 {
+            let s = (1 << 23) + k;
+            let d = ((1 << 23) - k) as f32 * 2f32.powi(-47);
+            for c in (0..2000).map(|i| ((1 << 23) + 4099 * i) as f32) {
+                midpoints += check(d, [s, s, -s, -s], [c, -c, c + 1.0, -(c + 1.0)]);
+            }
+        }
+        assert!(midpoints > 40_000, "only {midpoints} midpoints");
+    }
+
+    #[test]
+    fn fma4_edge_values_like_fmaf() {
+        let vals = [
+            0.0,
+            -0.0,
+            1.0e-40,
+            -3.0e-39,
+            f32::MIN_POSITIVE,
+            1.5,
+            -7.0e30,
+            f32::MAX,
+        ];
+        for d in vals {
+            for acc in vals {
+                check(d, [0, 1, -1, 1 << 24], [acc, -acc, acc, acc]);
+                check(d, [i32::MAX, i32::MIN, 3, -5], [acc, acc, -acc, 0.0]);
+            }
+        }
+    }
+}
