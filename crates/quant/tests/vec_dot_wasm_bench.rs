@@ -34,10 +34,14 @@ fn now_ms() -> f64 {
         .unwrap()
 }
 
-/// Nanoseconds per call of `f`, over at least 150 ms after a warm-up.
+/// Nanoseconds per call of `f`, over at least 150 ms after 100 ms of warm-up (V8 first runs
+/// wasm in its baseline compiler and tiers hot functions up to the optimising one).
 fn ns_per_call(mut f: impl FnMut()) -> f64 {
-    for _ in 0..20 {
-        f();
+    let warm_up = now_ms();
+    while now_ms() - warm_up < 100.0 {
+        for _ in 0..10 {
+            f();
+        }
     }
     let mut calls = 0u64;
     let start = now_ms();

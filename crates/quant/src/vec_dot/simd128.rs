@@ -9,9 +9,10 @@
 //! - ggml's 8-lane f32 accumulator is two f32x4. wasm has no FMA instruction (`f32::mul_add` is
 //!   a slow software `fmaf`), so each per-block `fmaf(d, f32(lane), acc)` is computed in f64x2
 //!   lanes: the product is exact in f64 and one f64 add rounds once; rounding that to f32 is
-//!   `fmaf`'s result except when the f64 sum sits exactly on an f32 midpoint or outside the
-//!   normal f32 range, which is rare and detected per lane; such blocks redo their lanes with
-//!   the exact scalar routine (`fma_f64.rs`). The scalar FMAs of the min terms use it directly.
+//!   `fmaf`'s result except when the f64 sum sits exactly on an f32 midpoint (then TwoSum's
+//!   error term says which way to round, in f64x2 lanes too) or outside the normal f32 range
+//!   (rare: those lanes use the exact scalar routine of `fma_f64.rs`, as do the min terms' scalar
+//!   FMAs).
 //! - Reductions are ggml's `hsum_float_8` order; the min terms are kept as ggml keeps them.
 //!
 //! As in `avx2.rs`, each kernel is a per-block `prep` (unpack a weight block) and `step`
@@ -91,14 +92,32 @@ fn bits_to_bytes_32(bits: u32) -> [v128; 2] {
 // ---------------------------------------------------------------------------------------------
 // Float accumulation (ggml's FMA, emulated exactly)
 
-/// Lanes where rounding the f64 sum `r` to f32 might not be `fmaf`'s result: exact f32
-/// midpoints, and anything not a normal f32 magnitude (zero, subnormal, NaN).
+/// Lanes whose f64 sum `r` is not a normal f32 magnitude (zero, f32-subnormal, NaN): there f32
+/// rounding steps differ, and these rare lanes go to the scalar routine.
 #[inline(always)]
-fn needs_exact_fma(r: v128) -> v128 {
+fn outside_f32_normal(r: v128) -> v128 {
+    v128_not(f64x2_ge(f64x2_abs(r), f64x2_splat(F32_MIN_NORMAL)))
+}
+
+/// Lanes where the f64 sum `r` lies exactly halfway between two f32 values.
+#[inline(always)]
+fn on_f32_midpoint(r: v128) -> v128 {
     let low = v128_and(r, u64x2_splat(BELOW_F32_MANTISSA));
-    let midpoint = i64x2_eq(low, u64x2_splat(F32_MIDPOINT_BITS));
-    let normal = f64x2_ge(f64x2_abs(r), f64x2_splat(F32_MIN_NORMAL));
-    v128_or(midpoint, v128_not(normal))
+    i64x2_eq(low, u64x2_splat(F32_MIDPOINT_BITS))
+}
+
+/// `r = p + c` rounded to f64, corrected where it sits on an f32 midpoint that the exact sum
+/// does not: moved one f64 ulp towards the exact sum (TwoSum gives the rounding error), so
+/// that rounding to f32 goes the right way (as in `fma_f64::fma_f32`).
+#[inline(always)]
+fn fix_midpoints(r: v128, p: v128, c: v128) -> v128 {
+    let c_part = f64x2_sub(r, p);
+    let p_part = f64x2_sub(r, c_part);
+    let err = f64x2_add(f64x2_sub(p, p_part), f64x2_sub(c, c_part));
+    let fix = v128_andnot(on_f32_midpoint(r), f64x2_eq(err, f64x2_splat(0.0)));
+    // +1 (away from zero) where err and r have the same sign, else -1.
+    let step = v128_or(i64x2_shr(v128_xor(err, r), 63), i64x2_splat(1));
+    i64x2_add(r, v128_and(step, fix))
 }
 
 /// Four lanes of `fmaf(d, f32(sums), acc)` (ggml: `_mm256_fmadd_ps(set1(d), cvtepi32_ps(sums),
@@ -107,23 +126,23 @@ fn needs_exact_fma(r: v128) -> v128 {
 fn fma4(d: f32, sums: v128, acc: v128) -> v128 {
     let s = f32x4_convert_i32x4(sums); // rounds like cvtepi32_ps (the sums are small anyway)
     let dd = f64x2_splat(d as f64);
-    let s_23 = u64x2_shuffle::<1, 1>(s, s);
-    let acc_23 = u64x2_shuffle::<1, 1>(acc, acc);
-    let r01 = f64x2_add(
-        f64x2_mul(dd, f64x2_promote_low_f32x4(s)),
-        f64x2_promote_low_f32x4(acc),
-    );
-    let r23 = f64x2_add(
-        f64x2_mul(dd, f64x2_promote_low_f32x4(s_23)),
-        f64x2_promote_low_f32x4(acc_23),
-    );
-    if v128_any_true(v128_or(needs_exact_fma(r01), needs_exact_fma(r23))) {
+    let p01 = f64x2_mul(dd, f64x2_promote_low_f32x4(s));
+    let p23 = f64x2_mul(dd, f64x2_promote_low_f32x4(u64x2_shuffle::<1, 1>(s, s)));
+    let c01 = f64x2_promote_low_f32x4(acc);
+    let c23 = f64x2_promote_low_f32x4(u64x2_shuffle::<1, 1>(acc, acc));
+    let mut r01 = f64x2_add(p01, c01);
+    let mut r23 = f64x2_add(p23, c23);
+    if v128_any_true(v128_or(outside_f32_normal(r01), outside_f32_normal(r23))) {
         return f32x4(
             fma_f32(d, f32x4_extract_lane::<0>(s), f32x4_extract_lane::<0>(acc)),
             fma_f32(d, f32x4_extract_lane::<1>(s), f32x4_extract_lane::<1>(acc)),
             fma_f32(d, f32x4_extract_lane::<2>(s), f32x4_extract_lane::<2>(acc)),
             fma_f32(d, f32x4_extract_lane::<3>(s), f32x4_extract_lane::<3>(acc)),
         );
+    }
+    if v128_any_true(v128_or(on_f32_midpoint(r01), on_f32_midpoint(r23))) {
+        r01 = fix_midpoints(r01, p01, c01);
+        r23 = fix_midpoints(r23, p23, c23);
     }
     u64x2_shuffle::<0, 2>(f32x4_demote_f64x2_zero(r01), f32x4_demote_f64x2_zero(r23))
 }
