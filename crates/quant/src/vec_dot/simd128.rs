@@ -15,9 +15,11 @@
 //!   FMAs).
 //! - Reductions are ggml's `hsum_float_8` order; the min terms are kept as ggml keeps them.
 //!
-//! As in `avx2.rs`, each kernel is a per-block `prep` (unpack a weight block) and `step`
+//! As in `avx2.rs`, each legacy kernel is a per-block `prep` (unpack a weight block) and `step`
 //! (multiply one activation block into an accumulator); the `_x4` kernels run one prep and four
-//! steps, so each of their results is bit-identical to the single-row kernel's.
+//! steps, so each of their results is bit-identical to the single-row kernel's. The K-quant
+//! single-row kernels unpack each 16-element chunk where they multiply it (a whole unpacked
+//! super-block does not stay in registers); their x4 kernels unpack once for four rows.
 //!
 //! Built only with `target_feature = "simd128"` enabled at compile time (`.cargo/config.toml`),
 //! so the intrinsics are safe to call; only the unaligned loads are `unsafe`.
@@ -412,13 +414,24 @@ enum KExtra {
     },
 }
 
-/// An unpacked K-quant super-block: 16 vectors of 16 signed quants (elements 16c..16c+16) and
-/// each one's sub-block scale splatted to i16x8.
-struct KW {
-    q: [v128; 16],
-    scales: [v128; 16],
+/// What a K-quant super-block needs besides its quants: the 16 per-chunk (16-element) scales,
+/// `d`, and the min terms.
+struct KHeader {
+    scales: [i16; 16],
     d: f32,
     extra: KExtra,
+}
+
+/// The unpacking of one K-quant type. `chunk(c)` is the 16 signed quants of elements
+/// 16c..16c+16. The single-row kernels unpack each chunk right where it is multiplied; the x4
+/// kernels unpack a super-block once for four activation rows. Both run the same operations.
+trait KQuant {
+    fn header(&self) -> KHeader;
+    fn chunk(&self, c: usize) -> v128;
+    /// How ggml combines the accumulators at the end (see `Acc`).
+    fn finish(acc: Acc) -> f32 {
+        acc.finish_plain()
+    }
 }
 
 /// Q4_K / Q5_K's 4 min lanes: `madd_epi16(mins, hadd_epi16(bsums))`, with wrapping i16 pair sums
@@ -434,20 +447,23 @@ fn k4_min_lanes(mins: v128, y: &BlockQ8K) -> v128 {
     i32x4_dot_i16x8(mins, pairs)
 }
 
+/// One super-block times one Q8_K block into `acc`; `chunk(c)` gives chunk c's quants and its
+/// scale splatted to i16x8.
 #[inline(always)]
-fn step_k(w: &KW, y: &BlockQ8K, acc: &mut Acc) {
+fn step_k(chunk: impl Fn(usize) -> (v128, v128), h: &KHeader, y: &BlockQ8K, acc: &mut Acc) {
     let a = i8_bytes(&y.qs);
     // Pair sums of bytes 0..8, 8..16, 16..24, 24..32 of every 32-group.
     let mut pairs = [i32x4_splat(0); 4];
     for c in 0..16 {
+        let (q, scale) = chunk(c);
         let av = load16(a, 16 * c);
         let half = 2 * (c % 2);
-        let lo = i32x4_dot_i16x8(i16x8_extmul_low_i8x16(w.q[c], av), w.scales[c]);
-        let hi = i32x4_dot_i16x8(i16x8_extmul_high_i8x16(w.q[c], av), w.scales[c]);
+        let lo = i32x4_dot_i16x8(i16x8_extmul_low_i8x16(q, av), scale);
+        let hi = i32x4_dot_i16x8(i16x8_extmul_high_i8x16(q, av), scale);
         pairs[half] = i32x4_add(pairs[half], lo);
         pairs[half + 1] = i32x4_add(pairs[half + 1], hi);
     }
-    match w.extra {
+    match h.extra {
         KExtra::None => {}
         KExtra::Q2Mins { mins, dmin } => {
             let b = bytemuck::cast_slice::<i16, u8>(&y.bsums);
@@ -468,70 +484,91 @@ fn step_k(w: &KW, y: &BlockQ8K, acc: &mut Acc) {
         }
     }
     let lanes = [quads(pairs[0], pairs[1]), quads(pairs[2], pairs[3])];
-    acc.fma(y.d * w.d, lanes);
+    acc.fma(y.d * h.d, lanes);
 }
 
-/// Splats 16 per-16-element scales.
-#[inline(always)]
-fn scales_16(s: impl Fn(usize) -> i16) -> [v128; 16] {
-    std::array::from_fn(|c| i16x8_splat(s(c)))
+/// Generates a K-quant's single-row kernel (unpacking as it multiplies) and x4 kernel
+/// (unpacking once per super-block); the float operations per row are the same.
+macro_rules! k_kernels {
+    ($single:ident, $x4:ident, $W:ty) => {
+        pub fn $single(n: usize, x: &[$W], y: &[BlockQ8K]) -> f32 {
+            let nb = block_count(n, QK_K, x.len(), y.len());
+            let mut acc = Acc::new();
+            for (x, y) in x[..nb].iter().zip(&y[..nb]) {
+                let h = x.header();
+                let chunk = |c: usize| (x.chunk(c), i16x8_splat(h.scales[c]));
+                step_k(chunk, &h, y, &mut acc);
+            }
+            <$W as KQuant>::finish(acc)
+        }
+
+        /// One weight row against four activation rows; each result is bit-identical to the
+        /// single-row kernel's.
+        pub fn $x4(n: usize, x: &[$W], ys: [&[BlockQ8K]; 4]) -> [f32; 4] {
+            let min_act = ys.iter().map(|y| y.len()).min().unwrap_or(0);
+            let nb = block_count(n, QK_K, x.len(), min_act);
+            let mut acc = [Acc::new(); 4];
+            for i in 0..nb {
+                let h = x[i].header();
+                let q: [v128; 16] = std::array::from_fn(|c| x[i].chunk(c));
+                let scales: [v128; 16] = std::array::from_fn(|c| i16x8_splat(h.scales[c]));
+                for r in 0..4 {
+                    step_k(|c| (q[c], scales[c]), &h, &ys[r][i], &mut acc[r]);
+                }
+            }
+            acc.map(<$W as KQuant>::finish)
+        }
+    };
 }
 
-#[inline(always)]
-fn prep_q2_k(x: &BlockQ2K) -> KW {
-    // Element i = 128j + 32g + b: bits 2g..2g+2 of qs[32j + b]; chunk c = 8j + 2g + b/16.
-    let q = std::array::from_fn(|c| {
+impl KQuant for BlockQ2K {
+    fn header(&self) -> KHeader {
+        let mins = u8x16_shr(load16(&self.scales, 0), 4);
+        KHeader {
+            scales: std::array::from_fn(|c| (self.scales[c] & 0x0F) as i16),
+            d: self.d.to_f32(),
+            extra: KExtra::Q2Mins {
+                mins: [u16x8_extend_low_u8x16(mins), u16x8_extend_high_u8x16(mins)],
+                dmin: self.dmin.to_f32(),
+            },
+        }
+    }
+
+    /// Element i = 128j + 32g + b: bits 2g..2g+2 of qs[32j + b]; chunk c = 8j + 2g + b/16.
+    #[inline(always)]
+    fn chunk(&self, c: usize) -> v128 {
         let (j, g, b0) = (c / 8, (c % 8) / 2, 16 * (c % 2));
-        let raw = load16(&x.qs, 32 * j + b0);
+        let raw = load16(&self.qs, 32 * j + b0);
         v128_and(u8x16_shr(raw, 2 * g as u32), u8x16_splat(3))
-    });
-    let packed = load16(&x.scales, 0);
-    let mins = u8x16_shr(packed, 4);
-    KW {
-        q,
-        scales: scales_16(|c| (x.scales[c] & 0x0F) as i16),
-        d: x.d.to_f32(),
-        extra: KExtra::Q2Mins {
-            mins: [u16x8_extend_low_u8x16(mins), u16x8_extend_high_u8x16(mins)],
-            dmin: x.dmin.to_f32(),
-        },
     }
 }
 
-#[inline(always)]
-fn prep_q3_k(x: &BlockQ3K) -> KW {
-    // Element i = 32g + b: bits 2(g%4).. of qs[32(g/4) + b], minus 4 where bit g of hmask[b]
-    // is clear.
-    let q = std::array::from_fn(|c| {
+impl KQuant for BlockQ3K {
+    fn header(&self) -> KHeader {
+        let s = super::scalar::unpack_scales_q3k(&self.scales);
+        KHeader {
+            scales: s.map(|v| v as i16),
+            d: self.d.to_f32(),
+            extra: KExtra::None,
+        }
+    }
+
+    /// Element i = 32g + b: bits 2(g%4).. of qs[32(g/4) + b], minus 4 where bit g of hmask[b]
+    /// is clear.
+    #[inline(always)]
+    fn chunk(&self, c: usize) -> v128 {
         let (g, b0) = (c / 2, 16 * (c % 2));
-        let raw = load16(&x.qs, 32 * (g / 4) + b0);
+        let raw = load16(&self.qs, 32 * (g / 4) + b0);
         let low = v128_and(u8x16_shr(raw, 2 * (g % 4) as u32), u8x16_splat(3));
-        let high = v128_and(u8x16_shr(load16(&x.hmask, b0), g as u32), u8x16_splat(1));
+        let high = v128_and(u8x16_shr(load16(&self.hmask, b0), g as u32), u8x16_splat(1));
         let minus4 = i8x16_shl(v128_xor(high, u8x16_splat(1)), 2);
         i8x16_sub(low, minus4)
-    });
-    let s = super::scalar::unpack_scales_q3k(&x.scales);
-    KW {
-        q,
-        scales: scales_16(|c| s[c] as i16),
-        d: x.d.to_f32(),
-        extra: KExtra::None,
     }
 }
 
-/// Q4_K / Q5_K: the nibbles of chunk c (element i = 64cc + 32k + b: nibble k of
-/// qs[32cc + b]); `scales` per 32 elements, `mins` as i16x8.
+/// Q4_K / Q5_K header: scales per 32 elements, the 8 mins as i16x8.
 #[inline(always)]
-fn k4_parts(qs: &[u8; QK_K / 2], packed: &[u8; 12]) -> ([v128; 16], [v128; 16], v128) {
-    let q = std::array::from_fn(|c| {
-        let g = c / 2;
-        let raw = load16(qs, 32 * (g / 2) + 16 * (c % 2));
-        if g % 2 == 0 {
-            v128_and(raw, u8x16_splat(0x0F))
-        } else {
-            u8x16_shr(raw, 4)
-        }
-    });
+fn k4_header(packed: &[u8; 12], d: f32, dmin: f32, q5: bool) -> KHeader {
     let (sc, mn) = super::scalar::unpack_scales_mins_k4(packed);
     let mins = u16x8(
         mn[0] as u16,
@@ -543,117 +580,93 @@ fn k4_parts(qs: &[u8; QK_K / 2], packed: &[u8; 12]) -> ([v128; 16], [v128; 16], 
         mn[6] as u16,
         mn[7] as u16,
     );
-    (q, scales_16(|c| sc[c / 2] as i16), mins)
-}
-
-#[inline(always)]
-fn prep_q4_k(x: &BlockQ4K) -> KW {
-    let (q, scales, mins) = k4_parts(&x.qs, &x.scales);
-    KW {
-        q,
-        scales,
-        d: x.d.to_f32(),
-        extra: KExtra::Q4Mins {
-            mins,
-            dmin: x.dmin.to_f32(),
+    KHeader {
+        scales: std::array::from_fn(|c| sc[c / 2] as i16),
+        d,
+        extra: if q5 {
+            KExtra::Q5Mins { mins, dmin }
+        } else {
+            KExtra::Q4Mins { mins, dmin }
         },
     }
 }
 
+/// Q4_K / Q5_K nibbles of chunk c: element i = 64cc + 32k + b is nibble k of qs[32cc + b].
 #[inline(always)]
-fn prep_q5_k(x: &BlockQ5K) -> KW {
-    let (nibbles, scales, mins) = k4_parts(&x.qs, &x.scales);
-    // The 5th bit of element 32g + b is bit g of qh[b].
-    let qh = [load16(&x.qh, 0), load16(&x.qh, 16)];
-    let q = std::array::from_fn(|c| {
-        let bit = v128_and(u8x16_shr(qh[c % 2], (c / 2) as u32), u8x16_splat(1));
-        v128_or(nibbles[c], i8x16_shl(bit, 4))
-    });
-    KW {
-        q,
-        scales,
-        d: x.d.to_f32(),
-        extra: KExtra::Q5Mins {
-            mins,
-            dmin: x.dmin.to_f32(),
-        },
+fn k4_nibbles(qs: &[u8; QK_K / 2], c: usize) -> v128 {
+    let g = c / 2;
+    let raw = load16(qs, 32 * (g / 2) + 16 * (c % 2));
+    if g % 2 == 0 {
+        v128_and(raw, u8x16_splat(0x0F))
+    } else {
+        u8x16_shr(raw, 4)
     }
 }
 
-#[inline(always)]
-fn prep_q6_k(x: &BlockQ6K) -> KW {
-    // Element i = 128h + 32g + l: nibble g/2 of ql[64h + 32(g%2) + l], bits 2g..2g+2 of
-    // qh[32h + l] above it, minus 32; chunk c = 8h + 2g + l/16.
-    let q = std::array::from_fn(|c| {
+impl KQuant for BlockQ4K {
+    fn header(&self) -> KHeader {
+        k4_header(&self.scales, self.d.to_f32(), self.dmin.to_f32(), false)
+    }
+
+    #[inline(always)]
+    fn chunk(&self, c: usize) -> v128 {
+        k4_nibbles(&self.qs, c)
+    }
+
+    fn finish(acc: Acc) -> f32 {
+        acc.finish_m4()
+    }
+}
+
+impl KQuant for BlockQ5K {
+    fn header(&self) -> KHeader {
+        k4_header(&self.scales, self.d.to_f32(), self.dmin.to_f32(), true)
+    }
+
+    /// The nibble plus the 5th bit: bit g of qh[b] for element 32g + b.
+    #[inline(always)]
+    fn chunk(&self, c: usize) -> v128 {
+        let qh = load16(&self.qh, 16 * (c % 2));
+        let bit = v128_and(u8x16_shr(qh, (c / 2) as u32), u8x16_splat(1));
+        v128_or(k4_nibbles(&self.qs, c), i8x16_shl(bit, 4))
+    }
+
+    fn finish(acc: Acc) -> f32 {
+        acc.finish_summs()
+    }
+}
+
+impl KQuant for BlockQ6K {
+    fn header(&self) -> KHeader {
+        KHeader {
+            scales: self.scales.map(|v| v as i16),
+            d: self.d.to_f32(),
+            extra: KExtra::None,
+        }
+    }
+
+    /// Element i = 128h + 32g + l: nibble g/2 of ql[64h + 32(g%2) + l], bits 2g..2g+2 of
+    /// qh[32h + l] above it, minus 32; chunk c = 8h + 2g + l/16.
+    #[inline(always)]
+    fn chunk(&self, c: usize) -> v128 {
         let (h, g, l0) = (c / 8, (c % 8) / 2, 16 * (c % 2));
-        let ql = load16(&x.ql, 64 * h + 32 * (g % 2) + l0);
+        let ql = load16(&self.ql, 64 * h + 32 * (g % 2) + l0);
         let low = if g < 2 {
             v128_and(ql, u8x16_splat(0x0F))
         } else {
             u8x16_shr(ql, 4)
         };
-        let qh = load16(&x.qh, 32 * h + l0);
+        let qh = load16(&self.qh, 32 * h + l0);
         let high = v128_and(u8x16_shr(qh, 2 * g as u32), u8x16_splat(3));
         i8x16_sub(v128_or(low, i8x16_shl(high, 4)), i8x16_splat(32))
-    });
-    KW {
-        q,
-        scales: scales_16(|c| x.scales[c] as i16),
-        d: x.d.to_f32(),
-        extra: KExtra::None,
     }
 }
 
-kernels!(
-    vec_dot_q2_k_q8_k,
-    vec_dot_q2_k_q8_k_x4,
-    BlockQ2K,
-    BlockQ8K,
-    QK_K,
-    prep_q2_k,
-    step_k,
-    finish_plain
-);
-kernels!(
-    vec_dot_q3_k_q8_k,
-    vec_dot_q3_k_q8_k_x4,
-    BlockQ3K,
-    BlockQ8K,
-    QK_K,
-    prep_q3_k,
-    step_k,
-    finish_plain
-);
-kernels!(
-    vec_dot_q4_k_q8_k,
-    vec_dot_q4_k_q8_k_x4,
-    BlockQ4K,
-    BlockQ8K,
-    QK_K,
-    prep_q4_k,
-    step_k,
-    finish_m4
-);
-kernels!(
-    vec_dot_q5_k_q8_k,
-    vec_dot_q5_k_q8_k_x4,
-    BlockQ5K,
-    BlockQ8K,
-    QK_K,
-    prep_q5_k,
-    step_k,
-    finish_summs
-);
-kernels!(
-    vec_dot_q6_k_q8_k,
-    vec_dot_q6_k_q8_k_x4,
-    BlockQ6K,
-    BlockQ8K,
-    QK_K,
-    prep_q6_k,
-    step_k,
-    finish_plain
-);
+k_kernels!(vec_dot_q2_k_q8_k, vec_dot_q2_k_q8_k_x4, BlockQ2K);
+k_kernels!(vec_dot_q3_k_q8_k, vec_dot_q3_k_q8_k_x4, BlockQ3K);
+k_kernels!(vec_dot_q4_k_q8_k, vec_dot_q4_k_q8_k_x4, BlockQ4K);
+k_kernels!(vec_dot_q5_k_q8_k, vec_dot_q5_k_q8_k_x4, BlockQ5K);
+k_kernels!(vec_dot_q6_k_q8_k, vec_dot_q6_k_q8_k_x4, BlockQ6K);
 
 #[cfg(test)]
 mod tests {
