@@ -35,7 +35,7 @@ pub fn fma_f32(a: f32, b: f32, c: f32) -> f32 {
         // Exact cancellation (or 0 + 0): IEEE's sign rules are the same in f32 and f64.
         return r as f32;
     }
-    if !(r.abs() >= F32_MIN_NORMAL) || r.is_infinite() {
+    if r.is_nan() || r.abs() < F32_MIN_NORMAL || r.is_infinite() {
         // f32-subnormal, NaN or infinite: rare; let the (slow) exact routine decide.
         return a.mul_add(b, c as f32);
     }

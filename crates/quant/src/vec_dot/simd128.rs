@@ -596,7 +596,7 @@ fn k4_header(packed: &[u8; 12], d: f32, dmin: f32, q5: bool) -> KHeader {
 fn k4_nibbles(qs: &[u8; QK_K / 2], c: usize) -> v128 {
     let g = c / 2;
     let raw = load16(qs, 32 * (g / 2) + 16 * (c % 2));
-    if g % 2 == 0 {
+    if g & 1 == 0 {
         v128_and(raw, u8x16_splat(0x0F))
     } else {
         u8x16_shr(raw, 4)
