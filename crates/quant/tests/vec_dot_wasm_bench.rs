@@ -131,3 +131,29 @@ fn vec_dot_ns_per_block() {
     bench(&Q5_K, ggml_order::vec_dot_q5_k_q8_k);
     bench(&Q6_K, ggml_order::vec_dot_q6_k_q8_k);
 }
+
+/// What one f32 FMA costs on wasm: `f32::mul_add` (software `fmaf`), the exact f64 emulation
+/// `fma_f64::fma_f32` (bit-identical), and an unfused `a * b + c` for scale.
+#[wasm_bindgen_test]
+#[ignore]
+fn fma_ns_per_op() {
+    use quant::vec_dot::fma_f64::fma_f32;
+    const LEN: usize = 4096;
+    let a: Vec<f32> = (0..LEN).map(|i| 1.0 + (i % 97) as f32 * 1.0e-3).collect();
+    let b: Vec<f32> = (0..LEN).map(|i| 0.5 - (i % 89) as f32 * 1.0e-3).collect();
+    let mut c = vec![0.25f32; LEN];
+    fn time(a: &[f32], b: &[f32], c: &mut [f32], f: impl Fn(f32, f32, f32) -> f32) -> f64 {
+        ns_per_call(|| {
+            for ((c, &a), &b) in c.iter_mut().zip(a).zip(b) {
+                *c = f(a, b, *c) * 0.5;
+            }
+            black_box(&mut *c);
+        }) / a.len() as f64
+    }
+    let mul_add = time(&a, &b, &mut c, |a, b, c| a.mul_add(b, c));
+    let emulated = time(&a, &b, &mut c, fma_f32);
+    let unfused = time(&a, &b, &mut c, |a, b, c| a * b + c);
+    console_log!(
+        "ns/op: f32::mul_add {mul_add:.2}, fma_f64::fma_f32 {emulated:.2}, a * b + c {unfused:.2}"
+    );
+}

@@ -12,8 +12,10 @@
 //! even, as `fmaf` does). Results in the f32 subnormal range (where f32 midpoints are spaced
 //! differently) and non-finite results fall back to `f32::mul_add`.
 //!
-//! The simd128 kernels use the same test lane-wise (see `simd128.rs`) and come here for the rare
-//! lanes it flags.
+//! This scalar function states the method and carries its proof tests (against `mul_add`,
+//! natively and on wasm); the simd128 kernels run it in f64x2 lanes (`simd128.rs`, `fma4`).
+//! As a scalar replacement for `mul_add` on wasm it does not pay: measured in Node, ~18 ns per
+//! call against ~12 ns for the software `fmaf` (compiler-builtins' `fmaf` already works in f64).
 
 /// Smallest positive normal f32 (2^-126) as f64: below it f32 spacing changes.
 pub(crate) const F32_MIN_NORMAL: f64 = f32::MIN_POSITIVE as f64;

@@ -11,8 +11,9 @@
 //!   lanes: the product is exact in f64 and one f64 add rounds once; rounding that to f32 is
 //!   `fmaf`'s result except when the f64 sum sits exactly on an f32 midpoint (then TwoSum's
 //!   error term says which way to round, in f64x2 lanes too) or outside the normal f32 range
-//!   (rare: those lanes use the exact scalar routine of `fma_f64.rs`, as do the min terms' scalar
-//!   FMAs).
+//!   (rare: those lanes call `mul_add`). `fma_f64.rs` states the method in scalar code, with its
+//!   proof tests. The once-per-block scalar FMAs of the min terms call `mul_add` (the software
+//!   `fmaf` costs ~12 ns there against ~18 ns for the scalar emulation: not worth replacing).
 //! - Reductions are ggml's `hsum_float_8` order; the min terms are kept as ggml keeps them.
 //!
 //! As in `avx2.rs`, each legacy kernel is a per-block `prep` (unpack a weight block) and `step`
@@ -24,7 +25,7 @@
 //! Built only with `target_feature = "simd128"` enabled at compile time (`.cargo/config.toml`),
 //! so the intrinsics are safe to call; only the unaligned loads are `unsafe`.
 
-use super::fma_f64::{fma_f32, BELOW_F32_MANTISSA, F32_MIDPOINT_BITS, F32_MIN_NORMAL};
+use super::fma_f64::{BELOW_F32_MANTISSA, F32_MIDPOINT_BITS, F32_MIN_NORMAL};
 use crate::blocks::*;
 use core::arch::wasm32::*;
 
@@ -95,7 +96,7 @@ fn bits_to_bytes_32(bits: u32) -> [v128; 2] {
 // Float accumulation (ggml's FMA, emulated exactly)
 
 /// Lanes whose f64 sum `r` is not a normal f32 magnitude (zero, f32-subnormal, NaN): there f32
-/// rounding steps differ, and these rare lanes go to the scalar routine.
+/// rounding steps differ, and these rare lanes go to `mul_add`.
 #[inline(always)]
 fn outside_f32_normal(r: v128) -> v128 {
     v128_not(f64x2_ge(f64x2_abs(r), f64x2_splat(F32_MIN_NORMAL)))
@@ -110,7 +111,7 @@ fn on_f32_midpoint(r: v128) -> v128 {
 
 /// `r = p + c` rounded to f64, corrected where it sits on an f32 midpoint that the exact sum
 /// does not: moved one f64 ulp towards the exact sum (TwoSum gives the rounding error), so
-/// that rounding to f32 goes the right way (as in `fma_f64::fma_f32`).
+/// that rounding to f32 goes the right way (as `fma_f64::fma_f32` does).
 #[inline(always)]
 fn fix_midpoints(r: v128, p: v128, c: v128) -> v128 {
     let c_part = f64x2_sub(r, p);
@@ -136,10 +137,10 @@ fn fma4(d: f32, sums: v128, acc: v128) -> v128 {
     let mut r23 = f64x2_add(p23, c23);
     if v128_any_true(v128_or(outside_f32_normal(r01), outside_f32_normal(r23))) {
         return f32x4(
-            fma_f32(d, f32x4_extract_lane::<0>(s), f32x4_extract_lane::<0>(acc)),
-            fma_f32(d, f32x4_extract_lane::<1>(s), f32x4_extract_lane::<1>(acc)),
-            fma_f32(d, f32x4_extract_lane::<2>(s), f32x4_extract_lane::<2>(acc)),
-            fma_f32(d, f32x4_extract_lane::<3>(s), f32x4_extract_lane::<3>(acc)),
+            d.mul_add(f32x4_extract_lane::<0>(s), f32x4_extract_lane::<0>(acc)),
+            d.mul_add(f32x4_extract_lane::<1>(s), f32x4_extract_lane::<1>(acc)),
+            d.mul_add(f32x4_extract_lane::<2>(s), f32x4_extract_lane::<2>(acc)),
+            d.mul_add(f32x4_extract_lane::<3>(s), f32x4_extract_lane::<3>(acc)),
         );
     }
     if v128_any_true(v128_or(on_f32_midpoint(r01), on_f32_midpoint(r23))) {
@@ -335,7 +336,7 @@ fn step_q8_0(w: &LegacyW, y: &BlockQ8_0, acc: &mut Acc) {
 /// Unsigned weights with a min (Q4_1, Q5_1) × Q8_1: summs += m_w * s_a, then the lanes.
 #[inline(always)]
 fn step_q8_1(w: &LegacyW, y: &BlockQ8_1, acc: &mut Acc) {
-    acc.summs = fma_f32(w.m, y.s.to_f32(), acc.summs);
+    acc.summs = w.m.mul_add(y.s.to_f32(), acc.summs);
     acc.fma(w.d * y.d.to_f32(), legacy_lanes(w, &y.qs));
 }
 
@@ -480,7 +481,7 @@ fn step_k(chunk: impl Fn(usize) -> (v128, v128), h: &KHeader, y: &BlockQ8K, acc:
             let p = k4_min_lanes(mins, y);
             let p = i32x4_add(p, u64x2_shuffle::<1, 1>(p, p));
             let isum = i32x4_extract_lane::<0>(p).wrapping_add(i32x4_extract_lane::<1>(p));
-            acc.summs = fma_f32(-y.d * dmin, isum as f32, acc.summs);
+            acc.summs = (-y.d * dmin).mul_add(isum as f32, acc.summs);
         }
     }
     let lanes = [quads(pairs[0], pairs[1]), quads(pairs[2], pairs[3])];
