@@ -7,6 +7,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 rustup target list --installed | grep -qx wasm32-unknown-unknown \
   || rustup target add wasm32-unknown-unknown
 
+# wasm-bindgen-test-runner (wasm-bindgen-cli): runs the wasm SIMD128 kernel tests in Node. The
+# version must equal the wasm-bindgen in Cargo.lock. Not --locked: the registry lacks a crate
+# version its lockfile names. Takes ~6 minutes on a cold machine.
+wasm-bindgen --version 2>/dev/null | grep -qx 'wasm-bindgen 0.2.130' \
+  || cargo install wasm-bindgen-cli --version 0.2.130
+
 # Python reference for the quantization formats (gguf.quants) and the fixture builders.
 python3 -c 'import gguf, numpy' 2>/dev/null \
   || python3 -m pip install --quiet --disable-pip-version-check 'gguf==0.19.0' numpy

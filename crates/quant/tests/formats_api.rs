@@ -1,6 +1,9 @@
 //! The byte-level API: typed errors, unsupported types, alignment, and agreement with the
 //! typed per-format functions.
 
+// proptest does not build for wasm32 (the wasm test run covers the vec-dot kernels).
+#![cfg(not(target_arch = "wasm32"))]
+
 use bytemuck::Zeroable;
 use half::{bf16, f16};
 use proptest::prelude::*;

@@ -12,6 +12,11 @@ use quant::{quantize_row, row_bytes};
 use rand::Rng;
 use vec_dot_support::*;
 
+// On wasm32 (the simd128 kernels, run in Node by wasm-bindgen-test-runner) these tests are
+// wasm-bindgen tests.
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+
 type Kernel<W, A> = fn(usize, &[W], &[A]) -> f32;
 
 /// Dispatched single and x4 kernels == ggml_order, bit for bit; ggml_order ≈ plain scalar.
@@ -176,3 +181,10 @@ fn q8_0_sums_lanes_like_ggml() {
 }
 
 use bytemuck::Zeroable;
+
+/// The wasm build (simd128 enabled in .cargo/config.toml) must run the simd128 kernels.
+#[cfg(target_arch = "wasm32")]
+#[test]
+fn wasm_build_dispatches_simd128() {
+    assert_eq!(kernel_isa(), "simd128");
+}

@@ -9,6 +9,11 @@ use quant::vec_dot::{vec_dot, vec_dot_x4};
 use rand::Rng;
 use vec_dot_support::*;
 
+// On wasm32 (the simd128 kernels, run in Node by wasm-bindgen-test-runner) these tests are
+// wasm-bindgen tests.
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+
 fn check<W: WeightBlock, A: ActBlock>(pair: &Pair<W, A>, block_counts: &[usize]) {
     for mode in MODES {
         for &nb in block_counts {

@@ -5,9 +5,9 @@
 //!
 //! Every quantized kernel computes exactly what ggml's x86 AVX2 kernel computes, bit for bit, on
 //! every platform: [`ggml_order`] defines that arithmetic in portable code (and is the kernel
-//! used where no SIMD kernel exists); each ISA's file (`avx2.rs`; NEON and wasm simd128 slot in
-//! beside it) must reproduce it bit for bit, and is chosen once at run time by CPU feature
-//! detection. [`scalar`] holds the plain mathematical references (integer dot products, one
+//! used where no SIMD kernel exists); each ISA's file (`avx2.rs`, `simd128.rs`; NEON slots in
+//! beside them) must reproduce it bit for bit. AVX2 is chosen once at run time by CPU feature
+//! detection, wasm SIMD128 at compile time (`target_feature = "simd128"`). [`scalar`] holds the plain mathematical references (integer dot products, one
 //! float multiply-add per block) used to check the layouts.
 //!
 //! [`vec_dot_x4`] multiplies one weight row with four activation rows while reading the weights
@@ -18,11 +18,14 @@
 //! debug-asserted: with wrong lengths the kernels use the whole blocks both rows hold and never
 //! panic. Q8_0/Q8_1 activations must lie in [-127, 127], as their quantizers produce.
 
+pub mod fma_f64;
 pub mod ggml_order;
 pub mod scalar;
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod simd128;
 
 use crate::blocks::*;
 use bytemuck::Pod;
@@ -68,7 +71,8 @@ pub fn vec_dot_x4(weight: GgmlType, n: usize, w_row: &[u8], acts: [&[u8]; 4]) ->
     }
 }
 
-/// The instruction set the dispatched kernels use ("avx2" or "scalar"), for logs and benches.
+/// The instruction set the dispatched kernels use ("avx2", "simd128" or "scalar"), for logs
+/// and benches.
 pub fn kernel_isa() -> &'static str {
     KERNELS.isa
 }
@@ -216,6 +220,10 @@ macro_rules! looped {
     };
 }
 
+#[cfg_attr(
+    all(target_arch = "wasm32", target_feature = "simd128"),
+    allow(dead_code)
+)]
 fn scalar_table() -> KernelTable {
     KernelTable {
         isa: "scalar",
@@ -350,6 +358,65 @@ fn avx2_table() -> KernelTable {
     }
 }
 
+/// The wasm SIMD128 kernels, compiled in when the build enables `simd128` (the browser build
+/// does, in `.cargo/config.toml`): wasm has no run-time feature detection.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+fn simd128_table() -> KernelTable {
+    macro_rules! simd {
+        ($single:ident, $x4:ident, $W:ty, $A:ty) => {
+            Kernel {
+                single: |n, w, a| simd128::$single(n, &blocks::<$W>(w), &blocks::<$A>(a)),
+                x4: |n, w, acts| {
+                    let w = blocks::<$W>(w);
+                    let a = acts.map(blocks::<$A>);
+                    simd128::$x4(n, &w, [&a[0], &a[1], &a[2], &a[3]])
+                },
+            }
+        };
+    }
+    KernelTable {
+        isa: "simd128",
+        q4_0: simd!(
+            vec_dot_q4_0_q8_0,
+            vec_dot_q4_0_q8_0_x4,
+            BlockQ4_0,
+            BlockQ8_0
+        ),
+        q4_1: simd!(
+            vec_dot_q4_1_q8_1,
+            vec_dot_q4_1_q8_1_x4,
+            BlockQ4_1,
+            BlockQ8_1
+        ),
+        q5_0: simd!(
+            vec_dot_q5_0_q8_0,
+            vec_dot_q5_0_q8_0_x4,
+            BlockQ5_0,
+            BlockQ8_0
+        ),
+        q5_1: simd!(
+            vec_dot_q5_1_q8_1,
+            vec_dot_q5_1_q8_1_x4,
+            BlockQ5_1,
+            BlockQ8_1
+        ),
+        q8_0: simd!(
+            vec_dot_q8_0_q8_0,
+            vec_dot_q8_0_q8_0_x4,
+            BlockQ8_0,
+            BlockQ8_0
+        ),
+        q2_k: simd!(vec_dot_q2_k_q8_k, vec_dot_q2_k_q8_k_x4, BlockQ2K, BlockQ8K),
+        q3_k: simd!(vec_dot_q3_k_q8_k, vec_dot_q3_k_q8_k_x4, BlockQ3K, BlockQ8K),
+        q4_k: simd!(vec_dot_q4_k_q8_k, vec_dot_q4_k_q8_k_x4, BlockQ4K, BlockQ8K),
+        q5_k: simd!(vec_dot_q5_k_q8_k, vec_dot_q5_k_q8_k_x4, BlockQ5K, BlockQ8K),
+        q6_k: simd!(vec_dot_q6_k_q8_k, vec_dot_q6_k_q8_k_x4, BlockQ6K, BlockQ8K),
+        // Float rows keep the plain scalar kernels (as without SIMD).
+        f16: looped!(scalar::vec_dot_f16_f16, f16, f16),
+        f32: looped!(scalar::vec_dot_f32_f32, f32, f32),
+    }
+}
+
 /// Chosen once, on first use.
 static KERNELS: LazyLock<KernelTable> = LazyLock::new(|| {
     #[cfg(target_arch = "x86_64")]
@@ -361,5 +428,12 @@ static KERNELS: LazyLock<KernelTable> = LazyLock::new(|| {
             return avx2_table();
         }
     }
-    scalar_table()
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    {
+        simd128_table()
+    }
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    {
+        scalar_table()
+    }
 });

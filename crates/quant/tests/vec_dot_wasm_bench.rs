@@ -1,0 +1,159 @@
+//! Speed of the wasm vec-dot kernels in ns per block (per 32-element block for the legacy types,
+//! per 256-element super-block for the K-quants): the dispatched simd128 kernels (single row,
+//! and x4 per activation row) against the portable ggml-order kernels (what a build without
+//! simd128 runs; their FMAs are software `fmaf`) and the plain scalar references.
+//!
+//! Ignored by default; run in Node (figures in docs/BENCHMARKS.md):
+//! ```sh
+//! CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner cargo test -p quant \
+//!   --release --target wasm32-unknown-unknown --test vec_dot_wasm_bench -- --include-ignored --nocapture
+//! ```
+
+#![cfg(target_arch = "wasm32")]
+
+mod vec_dot_support;
+
+use quant::vec_dot::{ggml_order, kernel_isa, vec_dot, vec_dot_x4};
+use std::hint::black_box;
+use vec_dot_support::*;
+use wasm_bindgen_test::{console_log, wasm_bindgen_test};
+
+/// Row length of every case: 4096 elements (128 legacy blocks, 16 super-blocks).
+const N: usize = 4096;
+
+/// `performance.now()` in milliseconds (Node and browsers).
+fn now_ms() -> f64 {
+    use js_sys::{Function, Reflect};
+    let perf = Reflect::get(&js_sys::global(), &"performance".into()).expect("performance");
+    let now: Function = Reflect::get(&perf, &"now".into())
+        .expect("performance.now")
+        .into();
+    now.call0(&perf)
+        .expect("performance.now()")
+        .as_f64()
+        .unwrap()
+}
+
+/// Nanoseconds per call of `f`: the best of 5 windows of at least 40 ms (other jobs share the
+/// machine's cores; the minimum is the least disturbed figure), after 100 ms of warm-up (V8 first
+/// runs wasm in its baseline compiler and tiers hot functions up to the optimising one).
+fn ns_per_call(mut f: impl FnMut()) -> f64 {
+    let warm_up = now_ms();
+    while now_ms() - warm_up < 100.0 {
+        for _ in 0..10 {
+            f();
+        }
+    }
+    let mut best = f64::INFINITY;
+    for _ in 0..5 {
+        let mut calls = 0u64;
+        let start = now_ms();
+        loop {
+            for _ in 0..20 {
+                f();
+            }
+            calls += 20;
+            let elapsed = now_ms() - start;
+            if elapsed >= 40.0 {
+                best = best.min(elapsed * 1e6 / calls as f64);
+                break;
+            }
+        }
+    }
+    best
+}
+
+type Kernel<W, A> = fn(usize, &[W], &[A]) -> f32;
+
+fn bench<W: WeightBlock, A: ActBlock>(pair: &Pair<W, A>, ggml: Kernel<W, A>) {
+    let nb = N / pair.block_size;
+    let mut rng = rng(42);
+    let w: Vec<W> = generate_row(&mut rng, nb, |r| W::generate(r, Mode::Random));
+    let acts: Vec<Vec<A>> = (0..4)
+        .map(|_| generate_row(&mut rng, nb, |r| A::generate(r, Mode::Random)))
+        .collect();
+    let wb: &[u8] = bytemuck::cast_slice(&w);
+    let ab: Vec<&[u8]> = acts.iter().map(|a| bytemuck::cast_slice(a)).collect();
+    let per_block = |ns: f64| ns / nb as f64;
+
+    let simd = per_block(ns_per_call(|| {
+        black_box(vec_dot(W::TYPE, N, black_box(wb), black_box(ab[0])));
+    }));
+    let x4 = per_block(ns_per_call(|| {
+        black_box(vec_dot_x4(
+            W::TYPE,
+            N,
+            black_box(wb),
+            [ab[0], ab[1], ab[2], ab[3]],
+        ));
+    })) / 4.0;
+    let portable = per_block(ns_per_call(|| {
+        black_box(ggml(N, black_box(&w), black_box(&acts[0])));
+    }));
+    let plain = per_block(ns_per_call(|| {
+        black_box((pair.reference)(N, black_box(&w), black_box(&acts[0])));
+    }));
+    console_log!(
+        "{:<5} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>7.1}x",
+        format!("{}", W::TYPE),
+        simd,
+        x4,
+        portable,
+        plain,
+        portable / simd
+    );
+}
+
+#[wasm_bindgen_test]
+#[ignore]
+fn vec_dot_ns_per_block() {
+    console_log!(
+        "ns/block, rows of {N} ({}); x4 = per activation row; speedup = ggml-order / {}",
+        kernel_isa(),
+        kernel_isa()
+    );
+    console_log!(
+        "type  {:>9} {:>9} {:>9} {:>9} {:>8}",
+        kernel_isa(),
+        "x4",
+        "ggml-ord",
+        "scalar",
+        "speedup"
+    );
+    bench(&Q4_0, ggml_order::vec_dot_q4_0_q8_0);
+    bench(&Q4_1, ggml_order::vec_dot_q4_1_q8_1);
+    bench(&Q5_0, ggml_order::vec_dot_q5_0_q8_0);
+    bench(&Q5_1, ggml_order::vec_dot_q5_1_q8_1);
+    bench(&Q8_0, ggml_order::vec_dot_q8_0_q8_0);
+    bench(&Q2_K, ggml_order::vec_dot_q2_k_q8_k);
+    bench(&Q3_K, ggml_order::vec_dot_q3_k_q8_k);
+    bench(&Q4_K, ggml_order::vec_dot_q4_k_q8_k);
+    bench(&Q5_K, ggml_order::vec_dot_q5_k_q8_k);
+    bench(&Q6_K, ggml_order::vec_dot_q6_k_q8_k);
+}
+
+/// What one f32 FMA costs on wasm: `f32::mul_add` (software `fmaf`), the exact f64 emulation
+/// `fma_f64::fma_f32` (bit-identical), and an unfused `a * b + c` for scale.
+#[wasm_bindgen_test]
+#[ignore]
+fn fma_ns_per_op() {
+    use quant::vec_dot::fma_f64::fma_f32;
+    const LEN: usize = 4096;
+    let a: Vec<f32> = (0..LEN).map(|i| 1.0 + (i % 97) as f32 * 1.0e-3).collect();
+    let b: Vec<f32> = (0..LEN).map(|i| 0.5 - (i % 89) as f32 * 1.0e-3).collect();
+    let mut c = vec![0.25f32; LEN];
+    fn time(a: &[f32], b: &[f32], c: &mut [f32], f: impl Fn(f32, f32, f32) -> f32) -> f64 {
+        ns_per_call(|| {
+            for ((c, &a), &b) in c.iter_mut().zip(a).zip(b) {
+                *c = f(a, b, *c) * 0.5;
+            }
+            black_box(&mut *c);
+        }) / a.len() as f64
+    }
+    let mul_add = time(&a, &b, &mut c, |a, b, c| a.mul_add(b, c));
+    let emulated = time(&a, &b, &mut c, fma_f32);
+    let unfused = time(&a, &b, &mut c, |a, b, c| a * b + c);
+    console_log!(
+        "ns/op: f32::mul_add {mul_add:.2}, fma_f64::fma_f32 {emulated:.2}, a * b + c {unfused:.2}"
+    );
+}
