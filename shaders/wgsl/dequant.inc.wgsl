@@ -1,88 +1,101 @@
 // dequant32(row_off, c, out): elements c*32 .. c*32+31 of the weight row starting at byte
-// `row_off`, in ggml's block layouts (bit-identical arithmetic order to ggml's dequantize_row_*).
-// Exactly one W_<TYPE> define selects the format. Every supported format has 32-element
-// (sub-)blocks, so a chunk never straddles two blocks. Needs bytes.inc.wgsl.
+// `row_off`, as 8 vec4s, in ggml's block layouts (ggml's dequantize_row_* arithmetic: scale
+// times integer, plus or minus the min). Exactly one W_<TYPE> define selects the format.
+// Every format has 32-element (sub-)blocks, so a chunk never straddles two blocks; quantized
+// bytes are read a word at a time. Needs bytes.inc.wgsl and a `P.k` (row length).
 
 #ifdef W_F32
-fn dequant32(row_off: u32, c: u32, o: ptr<function, array<f32, 32>>) {
-    for (var l = 0u; l < 32u; l++) {
-        let i = c * 32u + l;
-        (*o)[l] = select(0.0, bitcast<f32>(w[(row_off >> 2u) + i]), i < P.k);
+fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
+    for (var t = 0u; t < 8u; t++) {
+        let i = c * 32u + 4u * t;
+        let b = (row_off >> 2u) + i;
+        if (i < P.k) {
+            (*o)[t] = vec4<f32>(bitcast<f32>(w[b]), bitcast<f32>(w[b + 1u]),
+                                bitcast<f32>(w[b + 2u]), bitcast<f32>(w[b + 3u]));
+        } else {
+            (*o)[t] = vec4<f32>(0.0);
+        }
     }
 }
 #endif
 
 #ifdef W_F16
-fn dequant32(row_off: u32, c: u32, o: ptr<function, array<f32, 32>>) {
-    for (var l = 0u; l < 32u; l++) {
-        let i = c * 32u + l;
-        (*o)[l] = select(0.0, load_f16(row_off + 2u * i), i < P.k);
+fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
+    for (var t = 0u; t < 8u; t++) {
+        let i = c * 32u + 4u * t;
+        if (i < P.k) {
+            let off = row_off + 2u * i;
+            (*o)[t] = vec4<f32>(unpack2x16float(load_u32_even(off)),
+                                unpack2x16float(load_u32_even(off + 4u)));
+        } else {
+            (*o)[t] = vec4<f32>(0.0);
+        }
     }
 }
 #endif
 
 #ifdef W_Q4_0
-fn dequant32(row_off: u32, c: u32, o: ptr<function, array<f32, 32>>) {
+fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
     let base = row_off + c * 18u;
     let d = load_f16(base);
-    for (var j = 0u; j < 16u; j++) {
-        let b = load_u8(base + 2u + j);
-        (*o)[j] = f32(i32(b & 15u) - 8) * d;
-        (*o)[j + 16u] = f32(i32(b >> 4u) - 8) * d;
+    for (var t = 0u; t < 4u; t++) {
+        let q = load_u32_even(base + 2u + 4u * t);
+        (*o)[t] = (nibbles_lo(q) - 8.0) * d;
+        (*o)[t + 4u] = (nibbles_hi(q) - 8.0) * d;
     }
 }
 #endif
 
 #ifdef W_Q4_1
-fn dequant32(row_off: u32, c: u32, o: ptr<function, array<f32, 32>>) {
+fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
     let base = row_off + c * 20u;
     let d = load_f16(base);
     let m = load_f16(base + 2u);
-    for (var j = 0u; j < 16u; j++) {
-        let b = load_u8(base + 4u + j);
-        (*o)[j] = f32(b & 15u) * d + m;
-        (*o)[j + 16u] = f32(b >> 4u) * d + m;
+    for (var t = 0u; t < 4u; t++) {
+        let q = load_u32_even(base + 4u + 4u * t);
+        (*o)[t] = nibbles_lo(q) * d + m;
+        (*o)[t + 4u] = nibbles_hi(q) * d + m;
     }
 }
 #endif
 
 #ifdef W_Q5_0
-fn dequant32(row_off: u32, c: u32, o: ptr<function, array<f32, 32>>) {
+fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
     let base = row_off + c * 22u;
     let d = load_f16(base);
     let qh = load_u32_even(base + 2u);
-    for (var j = 0u; j < 16u; j++) {
-        let b = load_u8(base + 6u + j);
-        let h0 = ((qh >> j) << 4u) & 0x10u;
-        let h1 = (qh >> (j + 12u)) & 0x10u;
-        (*o)[j] = f32(i32((b & 15u) | h0) - 16) * d;
-        (*o)[j + 16u] = f32(i32((b >> 4u) | h1) - 16) * d;
+    for (var t = 0u; t < 4u; t++) {
+        let q = load_u32_even(base + 6u + 4u * t);
+        let h0 = vec4<f32>(bits4(qh, 4u * t) * 16u);
+        let h1 = vec4<f32>(bits4(qh, 16u + 4u * t) * 16u);
+        (*o)[t] = (nibbles_lo(q) + h0 - 16.0) * d;
+        (*o)[t + 4u] = (nibbles_hi(q) + h1 - 16.0) * d;
     }
 }
 #endif
 
 #ifdef W_Q5_1
-fn dequant32(row_off: u32, c: u32, o: ptr<function, array<f32, 32>>) {
+fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
     let base = row_off + c * 24u;
     let d = load_f16(base);
     let m = load_f16(base + 2u);
     let qh = load_u32_even(base + 4u);
-    for (var j = 0u; j < 16u; j++) {
-        let b = load_u8(base + 8u + j);
-        let h0 = ((qh >> j) << 4u) & 0x10u;
-        let h1 = (qh >> (j + 12u)) & 0x10u;
-        (*o)[j] = f32((b & 15u) | h0) * d + m;
-        (*o)[j + 16u] = f32((b >> 4u) | h1) * d + m;
+    for (var t = 0u; t < 4u; t++) {
+        let q = load_u32_even(base + 8u + 4u * t);
+        let h0 = vec4<f32>(bits4(qh, 4u * t) * 16u);
+        let h1 = vec4<f32>(bits4(qh, 16u + 4u * t) * 16u);
+        (*o)[t] = (nibbles_lo(q) + h0) * d + m;
+        (*o)[t + 4u] = (nibbles_hi(q) + h1) * d + m;
     }
 }
 #endif
 
 #ifdef W_Q8_0
-fn dequant32(row_off: u32, c: u32, o: ptr<function, array<f32, 32>>) {
+fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
     let base = row_off + c * 34u;
     let d = load_f16(base);
-    for (var j = 0u; j < 32u; j++) {
-        (*o)[j] = f32(load_i8(base + 2u + j)) * d;
+    for (var t = 0u; t < 8u; t++) {
+        (*o)[t] = vec4<f32>(unpack4xI8(load_u32_even(base + 2u + 4u * t))) * d;
     }
 }
 #endif
@@ -98,7 +111,7 @@ fn scale_min_k4(j: u32, q: u32) -> vec2<f32> {
 }
 
 #ifdef W_Q4_K
-fn dequant32(row_off: u32, c: u32, o: ptr<function, array<f32, 32>>) {
+fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
     let base = row_off + (c / 8u) * 144u;
     let sub = c % 8u;
     let sm = scale_min_k4(sub, base + 4u);
@@ -106,14 +119,15 @@ fn dequant32(row_off: u32, c: u32, o: ptr<function, array<f32, 32>>) {
     let m1 = load_f16(base + 2u) * sm.y;
     let qs = base + 16u + 32u * (sub / 2u);
     let shift = (sub % 2u) * 4u;
-    for (var l = 0u; l < 32u; l++) {
-        (*o)[l] = d1 * f32((load_u8(qs + l) >> shift) & 15u) - m1;
+    for (var t = 0u; t < 8u; t++) {
+        let q = (load_u32_even(qs + 4u * t) >> shift) & 0x0f0f0f0fu;
+        (*o)[t] = d1 * vec4<f32>(unpack4xU8(q)) - m1;
     }
 }
 #endif
 
 #ifdef W_Q5_K
-fn dequant32(row_off: u32, c: u32, o: ptr<function, array<f32, 32>>) {
+fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
     let base = row_off + (c / 8u) * 176u;
     let sub = c % 8u;
     let sm = scale_min_k4(sub, base + 4u);
@@ -122,15 +136,16 @@ fn dequant32(row_off: u32, c: u32, o: ptr<function, array<f32, 32>>) {
     let qh = base + 16u;
     let ql = base + 48u + 32u * (sub / 2u);
     let shift = (sub % 2u) * 4u;
-    for (var l = 0u; l < 32u; l++) {
-        let q = ((load_u8(ql + l) >> shift) & 15u) + ((load_u8(qh + l) >> sub) & 1u) * 16u;
-        (*o)[l] = d1 * f32(q) - m1;
+    for (var t = 0u; t < 8u; t++) {
+        let lo = unpack4xU8((load_u32_even(ql + 4u * t) >> shift) & 0x0f0f0f0fu);
+        let hi = (unpack4xU8(load_u32_even(qh + 4u * t)) >> vec4<u32>(sub)) & vec4<u32>(1u);
+        (*o)[t] = d1 * vec4<f32>(lo + hi * 16u) - m1;
     }
 }
 #endif
 
 #ifdef W_Q6_K
-fn dequant32(row_off: u32, c: u32, o: ptr<function, array<f32, 32>>) {
+fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
     let base = row_off + (c / 8u) * 210u;
     let n = (c % 8u) / 4u;
     let r = c % 4u;
@@ -139,11 +154,12 @@ fn dequant32(row_off: u32, c: u32, o: ptr<function, array<f32, 32>>) {
     let qh = base + 128u + 32u * n;
     let shift = (r >> 1u) * 4u;
     let sc = base + 192u + 8u * n + 2u * r;
-    for (var l = 0u; l < 32u; l++) {
-        let lo = (load_u8(ql + l) >> shift) & 15u;
-        let hi = (load_u8(qh + l) >> (2u * r)) & 3u;
-        let q = i32(lo | (hi << 4u)) - 32;
-        (*o)[l] = d * f32(load_i8(sc + l / 16u)) * f32(q);
+    let ds = vec2<f32>(d * f32(load_i8(sc)), d * f32(load_i8(sc + 1u)));
+    for (var t = 0u; t < 8u; t++) {
+        let lo = unpack4xU8((load_u32_even(ql + 4u * t) >> shift) & 0x0f0f0f0fu);
+        let hi = (unpack4xU8(load_u32_even(qh + 4u * t)) >> vec4<u32>(2u * r)) & vec4<u32>(3u);
+        let q = vec4<i32>(lo | (hi << vec4<u32>(4u))) - vec4<i32>(32);
+        (*o)[t] = select(ds.x, ds.y, t >= 4u) * vec4<f32>(q);
     }
 }
 #endif

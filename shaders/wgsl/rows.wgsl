@@ -1,5 +1,5 @@
 // Row gathers. get_rows: the embedding rows of the step's token ids, dequantized to f32
-// (one dispatch per weight binding; tokens whose row lies in another binding are skipped).
+// (rows of k % 4 == 0 elements; one dispatch per weight binding; tokens whose row lies in another binding are skipped).
 // output_rows: keeps the rows the caller asked outputs for.
 // The step buffer: [pos0, n_tokens, n_outputs, 0, tokens..., output rows...].
 
@@ -35,11 +35,11 @@ fn get_rows(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (id < P.row0 || id >= P.row0 + P.rows) {
         return;
     }
-    var v: array<f32, 32>;
+    var v: array<vec4<f32>, 8>;
     dequant32((id - P.row0) * P.row_bytes, c, &v);
     let len = min(32u, P.k - c * 32u);
     for (var l = 0u; l < len; l++) {
-        y[t * P.k + c * 32u + l] = v[l];
+        y[t * P.k + c * 32u + l] = v[l / 4u][l % 4u];
     }
 }
 #endif

@@ -104,6 +104,12 @@ impl Gpu {
         )
     }
 
+    /// A software adapter on the CPU (lavapipe, SwiftShader): kernels pick variants without
+    /// workgroup barriers there.
+    pub fn is_cpu(&self) -> bool {
+        self.info.device_type == wgpu::DeviceType::Cpu
+    }
+
     /// The largest storage binding (and buffer) we may create.
     pub fn max_binding(&self) -> u64 {
         self.limits

@@ -12,7 +12,8 @@ use crate::device::Gpu;
 use crate::error::WgpuError;
 use crate::kv::GpuKv;
 use crate::ops::elementwise::Elementwise;
-use crate::ops::{attention, elementwise, mul_mat, norm, rope, rows, sample};
+use crate::ops::quantize::act_rounding;
+use crate::ops::{attention, elementwise, mul_mat, norm, quantize, rope, rows, sample};
 use crate::recorder::{encode, Dispatch, Recorder};
 use crate::weights::GpuWeights;
 use gguf::GgmlType;
@@ -67,6 +68,19 @@ impl Recording {
             false,
         )?;
         let buf = |id: engine::graph::NodeId| &slots[plan.slot_of[id.0 as usize]];
+        // Rounded activations for matmuls: one scratch buffer, refilled when a matmul needs
+        // another input or rounding (q, k and v share theirs, as do gate and up).
+        let act_len = graph
+            .nodes
+            .iter()
+            .filter_map(|n| match n.op {
+                Op::MulMat { x, .. } => Some(graph.node(x).n_elements()),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        let acts = gpu.buffer("rounded activations", (act_len * 4) as u64, storage, false)?;
+        let mut acts_of: Option<(usize, &'static str)> = None;
         let mut rec = Recorder::new(gpu);
         for (i, node) in graph.nodes.iter().enumerate() {
             let y = &slots[plan.slot_of[i]];
@@ -95,7 +109,19 @@ impl Recording {
                     elementwise::record(&mut rec, Elementwise::Scale(s), buf(x), None, y, n)?
                 }
                 Op::MulMat { w, x } => {
-                    mul_mat::record(&mut rec, weights.get(w), buf(x), y, node.ne[1])?
+                    let gw = weights.get(w);
+                    let mut input = buf(x);
+                    if let Some((define, block)) = act_rounding(gw.ty) {
+                        // x stays unchanged while it is live, so its rounding is reused by
+                        // every matmul on it until another input or format needs the scratch.
+                        if acts_of != Some((x.0 as usize, define)) {
+                            let n_x = graph.node(x).n_elements();
+                            quantize::record(&mut rec, define, block, buf(x), &acts, n_x)?;
+                            acts_of = Some((x.0 as usize, define));
+                        }
+                        input = &acts;
+                    }
+                    mul_mat::record(&mut rec, gw, input, y, node.ne[1])?
                 }
                 Op::Rope { x, params } => rope::record(
                     &mut rec,

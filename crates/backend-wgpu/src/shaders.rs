@@ -24,6 +24,7 @@ const SOURCES: &[(&str, &str)] = wgsl!(
     "kv.wgsl",
     "attention.wgsl",
     "sample.wgsl",
+    "quantize.wgsl",
 );
 
 fn source(name: &str) -> Option<&'static str> {

@@ -143,6 +143,27 @@ fn greedy(ctx: &mut Context, prompt: &[u32], n: usize) -> Vec<u32> {
     out
 }
 
+/// The GPU computes matmuls on f32 activations (dequantized weights), like the CPU backend's
+/// float reference matmul; with that reference the two must generate the same tokens.
+#[test]
+fn smollm2_greedy_32_matches_the_cpu_float_reference() {
+    let model = load("SmolLM2-135M-Instruct.Q4_1.gguf");
+    let mut gpu = gpu_context(&model, 128, 512);
+    let mut cpu_backend = engine::cpu::CpuBackend::new(Arc::new(Pool2));
+    cpu_backend.set_reference_matmul(true);
+    let mut cpu =
+        Context::with_backend(model.clone(), params(128, 512), Box::new(cpu_backend)).unwrap();
+    let case = &fixture("greedy_smollm2.jsonl")[0];
+    let prompt = ids(&case["prompt_ids"]);
+    let want = greedy(&mut cpu, &prompt, 32);
+    let got = greedy(&mut gpu, &prompt, 32);
+    eprintln!(
+        "cpu ref {want:?}\ngpu     {got:?}\nfixture {:?}",
+        ids(&case["gen_ids"])
+    );
+    assert_eq!(got, want);
+}
+
 #[test]
 fn smollm2_greedy_32_matches_the_fixtures() {
     let model = load("SmolLM2-135M-Instruct.Q4_1.gguf");

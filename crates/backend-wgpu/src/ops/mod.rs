@@ -6,6 +6,7 @@ pub mod elementwise;
 pub mod kv;
 pub mod mul_mat;
 pub mod norm;
+pub mod quantize;
 pub mod rope;
 pub mod rows;
 pub mod sample;

@@ -21,16 +21,34 @@ pub fn record(
         name: "matmul weight".into(),
         ty: w.ty,
     })?;
+    if w.k % 4 != 0 {
+        // The activations are read as vec4s.
+        return Err(WgpuError::Unsupported(format!(
+            "matmul with rows of {} elements (needs a multiple of 4)",
+            w.k
+        )));
+    }
     let n_chunks = w.k.div_ceil(32);
+    let row_per_workgroup = !rec.gpu.is_cpu();
     // Short rows leave most of a wide workgroup idle.
-    let wg = if n_chunks <= 32 { 32 } else { 64 };
+    let wg = if !row_per_workgroup {
+        64
+    } else if n_chunks <= 32 {
+        32
+    } else {
+        64
+    };
     let nc = if n == 1 { 1 } else { BATCH_COLUMNS };
     for part in &w.parts {
         u32_of("weight part bytes", part.rows * w.row_bytes)?;
+        let mut defines = vec![(ty_define, 1), ("WG", wg), ("NC", nc)];
+        if row_per_workgroup {
+            defines.push(("ROW_PER_WORKGROUP", 1));
+        }
         let key = PipelineKey {
             family: "mul_mat.wgsl",
             entry: "main",
-            defines: vec![(ty_define, 1), ("WG", wg), ("NC", nc)],
+            defines,
         };
         let params = Params::new()
             .u(w.k)
@@ -39,7 +57,12 @@ pub fn record(
             .u(n)
             .u(w.row_bytes)
             .u(w.n_rows);
-        let groups = rec.grid(part.rows, n.div_ceil(nc as usize))?;
+        let row_groups = if row_per_workgroup {
+            part.rows
+        } else {
+            part.rows.div_ceil(wg as usize)
+        };
+        let groups = rec.grid(row_groups, n.div_ceil(nc as usize))?;
         rec.dispatch(
             key,
             params,
