@@ -26,6 +26,7 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> y: array<f32>;
 
 #include "grid.inc.wgsl"
+#include "f16_round.inc.wgsl"
 
 var<workgroup> q_sh: array<f32, HD>;
 var<workgroup> p_sh: array<f32, WG>;
@@ -48,7 +49,7 @@ fn main(
         lo = pos + 1u - P.window;
     }
     for (var d = tid; d < HD; d += WG) {
-        q_sh[d] = quantizeToF16(q[row * HD + d]);
+        q_sh[d] = f16_round(q[row * HD + d]);
     }
     workgroupBarrier();
 

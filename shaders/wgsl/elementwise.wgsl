@@ -19,6 +19,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 
 #include "grid.inc.wgsl"
+#include "f16_round.inc.wgsl"
 
 const GELU_SQRT_2_OVER_PI: f32 = 0.7978845608028654;
 const GELU_COEF_A: f32 = 0.044715;
@@ -31,9 +32,9 @@ fn gelu_ggml(x: f32) -> f32 {
     if (x >= 10.0) {
         return x;
     }
-    let h = quantizeToF16(x);
+    let h = f16_round(x);
     let g = 0.5 * h * (1.0 + tanh(GELU_SQRT_2_OVER_PI * h * (1.0 + GELU_COEF_A * h * h)));
-    return quantizeToF16(g);
+    return f16_round(g);
 }
 
 @compute @workgroup_size(256)

@@ -18,6 +18,11 @@ struct Params {
 @group(0) @binding(0) var<uniform> P: Params;
 
 #include "grid.inc.wgsl"
+#include "f16_round.inc.wgsl"
+
+fn pack_f16(a: f32, b: f32) -> u32 {
+    return pack2x16float(vec2<f32>(f16_round(a), f16_round(b)));
+}
 
 #ifdef STORE
 @group(0) @binding(1) var<storage, read> step: array<u32>;
@@ -38,8 +43,8 @@ fn store(
         return;
     }
     let dst = step[0] * P.pairs_per_pos + i;
-    k_cache[dst] = pack2x16float(vec2<f32>(k[2u * i], k[2u * i + 1u]));
-    v_cache[dst] = pack2x16float(vec2<f32>(v[2u * i], v[2u * i + 1u]));
+    k_cache[dst] = pack_f16(k[2u * i], k[2u * i + 1u]);
+    v_cache[dst] = pack_f16(v[2u * i], v[2u * i + 1u]);
 }
 #endif
 
@@ -78,6 +83,6 @@ fn shift(
         }
         out[h] = val;
     }
-    k_cache[P.dst_pos * P.pairs_per_pos + q] = pack2x16float(out);
+    k_cache[P.dst_pos * P.pairs_per_pos + q] = pack_f16(out.x, out.y);
 }
 #endif

@@ -18,6 +18,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 
 #include "grid.inc.wgsl"
+#include "f16_round.inc.wgsl"
 
 #ifdef ACT_Q8_0
 const BLOCK: u32 = 32u;
@@ -42,7 +43,7 @@ fn main(
     }
 #ifdef ACT_F16
     for (var i = 0u; i < BLOCK; i++) {
-        y[base + i] = quantizeToF16(x[base + i]);
+        y[base + i] = f16_round(x[base + i]);
     }
 #endif
 #ifdef ACT_Q8_0
@@ -50,7 +51,7 @@ fn main(
     for (var i = 0u; i < BLOCK; i++) {
         amax = max(amax, abs(x[base + i]));
     }
-    let d = quantizeToF16(amax / 127.0);
+    let d = f16_round(amax / 127.0);
     let id = select(0.0, 127.0 / amax, amax != 0.0);
     for (var i = 0u; i < BLOCK; i++) {
         y[base + i] = d * clamp(round(x[base + i] * id), -128.0, 127.0);

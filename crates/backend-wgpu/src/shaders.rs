@@ -15,6 +15,7 @@ const SOURCES: &[(&str, &str)] = wgsl!(
     "bytes.inc.wgsl",
     "dequant.inc.wgsl",
     "grid.inc.wgsl",
+    "f16_round.inc.wgsl",
     "rope_rotate.inc.wgsl",
     "mul_mat.wgsl",
     "rows.wgsl",

@@ -394,7 +394,8 @@ fn rope_modes_and_partial_dims() {
                 format!("rope {mode:?} n_dims {n_dims}"),
                 vec![w("inp256", &[256, TABLE_ROWS])],
                 vec![step(&[1, 2, 3], 0), step(&[4, 5], 300)],
-                1e-9,
+                // cos/sin precision differs between adapters (SwiftShader: ~1e-8).
+                1e-7,
                 &build,
             );
         }
