@@ -17,5 +17,18 @@ wasm-bindgen --version 2>/dev/null | grep -qx 'wasm-bindgen 0.2.130' \
 python3 -c 'import gguf, numpy' 2>/dev/null \
   || python3 -m pip install --quiet --disable-pip-version-check 'gguf==0.19.0' numpy
 
+# Software Vulkan for the WebGPU backend's tests: Mesa's lavapipe, and Chromium's SwiftShader
+# ICD (/usr/lib/chromium/vk_swiftshader_icd.json, the browser's WebGPU adapter natively).
+missing=()
+for pkg in mesa-vulkan-drivers libvulkan1 chromium; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi
+
 # Test models (sha256-verified; nothing happens when present).
 "$root/scripts/fetch-models.sh" all >/dev/null

@@ -54,6 +54,9 @@ pub struct ComputeArgs {
     /// Micro-batch size for prompt processing.
     #[arg(short = 'b', long = "batch-size", default_value_t = 512)]
     pub batch_size: usize,
+    /// Compute backend: cpu, or wgpu (WebGPU natively: Vulkan, e.g. lavapipe or a real GPU).
+    #[arg(long = "backend", default_value = "cpu", value_parser = ["cpu", "wgpu"])]
+    pub backend: String,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -254,6 +257,9 @@ pub struct BenchArgs {
     /// Micro-batch size.
     #[arg(short = 'b', long = "batch-size", default_value_t = 512)]
     pub batch_size: usize,
+    /// Compute backend: cpu or wgpu.
+    #[arg(long = "backend", default_value = "cpu", value_parser = ["cpu", "wgpu"])]
+    pub backend: String,
     /// Repetitions of each test.
     #[arg(short = 'r', long = "repetitions", default_value_t = 5)]
     pub repetitions: usize,

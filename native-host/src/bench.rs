@@ -99,7 +99,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
                         n_batch: args.batch_size,
                         threads: pool.clone(),
                     };
-                    let mut ctx = Context::new(model.clone(), params)?;
+                    let mut ctx = crate::load::context_on(&model, params, &args.backend)?;
                     let r = run_test(
                         &mut ctx,
                         path,
@@ -108,12 +108,17 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
                         args.repetitions,
                         t,
                     )?;
+                    let r = BenchResult {
+                        backends: backend_label(&args.backend).into(),
+                        ..r
+                    };
                     if !json {
                         println!(
-                            "| {} | {} | {} | CPU | {} | {} | {:.2} ± {:.2} |",
+                            "| {} | {} | {} | {} | {} | {} | {:.2} ± {:.2} |",
                             r.model_type,
                             mib(r.model_size),
                             params_label(r.model_n_params),
+                            r.backends,
                             r.n_threads,
                             r.test_name(),
                             r.avg_ts,
@@ -129,6 +134,13 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&results)?);
     }
     Ok(())
+}
+
+fn backend_label(backend: &str) -> &'static str {
+    match backend {
+        "wgpu" => "WebGPU",
+        _ => "CPU",
+    }
 }
 
 fn run_test(

@@ -54,5 +54,25 @@ pub fn new_context(model: &Arc<Model>, compute: &ComputeArgs) -> anyhow::Result<
         n_batch: compute.batch_size,
         threads: thread_pool(compute.threads)?,
     };
-    Ok(Context::new(model.clone(), params)?)
+    context_on(model, params, &compute.backend)
+}
+
+/// A context on the named backend (`cpu` or `wgpu`).
+pub fn context_on(
+    model: &Arc<Model>,
+    params: ContextParams,
+    backend: &str,
+) -> anyhow::Result<Context> {
+    match backend {
+        "cpu" => Ok(Context::new(model.clone(), params)?),
+        "wgpu" => {
+            let mut gpu =
+                backend_wgpu::WgpuBackend::new().context("cannot open a WebGPU device")?;
+            eprintln!("wgpu: {}", gpu.gpu().describe());
+            gpu.upload_weights(model.weights())
+                .context("cannot place the weights on the GPU")?;
+            Ok(Context::with_backend(model.clone(), params, Box::new(gpu))?)
+        }
+        other => anyhow::bail!("unknown backend '{other}' (cpu, wgpu)"),
+    }
 }

@@ -33,6 +33,17 @@ pub struct KvLayout {
     pub layers: Vec<KvLayerLayout>,
 }
 
+/// Index of the largest value (the first among equals; NaNs never win).
+pub fn argmax(row: &[f32]) -> usize {
+    let mut best = 0;
+    for (i, &v) in row.iter().enumerate() {
+        if v > row[best] || row[best].is_nan() && !v.is_nan() {
+            best = i;
+        }
+    }
+    best
+}
+
 pub trait Backend: Send {
     fn name(&self) -> &'static str;
 
@@ -48,6 +59,26 @@ pub trait Backend: Send {
         weights: &WeightStore,
         out: &mut [f32],
     ) -> Result<(), EngineError>;
+
+    /// Like [`Backend::compute`] for a graph whose output rows are logits, but gives only each
+    /// output row's greedy token (the index of its largest logit, the lowest among equals).
+    /// GPU backends override it to sample on the device and read back only the ids; this
+    /// default computes the logits and picks on the CPU.
+    fn compute_greedy(
+        &mut self,
+        graph: &Graph,
+        batch: &Batch,
+        weights: &WeightStore,
+        ids: &mut [u32],
+    ) -> Result<(), EngineError> {
+        let width = graph.node(graph.output).ne[0];
+        let mut logits = vec![0.0f32; width * graph.n_outputs];
+        self.compute(graph, batch, weights, &mut logits)?;
+        for (id, row) in ids.iter_mut().zip(logits.chunks_exact(width.max(1))) {
+            *id = argmax(row) as u32;
+        }
+        Ok(())
+    }
 
     /// Drops the keys and values at positions `n..`: later steps overwrite them.
     fn kv_truncate(&mut self, n: usize);

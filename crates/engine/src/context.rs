@@ -101,6 +101,24 @@ impl Context {
     /// [`Context::logits`] holds the last token's logits and, when `all_logits`,
     /// [`Context::all_logits`] every token's.
     pub fn decode(&mut self, tokens: &[u32], all_logits: bool) -> Result<(), EngineError> {
+        self.decode_with(tokens, all_logits, None)
+    }
+
+    /// Appends `tokens` like [`Context::decode`] but keeps no logits: returns the greedy next
+    /// token after every token (`all`) or after the last one only. On a GPU backend only these
+    /// ids leave the device. [`Context::logits`] is not updated.
+    pub fn decode_greedy(&mut self, tokens: &[u32], all: bool) -> Result<Vec<u32>, EngineError> {
+        let mut ids = Vec::with_capacity(if all { tokens.len() } else { 1 });
+        self.decode_with(tokens, all, Some(&mut ids))?;
+        Ok(ids)
+    }
+
+    fn decode_with(
+        &mut self,
+        tokens: &[u32],
+        all_logits: bool,
+        mut greedy: Option<&mut Vec<u32>>,
+    ) -> Result<(), EngineError> {
         if tokens.is_empty() {
             return Err(EngineError::InvalidArgument("decode of no tokens".into()));
         }
@@ -115,7 +133,8 @@ impl Context {
         if let Some(&id) = tokens.iter().find(|&&t| t as usize >= n_vocab) {
             return Err(EngineError::BadToken { id, n_vocab });
         }
-        if all_logits {
+        let keep_logits = all_logits && greedy.is_none();
+        if keep_logits {
             self.all_logits.resize(tokens.len() * n_vocab, 0.0);
         } else {
             self.all_logits.clear();
@@ -148,17 +167,25 @@ impl Context {
                 pos0: self.tokens.len(),
                 output_rows: &self.output_rows,
             };
-            let out: &mut [f32] = if all_logits {
-                let start = c * self.n_batch * n_vocab;
-                &mut self.all_logits[start..start + chunk.len() * n_vocab]
+            let graph = &self.graphs[gi].1;
+            if let Some(ids) = greedy.as_deref_mut() {
+                let at = ids.len();
+                ids.resize(at + key.1, 0);
+                self.backend
+                    .compute_greedy(graph, &batch, self.model.weights(), &mut ids[at..])?;
             } else {
-                &mut self.logits[..key.1 * n_vocab]
-            };
-            self.backend
-                .compute(&self.graphs[gi].1, &batch, self.model.weights(), out)?;
+                let out: &mut [f32] = if all_logits {
+                    let start = c * self.n_batch * n_vocab;
+                    &mut self.all_logits[start..start + chunk.len() * n_vocab]
+                } else {
+                    &mut self.logits[..key.1 * n_vocab]
+                };
+                self.backend
+                    .compute(graph, &batch, self.model.weights(), out)?;
+            }
             self.tokens.extend_from_slice(chunk);
         }
-        if all_logits {
+        if keep_logits {
             let n = self.all_logits.len();
             self.logits.copy_from_slice(&self.all_logits[n - n_vocab..]);
         }

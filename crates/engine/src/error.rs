@@ -35,4 +35,8 @@ pub enum EngineError {
     InvalidArgument(String),
     #[error("quantization: {0}")]
     Quant(#[from] quant::QuantError),
+    /// A device backend's own typed error (e.g. `backend_wgpu::WgpuError`), kept whole so
+    /// callers can downcast it.
+    #[error("{0}")]
+    Backend(Box<dyn std::error::Error + Send + Sync>),
 }

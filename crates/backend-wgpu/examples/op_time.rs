@@ -1,0 +1,75 @@
+//! Times single ops of a model on the WebGPU backend (a profiling aid):
+//! `cargo run --profile ci -p backend-wgpu --example op_time -- MODEL.gguf`.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use backend_wgpu::WgpuBackend;
+use engine::backend::{Backend, Batch, KvLayout};
+use engine::graph::GraphBuilder;
+use engine::weights::WeightStore;
+
+fn main() {
+    let path = std::env::args().nth(1).expect("usage: op_time MODEL.gguf");
+    let file = Arc::new(gguf::GgufFile::open(&path).expect("open"));
+    let mut store = WeightStore::new(file.clone());
+    let names: Vec<(String, Vec<u64>)> = file
+        .header()
+        .tensors
+        .iter()
+        .filter(|t| t.name.starts_with("blk.0.") || t.name == "token_embd.weight")
+        .map(|t| (t.name.clone(), t.dims.clone()))
+        .collect();
+    let mut ids = Vec::new();
+    for (name, dims) in &names {
+        let ne: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
+        ids.push((name.clone(), store.require(name, &ne).unwrap()));
+    }
+    let emb = ids
+        .iter()
+        .find(|(n, _)| n == "token_embd.weight")
+        .unwrap()
+        .1;
+    let mut backend = WgpuBackend::new().unwrap();
+    backend
+        .init_kv(&KvLayout {
+            n_ctx: 64,
+            layers: vec![],
+        })
+        .unwrap();
+    for n_tokens in [1usize, 16] {
+        for (name, id) in &ids {
+            let d = store.desc(*id);
+            if d.n_rows() == 1 {
+                continue;
+            }
+            let mut b = GraphBuilder::new(&store, n_tokens, n_tokens);
+            let x = b.get_rows(emb);
+            let k = d.ne[0];
+            let n_embd = store.desc(emb).ne[0];
+            if k != n_embd {
+                continue;
+            }
+            let y = b.mul_mat(*id, x).unwrap();
+            let g = b.finish(y);
+            let tokens: Vec<u32> = (0..n_tokens as u32).collect();
+            let rows: Vec<usize> = (0..n_tokens).collect();
+            let batch = Batch {
+                tokens: &tokens,
+                pos0: 0,
+                output_rows: &rows,
+            };
+            let mut out = vec![0.0; d.ne[1] * n_tokens];
+            backend.compute(&g, &batch, &store, &mut out).unwrap();
+            let t = Instant::now();
+            for _ in 0..3 {
+                backend.compute(&g, &batch, &store, &mut out).unwrap();
+            }
+            let ms = t.elapsed().as_secs_f64() * 1000.0 / 3.0;
+            println!(
+                "n={n_tokens:3} {name:32} {:?} {:?}: {ms:8.2} ms",
+                d.ty, d.ne
+            );
+        }
+    }
+}

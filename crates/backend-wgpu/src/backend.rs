@@ -1,0 +1,211 @@
+//! `WgpuBackend`: the engine's [`Backend`] on a WebGPU device.
+
+use engine::backend::{Backend, Batch, KvLayout};
+use engine::graph::{Graph, Op};
+use engine::weights::WeightStore;
+use engine::EngineError;
+
+use crate::device::Gpu;
+use crate::error::WgpuError;
+use crate::kv::GpuKv;
+use crate::ops::kv::shift_keys;
+use crate::recorder::{encode, Recorder};
+use crate::recording::Recording;
+use crate::weights::{source_of, GpuWeights};
+
+/// Recordings kept (decode, prefill, the last partial micro-batch, all-logits...).
+const RECORDINGS: usize = 4;
+
+pub struct WgpuBackend {
+    gpu: Gpu,
+    weights: Option<GpuWeights>,
+    kv: GpuKv,
+    recordings: Vec<Recording>,
+}
+
+impl WgpuBackend {
+    /// Opens the default adapter (blocking; native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn new() -> Result<WgpuBackend, WgpuError> {
+        Ok(WgpuBackend::with_gpu(pollster::block_on(Gpu::new())?))
+    }
+
+    pub fn with_gpu(gpu: Gpu) -> WgpuBackend {
+        WgpuBackend {
+            gpu,
+            weights: None,
+            kv: GpuKv::default(),
+            recordings: Vec::new(),
+        }
+    }
+
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    /// Uploads the model's weights (done by the first `compute` otherwise).
+    pub fn upload_weights(&mut self, store: &WeightStore) -> Result<(), WgpuError> {
+        if self.weights.as_ref().map(|w| w.source) != Some(source_of(store)) {
+            self.recordings.clear();
+            self.weights = None;
+            self.weights = Some(GpuWeights::upload(&self.gpu, store)?);
+        }
+        Ok(())
+    }
+
+    /// Bytes of weights on the GPU.
+    pub fn weight_bytes(&self) -> usize {
+        self.weights.as_ref().map_or(0, |w| w.bytes)
+    }
+
+    fn check_batch(&self, graph: &Graph, batch: &Batch) -> Result<(), EngineError> {
+        let n_tokens = batch.tokens.len();
+        if n_tokens != graph.n_tokens || batch.output_rows.len() != graph.n_outputs {
+            return Err(EngineError::InvalidArgument(
+                "batch does not match the graph's shape".into(),
+            ));
+        }
+        if batch.pos0 + n_tokens > self.kv.n_ctx {
+            return Err(EngineError::ContextFull {
+                needed: batch.pos0 + n_tokens,
+                n_ctx: self.kv.n_ctx,
+            });
+        }
+        if let Some(&r) = batch.output_rows.iter().find(|&&r| r >= n_tokens) {
+            return Err(EngineError::InvalidArgument(format!(
+                "output row {r} of a batch of {n_tokens}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The recording for `graph`, made on first use.
+    fn recording(&mut self, graph: &Graph, weights: &WeightStore) -> Result<usize, EngineError> {
+        self.upload_weights(weights)?;
+        let i = match self.recordings.iter().position(|r| r.records(graph)) {
+            Some(i) => i,
+            None => {
+                let gw = self.weights.as_ref().expect("uploaded above");
+                let r = Recording::new(&self.gpu, graph, gw, &self.kv)?;
+                if self.recordings.len() == RECORDINGS {
+                    self.recordings.remove(0);
+                }
+                self.recordings.push(r);
+                self.recordings.len() - 1
+            }
+        };
+        Ok(i)
+    }
+}
+
+/// Token ids past an embedding table would silently give zero rows on the GPU.
+fn check_tokens(graph: &Graph, batch: &Batch, weights: &WeightStore) -> Result<(), EngineError> {
+    for node in &graph.nodes {
+        if let Op::GetRows { table } = node.op {
+            let n_rows = weights.desc(table).n_rows();
+            if let Some(&id) = batch.tokens.iter().find(|&&t| t as usize >= n_rows) {
+                return Err(EngineError::BadToken {
+                    id,
+                    n_vocab: n_rows,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Backend for WgpuBackend {
+    fn name(&self) -> &'static str {
+        "wgpu"
+    }
+
+    fn init_kv(&mut self, layout: &KvLayout) -> Result<(), EngineError> {
+        self.recordings.clear();
+        self.kv = GpuKv::default();
+        self.kv = GpuKv::new(&self.gpu, layout)?;
+        Ok(())
+    }
+
+    fn compute(
+        &mut self,
+        graph: &Graph,
+        batch: &Batch,
+        weights: &WeightStore,
+        out: &mut [f32],
+    ) -> Result<(), EngineError> {
+        self.check_batch(graph, batch)?;
+        check_tokens(graph, batch, weights)?;
+        let i = self.recording(graph, weights)?;
+        self.recordings[i].run(&self.gpu, batch, out)?;
+        Ok(())
+    }
+
+    /// Greedy sampling on the GPU: only the id of each output row's largest logit is read
+    /// back (4 bytes per row instead of the vocabulary).
+    fn compute_greedy(
+        &mut self,
+        graph: &Graph,
+        batch: &Batch,
+        weights: &WeightStore,
+        ids: &mut [u32],
+    ) -> Result<(), EngineError> {
+        self.check_batch(graph, batch)?;
+        check_tokens(graph, batch, weights)?;
+        let i = self.recording(graph, weights)?;
+        self.recordings[i].run_argmax(&self.gpu, batch, ids)?;
+        Ok(())
+    }
+
+    fn kv_truncate(&mut self, _n: usize) {
+        // Slot index == position: later steps overwrite positions n.. before reading them.
+    }
+
+    fn kv_shift(
+        &mut self,
+        n_past: usize,
+        n_keep: usize,
+        n_discard: usize,
+    ) -> Result<(), EngineError> {
+        if n_keep + n_discard > n_past || n_past > self.kv.n_ctx {
+            return Err(EngineError::InvalidArgument(format!(
+                "shift: keep {n_keep} + discard {n_discard} > {n_past} positions"
+            )));
+        }
+        let n_moved = n_past - n_keep - n_discard;
+        if n_moved == 0 || n_discard == 0 {
+            return Ok(());
+        }
+        let gpu = &self.gpu;
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        let mut rec = Recorder::new(gpu);
+        let mut temps = Vec::new();
+        for layer in &self.kv.layers {
+            let (kp, vp) = (layer.k_pairs() as u64 * 4, layer.v_pairs() as u64 * 4);
+            let usage = wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST;
+            let moved_k = gpu.buffer("kv shift K", n_moved as u64 * kp, usage, false)?;
+            let moved_v = gpu.buffer("kv shift V", n_moved as u64 * vp, usage, false)?;
+            let src = (n_keep + n_discard) as u64;
+            encoder.copy_buffer_to_buffer(&layer.k, src * kp, &moved_k, 0, n_moved as u64 * kp);
+            encoder.copy_buffer_to_buffer(&layer.v, src * vp, &moved_v, 0, n_moved as u64 * vp);
+            shift_keys(
+                &mut rec,
+                &moved_k,
+                layer,
+                n_moved,
+                n_keep,
+                -(n_discard as f32),
+            )?;
+            temps.push((moved_k, moved_v, n_keep as u64 * vp, n_moved as u64 * vp));
+        }
+        let dispatches = rec.finish()?;
+        encode(&mut encoder, &dispatches);
+        for (layer, (_, moved_v, at, len)) in self.kv.layers.iter().zip(&temps) {
+            encoder.copy_buffer_to_buffer(moved_v, 0, &layer.v, *at, *len);
+        }
+        gpu.queue.submit([encoder.finish()]);
+        gpu.wait()?;
+        Ok(())
+    }
+}

@@ -1,0 +1,57 @@
+//! The KV cache on the GPU: per layer, K and V buffers of f16 pairs packed in u32
+//! (`[position][kv head][dim]`, slot index == position, like the CPU cache).
+
+use engine::backend::{KvLayerLayout, KvLayout};
+
+use crate::device::Gpu;
+use crate::error::WgpuError;
+
+pub struct LayerKv {
+    pub layout: KvLayerLayout,
+    pub k: wgpu::Buffer,
+    pub v: wgpu::Buffer,
+}
+
+impl LayerKv {
+    /// u32 words per position.
+    pub fn k_pairs(&self) -> usize {
+        self.layout.n_head_kv * self.layout.head_dim_k / 2
+    }
+    pub fn v_pairs(&self) -> usize {
+        self.layout.n_head_kv * self.layout.head_dim_v / 2
+    }
+}
+
+#[derive(Default)]
+pub struct GpuKv {
+    pub n_ctx: usize,
+    pub layers: Vec<LayerKv>,
+}
+
+impl GpuKv {
+    pub fn new(gpu: &Gpu, layout: &KvLayout) -> Result<GpuKv, WgpuError> {
+        let usage = wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::COPY_DST;
+        let mut layers = Vec::with_capacity(layout.layers.len());
+        for (il, l) in layout.layers.iter().enumerate() {
+            if l.head_dim_k % 2 != 0 || l.head_dim_v % 2 != 0 {
+                return Err(WgpuError::Unsupported(format!(
+                    "odd head size {}/{}",
+                    l.head_dim_k, l.head_dim_v
+                )));
+            }
+            let k_bytes = (layout.n_ctx as u64) * (l.n_head_kv * l.head_dim_k * 2) as u64;
+            let v_bytes = (layout.n_ctx as u64) * (l.n_head_kv * l.head_dim_v * 2) as u64;
+            layers.push(LayerKv {
+                layout: *l,
+                k: gpu.buffer(&format!("kv cache K{il}"), k_bytes, usage, false)?,
+                v: gpu.buffer(&format!("kv cache V{il}"), v_bytes, usage, false)?,
+            });
+        }
+        Ok(GpuKv {
+            n_ctx: layout.n_ctx,
+            layers,
+        })
+    }
+}

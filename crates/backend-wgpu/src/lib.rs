@@ -1,0 +1,21 @@
+//! Tessera's WebGPU backend: the engine's graphs on a wgpu device, with WGSL kernels from
+//! `shaders/wgsl/` (one family per file, variants by defines, pipelines compiled on first use).
+//!
+//! Natively it runs on any Vulkan adapter (lavapipe, SwiftShader, real GPUs); in the browser
+//! through wgpu's webgpu backend. Every kernel computes in f32 and needs no optional feature:
+//! the KV cache holds f16 pairs packed with the core `pack2x16float`.
+
+pub mod backend;
+pub mod device;
+pub mod error;
+pub mod kv;
+pub mod ops;
+pub mod pipelines;
+pub mod recorder;
+pub mod recording;
+pub mod shaders;
+pub mod weights;
+
+pub use backend::WgpuBackend;
+pub use device::Gpu;
+pub use error::WgpuError;

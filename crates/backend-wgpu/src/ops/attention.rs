@@ -1,0 +1,97 @@
+//! Attention (`attention.wgsl`) and the KV store before it (`kv.wgsl`).
+
+use engine::graph::AttentionParams;
+
+use crate::error::WgpuError;
+use crate::kv::LayerKv;
+use crate::pipelines::PipelineKey;
+use crate::recorder::{Params, Recorder};
+
+/// Threads per workgroup = keys per tile.
+const WG: usize = 64;
+
+/// Stores the batch's k and v (`[head_dim, n_head_kv, n_tokens]`) at positions pos0 ...
+pub fn store(
+    rec: &mut Recorder,
+    step: &wgpu::Buffer,
+    k: &wgpu::Buffer,
+    v: &wgpu::Buffer,
+    kv: &LayerKv,
+    n_tokens: usize,
+) -> Result<(), WgpuError> {
+    if kv.k_pairs() != kv.v_pairs() {
+        return Err(WgpuError::Unsupported(
+            "K and V of different sizes per position".into(),
+        ));
+    }
+    let key = PipelineKey {
+        family: "kv.wgsl",
+        entry: "store",
+        defines: vec![("STORE", 1)],
+    };
+    let groups = rec.grid((kv.k_pairs() * n_tokens).div_ceil(64), 1)?;
+    rec.dispatch(
+        key,
+        Params::new().u(kv.k_pairs()).u(n_tokens),
+        vec![
+            (1, step.clone()),
+            (2, k.clone()),
+            (3, v.clone()),
+            (4, kv.k.clone()),
+            (5, kv.v.clone()),
+        ],
+        groups,
+    )
+}
+
+/// q `[head_dim, n_head, n_tokens]` → y `[dv * n_head, n_tokens]`.
+pub fn attend(
+    rec: &mut Recorder,
+    step: &wgpu::Buffer,
+    q: &wgpu::Buffer,
+    kv: &LayerKv,
+    y: &wgpu::Buffer,
+    p: &AttentionParams,
+    n_tokens: usize,
+) -> Result<(), WgpuError> {
+    let hd = p.head_dim;
+    let dv = kv.layout.head_dim_v;
+    if hd != kv.layout.head_dim_k || p.n_head_kv != kv.layout.n_head_kv || hd % 2 != 0 {
+        return Err(WgpuError::Unsupported(format!(
+            "attention head {hd} over a cache of {}x{}",
+            kv.layout.n_head_kv, kv.layout.head_dim_k
+        )));
+    }
+    let key = PipelineKey {
+        family: "attention.wgsl",
+        entry: "main",
+        defines: vec![
+            ("WG", WG as u32),
+            ("HD", hd as u32),
+            ("PPT", (dv / 2).div_ceil(WG).max(1) as u32),
+        ],
+    };
+    let params = Params::new()
+        .u(p.n_head)
+        .u(p.n_head / p.n_head_kv)
+        .u(dv)
+        .u(n_tokens)
+        .u(kv.k_pairs())
+        .u(kv.v_pairs())
+        .u(p.window.unwrap_or(0))
+        .f(p.scale)
+        .f(p.softcap.unwrap_or(0.0));
+    let groups = rec.grid(n_tokens * p.n_head, 1)?;
+    rec.dispatch(
+        key,
+        params,
+        vec![
+            (1, step.clone()),
+            (2, q.clone()),
+            (3, kv.k.clone()),
+            (4, kv.v.clone()),
+            (5, y.clone()),
+        ],
+        groups,
+    )
+}

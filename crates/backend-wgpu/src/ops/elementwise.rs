@@ -1,0 +1,53 @@
+//! Element-wise ops (`elementwise.wgsl`).
+
+use crate::error::WgpuError;
+use crate::pipelines::PipelineKey;
+use crate::recorder::{Params, Recorder};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Elementwise {
+    Add,
+    Scale(f32),
+    /// Times a row vector (`b` holds `width` floats).
+    MulRow {
+        width: usize,
+    },
+    SwiGlu,
+    GeGlu,
+    SoftCap(f32),
+}
+
+/// `y = op(a, b)` over `n` floats.
+pub fn record(
+    rec: &mut Recorder,
+    op: Elementwise,
+    a: &wgpu::Buffer,
+    b: Option<&wgpu::Buffer>,
+    y: &wgpu::Buffer,
+    n: usize,
+) -> Result<(), WgpuError> {
+    let (define, s, width) = match op {
+        Elementwise::Add => ("OP_ADD", 0.0, 1),
+        Elementwise::Scale(s) => ("OP_SCALE", s, 1),
+        Elementwise::MulRow { width } => ("OP_MUL_ROW", 0.0, width.max(1)),
+        Elementwise::SwiGlu => ("OP_SWIGLU", 0.0, 1),
+        Elementwise::GeGlu => ("OP_GEGLU", 0.0, 1),
+        Elementwise::SoftCap(cap) => ("OP_SOFTCAP", cap, 1),
+    };
+    let unary = matches!(op, Elementwise::Scale(_) | Elementwise::SoftCap(_));
+    let mut defines = vec![(define, 1)];
+    let mut buffers = vec![(1, a.clone()), (3, y.clone())];
+    if unary {
+        defines.push(("UNARY", 1));
+    } else {
+        let b = b.ok_or_else(|| WgpuError::Unsupported(format!("{op:?} needs two inputs")))?;
+        buffers.push((2, b.clone()));
+    }
+    let key = PipelineKey {
+        family: "elementwise.wgsl",
+        entry: "main",
+        defines,
+    };
+    let groups = rec.grid(n.div_ceil(256), 1)?;
+    rec.dispatch(key, Params::new().u(n).u(width).f(s), buffers, groups)
+}

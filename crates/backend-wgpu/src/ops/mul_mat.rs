@@ -1,0 +1,74 @@
+//! `y = x · wᵀ` straight from the GGUF blocks (`mul_mat.wgsl`), one dispatch per weight part.
+
+use crate::error::WgpuError;
+use crate::ops::u32_of;
+use crate::pipelines::PipelineKey;
+use crate::recorder::{Params, Recorder};
+use crate::weights::{type_define, GpuWeight};
+
+/// Columns per workgroup for batches: each dequantized chunk of weights is reused this often.
+const BATCH_COLUMNS: u32 = 8;
+
+/// `x` is `[k, n]`, `y` is `[w.n_rows, n]`.
+pub fn record(
+    rec: &mut Recorder,
+    w: &GpuWeight,
+    x: &wgpu::Buffer,
+    y: &wgpu::Buffer,
+    n: usize,
+) -> Result<(), WgpuError> {
+    let ty_define = type_define(w.ty).ok_or_else(|| WgpuError::UnsupportedType {
+        name: "matmul weight".into(),
+        ty: w.ty,
+    })?;
+    if w.k % 4 != 0 {
+        // The activations are read as vec4s.
+        return Err(WgpuError::Unsupported(format!(
+            "matmul with rows of {} elements (needs a multiple of 4)",
+            w.k
+        )));
+    }
+    let n_chunks = w.k.div_ceil(32);
+    let row_per_workgroup = !rec.gpu.is_cpu();
+    // Short rows leave most of a wide workgroup idle.
+    let wg = if !row_per_workgroup {
+        64
+    } else if n_chunks <= 32 {
+        32
+    } else {
+        64
+    };
+    let nc = if n == 1 { 1 } else { BATCH_COLUMNS };
+    for part in &w.parts {
+        u32_of("weight part bytes", part.rows * w.row_bytes)?;
+        let mut defines = vec![(ty_define, 1), ("WG", wg), ("NC", nc)];
+        if row_per_workgroup {
+            defines.push(("ROW_PER_WORKGROUP", 1));
+        }
+        let key = PipelineKey {
+            family: "mul_mat.wgsl",
+            entry: "main",
+            defines,
+        };
+        let params = Params::new()
+            .u(w.k)
+            .u(part.rows)
+            .u(part.row0)
+            .u(n)
+            .u(w.row_bytes)
+            .u(w.n_rows);
+        let row_groups = if row_per_workgroup {
+            part.rows
+        } else {
+            part.rows.div_ceil(wg as usize)
+        };
+        let groups = rec.grid(row_groups, n.div_ceil(nc as usize))?;
+        rec.dispatch(
+            key,
+            params,
+            vec![(1, part.buffer.clone()), (2, x.clone()), (3, y.clone())],
+            groups,
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,48 @@
+//! Activation rounding before matmuls (`quantize.wgsl`), the way ggml's CPU backend quantizes
+//! activations for each weight type's vec_dot (so the GPU computes llama.cpp's numbers).
+
+use gguf::GgmlType;
+
+use crate::error::WgpuError;
+use crate::pipelines::PipelineKey;
+use crate::recorder::{Params, Recorder};
+
+/// How activations are rounded for a weight type: the define and the block size.
+pub fn act_rounding(w_ty: GgmlType) -> Option<(&'static str, usize)> {
+    match w_ty {
+        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 | GgmlType::Q4_1 | GgmlType::Q5_1 => {
+            Some(("ACT_Q8_0", 32))
+        }
+        GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K => Some(("ACT_Q8_K", 256)),
+        GgmlType::F16 => Some(("ACT_F16", 4)),
+        _ => None,
+    }
+}
+
+/// `y = round(x)` over `n` floats (`n` a multiple of the block size).
+pub fn record(
+    rec: &mut Recorder,
+    define: &'static str,
+    block: usize,
+    x: &wgpu::Buffer,
+    y: &wgpu::Buffer,
+    n: usize,
+) -> Result<(), WgpuError> {
+    if n % block != 0 {
+        return Err(WgpuError::Unsupported(format!(
+            "{define} over {n} elements (blocks of {block})"
+        )));
+    }
+    let key = PipelineKey {
+        family: "quantize.wgsl",
+        entry: "main",
+        defines: vec![(define, 1)],
+    };
+    let groups = rec.grid((n / block).div_ceil(64), 1)?;
+    rec.dispatch(
+        key,
+        Params::new().u(n),
+        vec![(1, x.clone()), (3, y.clone())],
+        groups,
+    )
+}

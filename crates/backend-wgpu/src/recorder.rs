@@ -1,0 +1,162 @@
+//! Records a graph's dispatches once per graph shape: each dispatch gets its pipeline, its
+//! 64-byte parameter block (all blocks live in one uniform buffer at aligned offsets) and its
+//! bind group. Replaying a recording only re-encodes it; nothing is created per step.
+
+use std::num::NonZeroU64;
+
+use crate::device::Gpu;
+use crate::error::WgpuError;
+use crate::pipelines::PipelineKey;
+
+/// Bytes of one dispatch's parameter block (`struct Params` in every kernel).
+pub const PARAMS_BYTES: u64 = 64;
+
+/// A kernel's parameter block, filled in the order of its WGSL `struct Params`.
+#[derive(Default)]
+pub struct Params {
+    words: Vec<u32>,
+}
+
+impl Params {
+    pub fn new() -> Params {
+        Params::default()
+    }
+    pub fn u(mut self, v: usize) -> Params {
+        self.words.push(v as u32);
+        self
+    }
+    pub fn f(mut self, v: f32) -> Params {
+        self.words.push(v.to_bits());
+        self
+    }
+}
+
+/// One recorded compute dispatch.
+pub struct Dispatch {
+    pub pipeline: wgpu::ComputePipeline,
+    pub bind_group: wgpu::BindGroup,
+    pub groups: [u32; 3],
+}
+
+struct Pending {
+    pipeline: wgpu::ComputePipeline,
+    params_at: u64,
+    buffers: Vec<(u32, wgpu::Buffer)>,
+    groups: [u32; 3],
+}
+
+pub struct Recorder<'a> {
+    pub gpu: &'a Gpu,
+    params: Vec<u8>,
+    stride: u64,
+    pending: Vec<Pending>,
+}
+
+impl<'a> Recorder<'a> {
+    pub fn new(gpu: &'a Gpu) -> Recorder<'a> {
+        let stride = (gpu.limits.min_uniform_buffer_offset_alignment as u64)
+            .max(PARAMS_BYTES)
+            .next_multiple_of(PARAMS_BYTES);
+        Recorder {
+            gpu,
+            params: Vec::new(),
+            stride,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Workgroup counts for `n` workgroups, folded into x and y when x would exceed the
+    /// per-dimension limit (kernels undo it with `linear_group`).
+    pub fn grid(&self, n: usize, z: usize) -> Result<[u32; 3], WgpuError> {
+        let max = self.gpu.limits.max_compute_workgroups_per_dimension as usize;
+        let x = n.clamp(1, max);
+        let y = n.div_ceil(x).max(1);
+        if y > max || z > max {
+            return Err(WgpuError::Unsupported(format!(
+                "a dispatch of {n} x {z} workgroups exceeds the adapter's {max} per dimension"
+            )));
+        }
+        Ok([x as u32, y as u32, z.max(1) as u32])
+    }
+
+    /// Adds a dispatch of `key` with `params` at binding 0 and `buffers` at their bindings.
+    pub fn dispatch(
+        &mut self,
+        key: PipelineKey,
+        params: Params,
+        buffers: Vec<(u32, wgpu::Buffer)>,
+        groups: [u32; 3],
+    ) -> Result<(), WgpuError> {
+        let pipeline = self.gpu.pipeline(key)?;
+        let params_at = self.params.len() as u64;
+        let mut block = params.words;
+        debug_assert!(block.len() * 4 <= PARAMS_BYTES as usize);
+        block.resize(PARAMS_BYTES as usize / 4, 0);
+        self.params.extend_from_slice(bytemuck::cast_slice(&block));
+        self.params.resize((params_at + self.stride) as usize, 0);
+        self.pending.push(Pending {
+            pipeline,
+            params_at,
+            buffers,
+            groups,
+        });
+        Ok(())
+    }
+
+    /// Creates the parameter buffer and the bind groups.
+    pub fn finish(self) -> Result<Vec<Dispatch>, WgpuError> {
+        let gpu = self.gpu;
+        let params = gpu.buffer(
+            "dispatch parameters",
+            self.params.len() as u64,
+            wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            false,
+        )?;
+        gpu.queue.write_buffer(&params, 0, &self.params);
+        let scope = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let mut out = Vec::with_capacity(self.pending.len());
+        for p in self.pending {
+            let mut entries = vec![wgpu::BindGroupEntry {
+                binding: 0,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &params,
+                    offset: p.params_at,
+                    size: NonZeroU64::new(PARAMS_BYTES),
+                }),
+            }];
+            for (binding, buffer) in &p.buffers {
+                entries.push(wgpu::BindGroupEntry {
+                    binding: *binding,
+                    resource: buffer.as_entire_binding(),
+                });
+            }
+            let bind_group = gpu.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: None,
+                layout: &p.pipeline.get_bind_group_layout(0),
+                entries: &entries,
+            });
+            out.push(Dispatch {
+                pipeline: p.pipeline,
+                bind_group,
+                groups: p.groups,
+            });
+        }
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(WgpuError::Validation(e.to_string()));
+        }
+        Ok(out)
+    }
+}
+
+/// Encodes `dispatches` into one compute pass.
+pub fn encode(encoder: &mut wgpu::CommandEncoder, dispatches: &[Dispatch]) {
+    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+        label: Some("graph"),
+        timestamp_writes: None,
+    });
+    for d in dispatches {
+        pass.set_pipeline(&d.pipeline);
+        pass.set_bind_group(0, &d.bind_group, &[]);
+        pass.dispatch_workgroups(d.groups[0], d.groups[1], d.groups[2]);
+    }
+}

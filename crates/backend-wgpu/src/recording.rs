@@ -1,0 +1,256 @@
+//! A graph recorded for the GPU: buffers planned once per graph shape (the CPU backend's
+//! liveness plan, so a forward pass needs a handful of activation buffers), every node's
+//! dispatches recorded, and a staging buffer for the result. A step writes the step buffer
+//! (token ids, positions, output rows), encodes the recording into one command buffer and
+//! submits it once; only the result is read back.
+
+use engine::backend::Batch;
+use engine::cpu::plan::Plan;
+use engine::graph::{Graph, Node, Op};
+
+use crate::device::Gpu;
+use crate::error::WgpuError;
+use crate::kv::GpuKv;
+use crate::ops::elementwise::Elementwise;
+use crate::ops::quantize::act_rounding;
+use crate::ops::{attention, elementwise, mul_mat, norm, quantize, rope, rows, sample};
+use crate::recorder::{encode, Dispatch, Recorder};
+use crate::weights::GpuWeights;
+use gguf::GgmlType;
+
+/// Identifies a graph shape: (n_tokens, n_outputs, node count).
+pub type GraphKey = (usize, usize, usize);
+
+pub fn graph_key(graph: &Graph) -> GraphKey {
+    (graph.n_tokens, graph.n_outputs, graph.nodes.len())
+}
+
+pub struct Recording {
+    pub key: GraphKey,
+    /// The graph recorded (a recording is reused only for an identical graph).
+    nodes: Vec<Node>,
+    step: wgpu::Buffer,
+    dispatches: Vec<Dispatch>,
+    output: wgpu::Buffer,
+    output_floats: usize,
+    staging: wgpu::Buffer,
+    /// Greedy sampling of every output row: the dispatch, the ids and their staging buffer.
+    argmax: Vec<Dispatch>,
+    ids: wgpu::Buffer,
+    ids_staging: wgpu::Buffer,
+    n_outputs: usize,
+    n_tokens: usize,
+}
+
+impl Recording {
+    pub fn new(
+        gpu: &Gpu,
+        graph: &Graph,
+        weights: &GpuWeights,
+        kv: &GpuKv,
+    ) -> Result<Recording, WgpuError> {
+        let plan = Plan::new(graph);
+        let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
+        let mut slots = Vec::with_capacity(plan.slot_len.len());
+        for (i, &len) in plan.slot_len.iter().enumerate() {
+            slots.push(gpu.buffer(
+                &format!("activation slot {i}"),
+                (len * 4) as u64,
+                storage,
+                false,
+            )?);
+        }
+        let (t, n_out) = (graph.n_tokens, graph.n_outputs);
+        let step = gpu.buffer(
+            "step inputs",
+            ((4 + t + n_out) * 4) as u64,
+            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            false,
+        )?;
+        let buf = |id: engine::graph::NodeId| &slots[plan.slot_of[id.0 as usize]];
+        // Rounded activations for matmuls: one scratch buffer, refilled when a matmul needs
+        // another input or rounding (q, k and v share theirs, as do gate and up).
+        let act_len = graph
+            .nodes
+            .iter()
+            .filter_map(|n| match n.op {
+                Op::MulMat { x, .. } => Some(graph.node(x).n_elements()),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        let acts = gpu.buffer("rounded activations", (act_len * 4) as u64, storage, false)?;
+        let mut acts_of: Option<(usize, &'static str)> = None;
+        let mut rec = Recorder::new(gpu);
+        for (i, node) in graph.nodes.iter().enumerate() {
+            let y = &slots[plan.slot_of[i]];
+            let n = node.n_elements();
+            match node.op {
+                Op::Reshape { .. } => {}
+                Op::GetRows { table } => rows::get_rows(&mut rec, weights.get(table), &step, y, t)?,
+                Op::RmsNorm { x, eps } => {
+                    norm::rms_norm(&mut rec, buf(x), y, node.ne[0], n / node.ne[0], eps)?
+                }
+                Op::MulWeight { x, w } => {
+                    let gw = weights.get(w);
+                    if gw.ty != GgmlType::F32 || gw.parts.len() != 1 {
+                        return Err(WgpuError::UnsupportedType {
+                            name: "norm weight".into(),
+                            ty: gw.ty,
+                        });
+                    }
+                    let op = Elementwise::MulRow { width: node.ne[0] };
+                    elementwise::record(&mut rec, op, buf(x), Some(&gw.parts[0].buffer), y, n)?
+                }
+                Op::Add { a, b } => {
+                    elementwise::record(&mut rec, Elementwise::Add, buf(a), Some(buf(b)), y, n)?
+                }
+                Op::Scale { x, s } => {
+                    elementwise::record(&mut rec, Elementwise::Scale(s), buf(x), None, y, n)?
+                }
+                Op::MulMat { w, x } => {
+                    let gw = weights.get(w);
+                    let mut input = buf(x);
+                    if let Some((define, block)) = act_rounding(gw.ty) {
+                        // x stays unchanged while it is live, so its rounding is reused by
+                        // every matmul on it until another input or format needs the scratch.
+                        if acts_of != Some((x.0 as usize, define)) {
+                            let n_x = graph.node(x).n_elements();
+                            quantize::record(&mut rec, define, block, buf(x), &acts, n_x)?;
+                            acts_of = Some((x.0 as usize, define));
+                        }
+                        input = &acts;
+                    }
+                    mul_mat::record(&mut rec, gw, input, y, node.ne[1])?
+                }
+                Op::Rope { x, params } => rope::record(
+                    &mut rec,
+                    &step,
+                    buf(x),
+                    y,
+                    node.ne[0],
+                    node.ne[1],
+                    node.ne[2],
+                    &params,
+                )?,
+                Op::Attention { q, k, v, params } => {
+                    let layer = kv.layers.get(params.layer).ok_or_else(|| {
+                        WgpuError::Unsupported(format!("no KV cache for layer {}", params.layer))
+                    })?;
+                    attention::store(&mut rec, &step, buf(k), buf(v), layer, t)?;
+                    attention::attend(&mut rec, &step, buf(q), layer, y, &params, t)?;
+                }
+                Op::SwiGlu { gate, up } => elementwise::record(
+                    &mut rec,
+                    Elementwise::SwiGlu,
+                    buf(gate),
+                    Some(buf(up)),
+                    y,
+                    n,
+                )?,
+                Op::GeGlu { gate, up } => elementwise::record(
+                    &mut rec,
+                    Elementwise::GeGlu,
+                    buf(gate),
+                    Some(buf(up)),
+                    y,
+                    n,
+                )?,
+                Op::SoftCap { x, cap } => {
+                    elementwise::record(&mut rec, Elementwise::SoftCap(cap), buf(x), None, y, n)?
+                }
+                Op::OutputRows { x } => {
+                    rows::output_rows(&mut rec, &step, buf(x), y, node.ne[0], t, n_out)?
+                }
+            }
+        }
+        let dispatches = rec.finish()?;
+
+        let out_node = graph.node(graph.output);
+        let output = slots[plan.slot_of[graph.output.0 as usize]].clone();
+        let output_floats = out_node.n_elements();
+        let read = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
+        let staging = gpu.buffer("result staging", (output_floats * 4) as u64, read, false)?;
+        let ids = gpu.buffer(
+            "sampled ids",
+            (n_out.max(1) * 4) as u64,
+            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            false,
+        )?;
+        let ids_staging = gpu.buffer(
+            "sampled ids staging",
+            (n_out.max(1) * 4) as u64,
+            read,
+            false,
+        )?;
+        let mut rec = Recorder::new(gpu);
+        let width = out_node.ne[0];
+        sample::argmax(&mut rec, &output, &ids, width, output_floats / width.max(1))?;
+        let argmax = rec.finish()?;
+        Ok(Recording {
+            key: graph_key(graph),
+            nodes: graph.nodes.clone(),
+            step,
+            dispatches,
+            output,
+            output_floats,
+            staging,
+            argmax,
+            ids,
+            ids_staging,
+            n_outputs: n_out,
+            n_tokens: t,
+        })
+    }
+
+    pub fn records(&self, graph: &Graph) -> bool {
+        self.key == graph_key(graph) && self.nodes == graph.nodes
+    }
+
+    fn write_step(&self, gpu: &Gpu, batch: &Batch) -> Result<(), WgpuError> {
+        if batch.tokens.len() != self.n_tokens || batch.output_rows.len() != self.n_outputs {
+            return Err(WgpuError::Unsupported(
+                "batch does not match the recording".into(),
+            ));
+        }
+        let mut words = Vec::with_capacity(4 + self.n_tokens + self.n_outputs);
+        words.extend_from_slice(&[
+            batch.pos0 as u32,
+            self.n_tokens as u32,
+            self.n_outputs as u32,
+            0,
+        ]);
+        words.extend_from_slice(batch.tokens);
+        words.extend(batch.output_rows.iter().map(|&r| r as u32));
+        gpu.queue
+            .write_buffer(&self.step, 0, bytemuck::cast_slice(&words));
+        Ok(())
+    }
+
+    /// Runs one step and reads the output (`n_outputs` rows) into `out`.
+    pub fn run(&self, gpu: &Gpu, batch: &Batch, out: &mut [f32]) -> Result<(), WgpuError> {
+        self.write_step(gpu, batch)?;
+        let n = out.len().min(self.output_floats);
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        encode(&mut encoder, &self.dispatches);
+        if n > 0 {
+            encoder.copy_buffer_to_buffer(&self.output, 0, &self.staging, 0, (n * 4) as u64);
+        }
+        gpu.queue.submit([encoder.finish()]);
+        gpu.read_back(&self.staging, &mut out[..n])
+    }
+
+    /// Runs one step and reads back only the greedy token id of each output row.
+    pub fn run_argmax(&self, gpu: &Gpu, batch: &Batch, ids: &mut [u32]) -> Result<(), WgpuError> {
+        self.write_step(gpu, batch)?;
+        let n = ids.len().min(self.n_outputs);
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        encode(&mut encoder, &self.dispatches);
+        encode(&mut encoder, &self.argmax);
+        if n > 0 {
+            encoder.copy_buffer_to_buffer(&self.ids, 0, &self.ids_staging, 0, (n * 4) as u64);
+        }
+        gpu.queue.submit([encoder.finish()]);
+        gpu.read_back(&self.ids_staging, &mut ids[..n])
+    }
+}

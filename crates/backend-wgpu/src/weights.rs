@@ -1,0 +1,158 @@
+//! Weights on the GPU: each tensor's bytes go from the GGUF source (mmap natively) straight
+//! into buffers mapped at creation, one tensor at a time, so the model never exists twice in
+//! host memory. A tensor larger than the adapter's largest storage binding is split by rows
+//! into several buffers (bindings), each holding whole rows.
+
+use engine::weights::{WeightId, WeightStore};
+use gguf::GgmlType;
+
+use crate::device::Gpu;
+use crate::error::WgpuError;
+
+/// The types the kernels read (`dequant.inc.wgsl`).
+pub fn is_gpu_type(ty: GgmlType) -> bool {
+    matches!(
+        ty,
+        GgmlType::F32
+            | GgmlType::F16
+            | GgmlType::Q4_0
+            | GgmlType::Q4_1
+            | GgmlType::Q5_0
+            | GgmlType::Q5_1
+            | GgmlType::Q8_0
+            | GgmlType::Q4_K
+            | GgmlType::Q5_K
+            | GgmlType::Q6_K
+    )
+}
+
+/// The define that selects a type's dequantizer.
+pub fn type_define(ty: GgmlType) -> Option<&'static str> {
+    Some(match ty {
+        GgmlType::F32 => "W_F32",
+        GgmlType::F16 => "W_F16",
+        GgmlType::Q4_0 => "W_Q4_0",
+        GgmlType::Q4_1 => "W_Q4_1",
+        GgmlType::Q5_0 => "W_Q5_0",
+        GgmlType::Q5_1 => "W_Q5_1",
+        GgmlType::Q8_0 => "W_Q8_0",
+        GgmlType::Q4_K => "W_Q4_K",
+        GgmlType::Q5_K => "W_Q5_K",
+        GgmlType::Q6_K => "W_Q6_K",
+        _ => return None,
+    })
+}
+
+/// Rows `row0 .. row0 + rows` of a weight in one buffer.
+pub struct WeightPart {
+    pub buffer: wgpu::Buffer,
+    pub row0: usize,
+    pub rows: usize,
+}
+
+/// A 2-D weight (rows of `k` elements) on the GPU.
+pub struct GpuWeight {
+    pub ty: GgmlType,
+    pub k: usize,
+    pub n_rows: usize,
+    pub row_bytes: usize,
+    pub parts: Vec<WeightPart>,
+}
+
+impl GpuWeight {
+    /// Uploads `bytes` (`n_rows` rows of `row_bytes`), split so each part fits one binding.
+    pub fn upload(
+        gpu: &Gpu,
+        name: &str,
+        ty: GgmlType,
+        k: usize,
+        n_rows: usize,
+        bytes: &[u8],
+    ) -> Result<GpuWeight, WgpuError> {
+        if !is_gpu_type(ty) {
+            return Err(WgpuError::UnsupportedType {
+                name: name.to_string(),
+                ty,
+            });
+        }
+        let row_bytes = bytes.len() / n_rows.max(1);
+        let limit = gpu.max_weight_binding();
+        let max_rows = (limit as usize / row_bytes.max(1)).max(1);
+        if row_bytes as u64 > limit {
+            return Err(WgpuError::BindingTooLarge {
+                what: format!("one row of {name}"),
+                bytes: row_bytes as u64,
+                limit,
+            });
+        }
+        let mut parts = Vec::new();
+        let mut row0 = 0;
+        while row0 < n_rows {
+            let rows = max_rows.min(n_rows - row0);
+            let src = &bytes[row0 * row_bytes..(row0 + rows) * row_bytes];
+            let buffer = gpu.buffer(
+                name,
+                src.len() as u64,
+                wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                true,
+            )?;
+            {
+                let mut view = buffer
+                    .get_mapped_range_mut(..)
+                    .map_err(|e| WgpuError::Validation(format!("{name}: {e}")))?;
+                view.slice(..src.len()).copy_from_slice(src);
+            }
+            buffer.unmap();
+            parts.push(WeightPart { buffer, row0, rows });
+            row0 += rows;
+        }
+        Ok(GpuWeight {
+            ty,
+            k,
+            n_rows,
+            row_bytes,
+            parts,
+        })
+    }
+}
+
+/// Every weight of a model, indexed like its [`WeightStore`].
+pub struct GpuWeights {
+    /// Identifies the store the weights came from (its address and size).
+    pub source: (usize, usize),
+    pub weights: Vec<GpuWeight>,
+    pub bytes: usize,
+}
+
+impl GpuWeights {
+    pub fn upload(gpu: &Gpu, store: &WeightStore) -> Result<GpuWeights, WgpuError> {
+        let mut weights = Vec::with_capacity(store.len());
+        for i in 0..store.len() {
+            let id = WeightId(i as u32);
+            let d = store.desc(id);
+            weights.push(GpuWeight::upload(
+                gpu,
+                &store.get(id).name,
+                d.ty,
+                d.ne[0],
+                d.n_rows(),
+                store.bytes(id),
+            )?);
+        }
+        gpu.check()?;
+        Ok(GpuWeights {
+            source: source_of(store),
+            weights,
+            bytes: store.total_bytes(),
+        })
+    }
+
+    pub fn get(&self, id: WeightId) -> &GpuWeight {
+        &self.weights[id.0 as usize]
+    }
+}
+
+/// What identifies a weight store (to notice a backend being handed another model).
+pub fn source_of(store: &WeightStore) -> (usize, usize) {
+    (store as *const WeightStore as usize, store.len())
+}

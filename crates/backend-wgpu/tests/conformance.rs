@@ -1,0 +1,559 @@
+//! Conformance suite in the style of llama.cpp's test-backend-ops: every op of the llama and
+//! gemma3 graphs, for every weight type and several shapes, run on the WebGPU backend and on
+//! the CPU backend and compared by normalized mean squared error with a limit per op; index
+//! outputs (argmax) must match. Matmuls round activations like ggml (Q8_0 / Q8_K / f16) on
+//! both; the GPU's Q8_1 differs only in the f16 rounding of ggml's per-block sum term
+//! (NMSE ~2e-7), hence the quantized-matmul limit of 1e-6.
+//!
+//! Inputs come from a synthetic GGUF file: f32 tables looked up with GetRows (the graphs'
+//! only source op) and weights of each type quantized with the `quant` crate.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use backend_wgpu::{Gpu, WgpuBackend};
+use engine::backend::{Backend, Batch, KvLayerLayout, KvLayout};
+use engine::cpu::CpuBackend;
+use engine::graph::{AttentionParams, Graph, GraphBuilder, NodeId, RopeMode, RopeParams};
+use engine::weights::{WeightId, WeightStore};
+use engine::{EngineError, SequentialPool};
+use gguf::{GgmlType, GgufFile, GgufWriter};
+
+const WEIGHT_TYPES: [GgmlType; 10] = [
+    GgmlType::F32,
+    GgmlType::F16,
+    GgmlType::Q4_0,
+    GgmlType::Q4_1,
+    GgmlType::Q5_0,
+    GgmlType::Q5_1,
+    GgmlType::Q8_0,
+    GgmlType::Q4_K,
+    GgmlType::Q5_K,
+    GgmlType::Q6_K,
+];
+
+/// NMSE limit of quantized matmuls (see the module docs).
+const MUL_MAT_LIMIT: f64 = 1e-6;
+
+/// Rows of every f32 input table (token ids index them).
+const TABLE_ROWS: usize = 64;
+
+fn values(n: usize, seed: u64, scale: f32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
+        })
+        .collect()
+}
+
+fn encode(ty: GgmlType, k: usize, data: &[f32]) -> Vec<u8> {
+    match ty {
+        GgmlType::F32 => bytemuck::cast_slice(data).to_vec(),
+        GgmlType::F16 => data
+            .iter()
+            .flat_map(|&v| half::f16::from_f32(v).to_le_bytes())
+            .collect(),
+        _ => {
+            let rb = quant::row_bytes(ty, k).unwrap();
+            let mut out = vec![0u8; rb * data.len() / k];
+            for (src, dst) in data.chunks(k).zip(out.chunks_mut(rb)) {
+                quant::quantize_row_ref(ty, src, dst).unwrap();
+            }
+            out
+        }
+    }
+}
+
+/// The synthetic model file: `inp{k}` / `inp{k}b` f32 tables, `w.{ty}.{k}` weights of 72
+/// rows, `emb.{ty}` tables of 40 rows of 256, `norm{k}` f32 vectors.
+fn file() -> Arc<GgufFile> {
+    static FILE: OnceLock<Arc<GgufFile>> = OnceLock::new();
+    FILE.get_or_init(|| {
+        let mut w = GgufWriter::new();
+        let mut seed = 1;
+        let mut add =
+            |w: &mut GgufWriter, name: String, ty: GgmlType, k: usize, rows: usize, scale: f32| {
+                seed += 1;
+                let data = values(k * rows, seed, scale);
+                let dims: Vec<u64> = if rows == 1 {
+                    vec![k as u64]
+                } else {
+                    vec![k as u64, rows as u64]
+                };
+                w.add_tensor(name, &dims, ty, encode(ty, k, &data)).unwrap();
+            };
+        for k in [40, 64, 128, 256, 512, 576] {
+            add(&mut w, format!("inp{k}"), GgmlType::F32, k, TABLE_ROWS, 3.0);
+            add(
+                &mut w,
+                format!("inp{k}b"),
+                GgmlType::F32,
+                k,
+                TABLE_ROWS,
+                3.0,
+            );
+            add(&mut w, format!("norm{k}"), GgmlType::F32, k, 1, 1.5);
+        }
+        for ty in WEIGHT_TYPES {
+            add(&mut w, format!("w.{ty:?}.256"), ty, 256, 72, 1.0);
+            add(&mut w, format!("emb.{ty:?}"), ty, 256, 40, 1.0);
+        }
+        add(&mut w, "w.F32.40".into(), GgmlType::F32, 40, 72, 1.0);
+        add(&mut w, "w.F16.40".into(), GgmlType::F16, 40, 72, 1.0);
+        Arc::new(GgufFile::from_bytes(w.to_bytes()).unwrap())
+    })
+    .clone()
+}
+
+fn gpu() -> Gpu {
+    static GPU: OnceLock<Gpu> = OnceLock::new();
+    GPU.get_or_init(|| {
+        let gpu = pollster::block_on(Gpu::new()).expect("a WebGPU adapter (lavapipe in CI)");
+        eprintln!("adapter: {}", gpu.describe());
+        gpu
+    })
+    .clone()
+}
+
+/// One step of a case: tokens, first position, rows whose outputs are kept.
+struct Step {
+    tokens: Vec<u32>,
+    pos0: usize,
+    outputs: Vec<usize>,
+}
+
+fn step(tokens: &[u32], pos0: usize) -> Step {
+    Step {
+        tokens: tokens.to_vec(),
+        pos0,
+        outputs: (0..tokens.len()).collect(),
+    }
+}
+
+type Build = dyn Fn(&mut GraphBuilder, &HashMap<String, WeightId>) -> Result<NodeId, EngineError>;
+
+fn nmse(got: &[f32], want: &[f32]) -> f64 {
+    let (mut err, mut norm) = (0.0f64, 0.0f64);
+    for (&g, &w) in got.iter().zip(want) {
+        err += (g as f64 - w as f64).powi(2);
+        norm += (w as f64).powi(2);
+    }
+    if norm == 0.0 {
+        err
+    } else {
+        err / norm
+    }
+}
+
+struct Case<'a> {
+    name: String,
+    weights: Vec<(String, Vec<usize>)>,
+    kv: Option<KvLayout>,
+    steps: Vec<Step>,
+    /// Between steps: (after step i, keep, discard) context shifts.
+    shift: Option<(usize, usize, usize)>,
+    limit: f64,
+    build: &'a Build,
+    weight_binding_cap: Option<u64>,
+    /// Compare with the CPU's float reference matmul (f32 activations) instead of its
+    /// quantized-activation path.
+    float_reference: bool,
+}
+
+fn graph(store: &WeightStore, ids: &HashMap<String, WeightId>, st: &Step, build: &Build) -> Graph {
+    let mut b = GraphBuilder::new(store, st.tokens.len(), st.outputs.len());
+    let out = build(&mut b, ids).expect("graph");
+    b.finish(out)
+}
+
+/// Runs a case on both backends; returns the worst NMSE over its steps.
+fn run(case: &Case) -> f64 {
+    let mut store = WeightStore::new(file());
+    let mut ids = HashMap::new();
+    for (name, ne) in &case.weights {
+        ids.insert(name.clone(), store.require(name, ne).expect(name));
+    }
+    let mut cpu = CpuBackend::new(Arc::new(SequentialPool));
+    cpu.set_reference_matmul(case.float_reference);
+    let mut g = gpu();
+    g.set_weight_binding_cap(case.weight_binding_cap);
+    let mut wgpu = WgpuBackend::with_gpu(g);
+    let kv = case.kv.clone().unwrap_or(KvLayout {
+        n_ctx: 512,
+        layers: vec![],
+    });
+    cpu.init_kv(&kv).unwrap();
+    wgpu.init_kv(&kv).unwrap();
+    let mut worst = 0.0f64;
+    for (i, st) in case.steps.iter().enumerate() {
+        let graph = graph(&store, &ids, st, case.build);
+        let n = graph.node(graph.output).n_elements();
+        let batch = Batch {
+            tokens: &st.tokens,
+            pos0: st.pos0,
+            output_rows: &st.outputs,
+        };
+        let (mut want, mut got) = (vec![0.0f32; n], vec![f32::NAN; n]);
+        cpu.compute(&graph, &batch, &store, &mut want).unwrap();
+        wgpu.compute(&graph, &batch, &store, &mut got)
+            .unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        assert!(
+            got.iter().all(|v| v.is_finite()),
+            "{}: non-finite output",
+            case.name
+        );
+        worst = worst.max(nmse(&got, &want));
+        let n_past = st.pos0 + st.tokens.len();
+        if let Some((after, keep, discard)) = case.shift {
+            if after == i {
+                cpu.kv_shift(n_past, keep, discard).unwrap();
+                wgpu.kv_shift(n_past, keep, discard).unwrap();
+            }
+        }
+    }
+    eprintln!(
+        "{:<48} nmse {worst:.3e} (limit {:.0e})",
+        case.name, case.limit
+    );
+    worst
+}
+
+fn check(case: Case) {
+    let e = run(&case);
+    assert!(
+        e <= case.limit,
+        "{}: NMSE {e:.3e} > {:.1e}",
+        case.name,
+        case.limit
+    );
+}
+
+fn simple(
+    name: String,
+    weights: Vec<(String, Vec<usize>)>,
+    steps: Vec<Step>,
+    limit: f64,
+    build: &Build,
+) {
+    check(Case {
+        name,
+        weights,
+        kv: None,
+        steps,
+        shift: None,
+        limit,
+        build,
+        weight_binding_cap: None,
+        float_reference: false,
+    });
+}
+
+fn w(name: &str, ne: &[usize]) -> (String, Vec<usize>) {
+    (name.to_string(), ne.to_vec())
+}
+
+#[test]
+fn get_rows_every_type() {
+    for ty in WEIGHT_TYPES {
+        let name = format!("emb.{ty:?}");
+        let build = move |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
+            Ok(b.get_rows(ids[&format!("emb.{ty:?}")]))
+        };
+        simple(
+            format!("get_rows {ty:?}"),
+            vec![w(&name, &[256, 40])],
+            vec![step(&[3, 39, 0, 17, 3], 0)],
+            1e-12,
+            &build,
+        );
+    }
+}
+
+#[test]
+fn mul_mat_every_type_and_batch_size() {
+    for ty in WEIGHT_TYPES {
+        for n in [1usize, 5, 17] {
+            let wn = format!("w.{ty:?}.256");
+            let build = move |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
+                let x = b.get_rows(ids["inp256"]);
+                b.mul_mat(ids[&format!("w.{ty:?}.256")], x)
+            };
+            let tokens: Vec<u32> = (0..n as u32)
+                .map(|i| (i * 7 + 3) % TABLE_ROWS as u32)
+                .collect();
+            simple(
+                format!("mul_mat {ty:?} k256 m72 n{n}"),
+                vec![w("inp256", &[256, TABLE_ROWS]), w(&wn, &[256, 72])],
+                vec![step(&tokens, 0)],
+                MUL_MAT_LIMIT,
+                &build,
+            );
+        }
+    }
+    // Rows that are not a whole number of 32-element chunks (float types only).
+    for ty in [GgmlType::F32, GgmlType::F16] {
+        let wn = format!("w.{ty:?}.40");
+        let build = move |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
+            let x = b.get_rows(ids["inp40"]);
+            b.mul_mat(ids[&format!("w.{ty:?}.40")], x)
+        };
+        simple(
+            format!("mul_mat {ty:?} k40 m72 n3"),
+            vec![w("inp40", &[40, TABLE_ROWS]), w(&wn, &[40, 72])],
+            vec![step(&[1, 2, 3], 0)],
+            1e-10,
+            &build,
+        );
+    }
+}
+
+#[test]
+fn weights_split_across_bindings() {
+    // A 4 KiB cap splits the 72-row weights and 40-row tables into many bindings.
+    for ty in [GgmlType::Q4_1, GgmlType::Q6_K, GgmlType::F32] {
+        let wn = format!("w.{ty:?}.256");
+        let en = format!("emb.{ty:?}");
+        let build = move |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
+            let x = b.get_rows(ids[&format!("emb.{ty:?}")]);
+            b.mul_mat(ids[&format!("w.{ty:?}.256")], x)
+        };
+        check(Case {
+            name: format!("split bindings {ty:?}"),
+            weights: vec![w(&en, &[256, 40]), w(&wn, &[256, 72])],
+            kv: None,
+            steps: vec![step(&[0, 39, 20, 7], 0)],
+            shift: None,
+            limit: MUL_MAT_LIMIT,
+            build: &build,
+            weight_binding_cap: Some(4096),
+            float_reference: false,
+        });
+    }
+}
+
+#[test]
+fn norm_and_elementwise_ops() {
+    for k in [64usize, 576] {
+        let inp = format!("inp{k}");
+        let inpb = format!("inp{k}b");
+        let norm = format!("norm{k}");
+        let weights = vec![
+            w(&inp, &[k, TABLE_ROWS]),
+            w(&inpb, &[k, TABLE_ROWS]),
+            w(&norm, &[k]),
+        ];
+        let steps = || vec![step(&[5, 9, 63, 0], 0)];
+        type Op2 = fn(&mut GraphBuilder, NodeId, NodeId, WeightId) -> Result<NodeId, EngineError>;
+        let ops: [(&str, f64, Op2); 7] = [
+            ("rms_norm*w", 1e-10, |b, a, _, n| {
+                b.rms_norm_weighted(a, n, 1e-6)
+            }),
+            ("add", 1e-12, |b, a, c, _| b.add(a, c)),
+            ("scale", 1e-12, |b, a, _, _| Ok(b.scale(a, 0.37))),
+            ("swiglu", 1e-10, |b, a, c, _| b.swiglu(a, c)),
+            ("geglu", 1e-6, |b, a, c, _| b.geglu(a, c)),
+            ("softcap", 1e-10, |b, a, _, _| Ok(b.softcap(a, 2.5))),
+            ("output_rows", 0.0, |b, a, _, _| Ok(b.output_rows(a))),
+        ];
+        for (name, limit, op) in ops {
+            let (i1, i2, nn) = (inp.clone(), inpb.clone(), norm.clone());
+            let build = move |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
+                let a = b.get_rows(ids[&i1]);
+                let c = b.get_rows(ids[&i2]);
+                op(b, a, c, ids[&nn])
+            };
+            let mut st = steps();
+            if name == "output_rows" {
+                st[0].outputs = vec![1, 3];
+            }
+            simple(format!("{name} k{k}"), weights.clone(), st, limit, &build);
+        }
+    }
+}
+
+#[test]
+fn rope_modes_and_partial_dims() {
+    for mode in [RopeMode::Normal, RopeMode::Neox] {
+        for n_dims in [64usize, 32] {
+            let p = RopeParams {
+                n_dims,
+                mode,
+                freq_base: 10000.0,
+                freq_scale: 1.0,
+            };
+            let build = move |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
+                let x = b.get_rows(ids["inp256"]);
+                let x = b.reshape(x, [64, 4, b.n_tokens, 1])?;
+                b.rope(x, p)
+            };
+            simple(
+                format!("rope {mode:?} n_dims {n_dims}"),
+                vec![w("inp256", &[256, TABLE_ROWS])],
+                vec![step(&[1, 2, 3], 0), step(&[4, 5], 300)],
+                // cos/sin precision differs between adapters (SwiftShader: ~1e-8).
+                1e-7,
+                &build,
+            );
+        }
+    }
+}
+
+/// Attention over several steps (a prefill longer than one key tile, a decode step, a small
+/// batch), with rope on q and k as the models do.
+fn attention_case(
+    hd: usize,
+    n_head: usize,
+    n_kv: usize,
+    window: Option<usize>,
+    softcap: Option<f32>,
+    shift: Option<(usize, usize, usize)>,
+) {
+    let rope = RopeParams {
+        n_dims: hd,
+        mode: RopeMode::Neox,
+        freq_base: 10000.0,
+        freq_scale: 1.0,
+    };
+    let params = AttentionParams {
+        layer: 0,
+        n_head,
+        n_head_kv: n_kv,
+        head_dim: hd,
+        scale: 1.0 / (hd as f32).sqrt(),
+        window,
+        softcap,
+    };
+    let (qn, kn, vn) = (
+        format!("inp{}", hd * n_head),
+        format!("inp{}", hd * n_kv),
+        format!("inp{}b", hd * n_kv),
+    );
+    let (q2, k2, v2) = (qn.clone(), kn.clone(), vn.clone());
+    let build = move |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
+        let t = b.n_tokens;
+        let q = b.get_rows(ids[&q2]);
+        let q = b.reshape(q, [hd, n_head, t, 1])?;
+        let q = b.rope(q, rope)?;
+        let k = b.get_rows(ids[&k2]);
+        let k = b.reshape(k, [hd, n_kv, t, 1])?;
+        let k = b.rope(k, rope)?;
+        let v = b.get_rows(ids[&v2]);
+        let v = b.reshape(v, [hd, n_kv, t, 1])?;
+        b.attention(q, k, v, params)
+    };
+    let kv = KvLayout {
+        n_ctx: 96,
+        layers: vec![KvLayerLayout {
+            n_head_kv: n_kv,
+            head_dim_k: hd,
+            head_dim_v: hd,
+            rope,
+        }],
+    };
+    let prefill: Vec<u32> = (0..70u32)
+        .map(|i| (i * 13 + 5) % TABLE_ROWS as u32)
+        .collect();
+    let steps = match shift {
+        None => vec![step(&prefill, 0), step(&[11], 70), step(&[3, 8, 60], 71)],
+        // The shift comes after the 40-token prefill.
+        Some((_, _, discard)) => vec![
+            step(&prefill[..40], 0),
+            step(&[11, 12], 40 - discard),
+            step(&[9], 42 - discard),
+        ],
+    };
+    let mut weights = vec![
+        w(&qn, &[hd * n_head, TABLE_ROWS]),
+        w(&kn, &[hd * n_kv, TABLE_ROWS]),
+    ];
+    weights.push(w(&vn, &[hd * n_kv, TABLE_ROWS]));
+    weights.dedup();
+    check(Case {
+        name: format!("attention hd{hd} h{n_head}/{n_kv} window {window:?} softcap {softcap:?} shift {shift:?}"),
+        weights,
+        kv: Some(kv),
+        steps,
+        shift,
+        limit: 1e-5,
+        build: &build,
+        weight_binding_cap: None,
+        float_reference: false,
+    });
+}
+
+#[test]
+fn attention_gqa() {
+    attention_case(64, 4, 2, None, None, None);
+    attention_case(64, 2, 2, None, None, None);
+}
+
+#[test]
+fn attention_sliding_window_and_softcap() {
+    attention_case(64, 4, 1, Some(5), None, None);
+    attention_case(64, 4, 1, Some(100), Some(4.0), None);
+}
+
+#[test]
+fn attention_head_dim_256() {
+    attention_case(256, 2, 1, None, None, None);
+}
+
+#[test]
+fn attention_after_context_shift() {
+    // After the 40-token prefill: keep 4, discard 10, then continue at position 30.
+    attention_case(64, 4, 2, None, None, Some((0, 4, 10)));
+}
+
+#[test]
+fn argmax_on_the_gpu_matches_the_logits() {
+    let build = |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
+        let x = b.get_rows(ids["inp256"]);
+        let y = b.mul_mat(ids["w.Q4_K.256"], x)?;
+        Ok(b.output_rows(y))
+    };
+    let mut store = WeightStore::new(file());
+    let mut ids = HashMap::new();
+    for (name, ne) in [w("inp256", &[256, TABLE_ROWS]), w("w.Q4_K.256", &[256, 72])] {
+        ids.insert(name.clone(), store.require(&name, &ne).unwrap());
+    }
+    let mut gpu_backend = WgpuBackend::with_gpu(gpu());
+    let mut cpu = CpuBackend::new(Arc::new(SequentialPool));
+    cpu.set_reference_matmul(true);
+    let kv = KvLayout {
+        n_ctx: 64,
+        layers: vec![],
+    };
+    gpu_backend.init_kv(&kv).unwrap();
+    cpu.init_kv(&kv).unwrap();
+    for tokens in [vec![4u32], vec![1, 2, 3, 60, 61]] {
+        let st = step(&tokens, 0);
+        let g = graph(&store, &ids, &st, &build);
+        let batch = Batch {
+            tokens: &st.tokens,
+            pos0: 0,
+            output_rows: &st.outputs,
+        };
+        let mut logits = vec![0.0; 72 * tokens.len()];
+        let mut want = vec![0.0; 72 * tokens.len()];
+        gpu_backend
+            .compute(&g, &batch, &store, &mut logits)
+            .unwrap();
+        cpu.compute(&g, &batch, &store, &mut want).unwrap();
+        let mut got = vec![u32::MAX; tokens.len()];
+        gpu_backend
+            .compute_greedy(&g, &batch, &store, &mut got)
+            .unwrap();
+        for r in 0..tokens.len() {
+            let row = &logits[r * 72..(r + 1) * 72];
+            let best = (0..72).fold(0, |b, i| if row[i] > row[b] { i } else { b });
+            assert_eq!(got[r] as usize, best, "row {r}");
+            let cpu_row = &want[r * 72..(r + 1) * 72];
+            let cpu_best = (0..72).fold(0, |b, i| if cpu_row[i] > cpu_row[b] { i } else { b });
+            assert_eq!(got[r] as usize, cpu_best, "row {r} vs CPU");
+        }
+    }
+}

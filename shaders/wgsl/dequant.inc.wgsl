@@ -1,0 +1,165 @@
+// dequant32(row_off, c, out): elements c*32 .. c*32+31 of the weight row starting at byte
+// `row_off`, as 8 vec4s, in ggml's block layouts (ggml's dequantize_row_* arithmetic: scale
+// times integer, plus or minus the min). Exactly one W_<TYPE> define selects the format.
+// Every format has 32-element (sub-)blocks, so a chunk never straddles two blocks; quantized
+// bytes are read a word at a time. Needs bytes.inc.wgsl and a `P.k` (row length).
+
+#ifdef W_F32
+fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
+    for (var t = 0u; t < 8u; t++) {
+        let i = c * 32u + 4u * t;
+        let b = (row_off >> 2u) + i;
+        if (i < P.k) {
+            (*o)[t] = vec4<f32>(bitcast<f32>(w[b]), bitcast<f32>(w[b + 1u]),
+                                bitcast<f32>(w[b + 2u]), bitcast<f32>(w[b + 3u]));
+        } else {
+            (*o)[t] = vec4<f32>(0.0);
+        }
+    }
+}
+#endif
+
+#ifdef W_F16
+fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
+    for (var t = 0u; t < 8u; t++) {
+        let i = c * 32u + 4u * t;
+        if (i < P.k) {
+            let off = row_off + 2u * i;
+            (*o)[t] = vec4<f32>(unpack2x16float(load_u32_even(off)),
+                                unpack2x16float(load_u32_even(off + 4u)));
+        } else {
+            (*o)[t] = vec4<f32>(0.0);
+        }
+    }
+}
+#endif
+
+#ifdef W_Q4_0
+fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
+    let base = row_off + c * 18u;
+    let d = load_f16(base);
+    for (var t = 0u; t < 4u; t++) {
+        let q = load_u32_even(base + 2u + 4u * t);
+        (*o)[t] = (nibbles_lo(q) - 8.0) * d;
+        (*o)[t + 4u] = (nibbles_hi(q) - 8.0) * d;
+    }
+}
+#endif
+
+#ifdef W_Q4_1
+fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
+    let base = row_off + c * 20u;
+    let d = load_f16(base);
+    let m = load_f16(base + 2u);
+    for (var t = 0u; t < 4u; t++) {
+        let q = load_u32_even(base + 4u + 4u * t);
+        (*o)[t] = nibbles_lo(q) * d + m;
+        (*o)[t + 4u] = nibbles_hi(q) * d + m;
+    }
+}
+#endif
+
+#ifdef W_Q5_0
+fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
+    let base = row_off + c * 22u;
+    let d = load_f16(base);
+    let qh = load_u32_even(base + 2u);
+    for (var t = 0u; t < 4u; t++) {
+        let q = load_u32_even(base + 6u + 4u * t);
+        let h0 = vec4<f32>(bits4(qh, 4u * t) * 16u);
+        let h1 = vec4<f32>(bits4(qh, 16u + 4u * t) * 16u);
+        (*o)[t] = (nibbles_lo(q) + h0 - 16.0) * d;
+        (*o)[t + 4u] = (nibbles_hi(q) + h1 - 16.0) * d;
+    }
+}
+#endif
+
+#ifdef W_Q5_1
+fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
+    let base = row_off + c * 24u;
+    let d = load_f16(base);
+    let m = load_f16(base + 2u);
+    let qh = load_u32_even(base + 4u);
+    for (var t = 0u; t < 4u; t++) {
+        let q = load_u32_even(base + 8u + 4u * t);
+        let h0 = vec4<f32>(bits4(qh, 4u * t) * 16u);
+        let h1 = vec4<f32>(bits4(qh, 16u + 4u * t) * 16u);
+        (*o)[t] = (nibbles_lo(q) + h0) * d + m;
+        (*o)[t + 4u] = (nibbles_hi(q) + h1) * d + m;
+    }
+}
+#endif
+
+#ifdef W_Q8_0
+fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
+    let base = row_off + c * 34u;
+    let d = load_f16(base);
+    for (var t = 0u; t < 8u; t++) {
+        (*o)[t] = vec4<f32>(unpack4xI8(load_u32_even(base + 2u + 4u * t))) * d;
+    }
+}
+#endif
+
+// ggml's get_scale_min_k4: 6-bit scale and min of sub-block j from the 12 packed bytes at `q`.
+fn scale_min_k4(j: u32, q: u32) -> vec2<f32> {
+    if (j < 4u) {
+        return vec2<f32>(f32(load_u8(q + j) & 63u), f32(load_u8(q + j + 4u) & 63u));
+    }
+    let sc = (load_u8(q + j + 4u) & 15u) | ((load_u8(q + j - 4u) >> 6u) << 4u);
+    let m = (load_u8(q + j + 4u) >> 4u) | ((load_u8(q + j) >> 6u) << 4u);
+    return vec2<f32>(f32(sc), f32(m));
+}
+
+#ifdef W_Q4_K
+fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
+    let base = row_off + (c / 8u) * 144u;
+    let sub = c % 8u;
+    let sm = scale_min_k4(sub, base + 4u);
+    let d1 = load_f16(base) * sm.x;
+    let m1 = load_f16(base + 2u) * sm.y;
+    let qs = base + 16u + 32u * (sub / 2u);
+    let shift = (sub % 2u) * 4u;
+    for (var t = 0u; t < 8u; t++) {
+        let q = (load_u32_even(qs + 4u * t) >> shift) & 0x0f0f0f0fu;
+        (*o)[t] = d1 * vec4<f32>(unpack4xU8(q)) - m1;
+    }
+}
+#endif
+
+#ifdef W_Q5_K
+fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
+    let base = row_off + (c / 8u) * 176u;
+    let sub = c % 8u;
+    let sm = scale_min_k4(sub, base + 4u);
+    let d1 = load_f16(base) * sm.x;
+    let m1 = load_f16(base + 2u) * sm.y;
+    let qh = base + 16u;
+    let ql = base + 48u + 32u * (sub / 2u);
+    let shift = (sub % 2u) * 4u;
+    for (var t = 0u; t < 8u; t++) {
+        let lo = unpack4xU8((load_u32_even(ql + 4u * t) >> shift) & 0x0f0f0f0fu);
+        let hi = (unpack4xU8(load_u32_even(qh + 4u * t)) >> vec4<u32>(sub)) & vec4<u32>(1u);
+        (*o)[t] = d1 * vec4<f32>(lo + hi * 16u) - m1;
+    }
+}
+#endif
+
+#ifdef W_Q6_K
+fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
+    let base = row_off + (c / 8u) * 210u;
+    let n = (c % 8u) / 4u;
+    let r = c % 4u;
+    let d = load_f16(base + 208u);
+    let ql = base + 64u * n + (r & 1u) * 32u;
+    let qh = base + 128u + 32u * n;
+    let shift = (r >> 1u) * 4u;
+    let sc = base + 192u + 8u * n + 2u * r;
+    let ds = vec2<f32>(d * f32(load_i8(sc)), d * f32(load_i8(sc + 1u)));
+    for (var t = 0u; t < 8u; t++) {
+        let lo = unpack4xU8((load_u32_even(ql + 4u * t) >> shift) & 0x0f0f0f0fu);
+        let hi = (unpack4xU8(load_u32_even(qh + 4u * t)) >> vec4<u32>(2u * r)) & vec4<u32>(3u);
+        let q = vec4<i32>(lo | (hi << vec4<u32>(4u))) - vec4<i32>(32);
+        (*o)[t] = select(ds.x, ds.y, t >= 4u) * vec4<f32>(q);
+    }
+}
+#endif
