@@ -10,7 +10,8 @@ import { loadSource } from './model-source.js';
 let wasm = null; // the wasm-bindgen module
 let engine = null; // its Engine
 let queue = Promise.resolve(); // requests run in order
-const aborted = new Set(); // ids of requests the page aborted
+const controllers = new Map(); // request id -> AbortController, aborted when the page says so
+const isAborted = (id) => controllers.get(id)?.signal.aborted === true;
 
 // Back to the event loop without setTimeout's clamping: a message to ourselves.
 const channel = new MessageChannel();
@@ -40,7 +41,7 @@ async function load(id, { source, options }) {
   }
   wasm = await loadWasm(options.threads);
   const loader = new wasm.ModelLoader();
-  const signal = { get aborted() { return aborted.has(id); } };
+  const signal = controllers.get(id).signal;
   const { fromCache, forget } = await loadSource(source, loader, {
     useCache: options.cache !== false,
     signal,
@@ -74,7 +75,7 @@ async function generate(id, { prompt, messages, options, stream }) {
   e.begin(ids, options);
   let text = '';
   for (;;) {
-    if (aborted.has(id)) {
+    if (isAborted(id)) {
       e.cancel();
       throw abortError();
     }
@@ -99,21 +100,22 @@ const handlers = {
 
 self.onmessage = ({ data }) => {
   if (data.op === 'abort') {
-    aborted.add(data.target);
+    controllers.get(data.target)?.abort();
     return;
   }
   const handler = handlers[data.op];
   const id = data.id;
+  controllers.set(id, new AbortController());
   queue = queue.then(async () => {
     try {
-      if (aborted.has(id)) throw abortError();
+      if (isAborted(id)) throw abortError();
       if (!handler) throw new TesseraError(ErrorCodes.INVALID_ARGUMENT, `unknown operation ${data.op}`);
       const value = await handler(id, data);
       post({ id, type: 'result', value });
     } catch (e) {
       post({ id, type: 'error', error: serializeError(e) });
     } finally {
-      aborted.delete(id);
+      controllers.delete(id);
     }
   });
 };
