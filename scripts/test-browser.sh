@@ -9,3 +9,4 @@ export TESSERA_MODELS=${TESSERA_MODELS:-$root/models}
 export TESSERA_FIXTURES=${TESSERA_FIXTURES:-$root/../shared/fixtures}
 scripts/build-wasm.sh all
 node --test --test-concurrency=1 tests/browser/
+scripts/test-wasm-crate.sh

@@ -23,8 +23,9 @@ const ROOTS = [
   ['/models/', modelsDir],
 ];
 
-/** Extra routes: path -> (req, res) handler. */
-export async function startServer({ isolated, routes = {} } = {}) {
+/** Extra routes: path -> (req, res) handler. `cors`: files may be fetched from other origins,
+ * including cross-origin isolated ones (wasm-bindgen-test's runner). */
+export async function startServer({ isolated, cors = false, routes = {} } = {}) {
   const hits = new Map();
   const server = createServer((req, res) => {
     const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
@@ -32,6 +33,10 @@ export async function startServer({ isolated, routes = {} } = {}) {
     if (isolated) {
       res.setHeader('Cross-Origin-Opener-Policy', 'same-origin');
       res.setHeader('Cross-Origin-Embedder-Policy', 'require-corp');
+    }
+    if (cors) {
+      res.setHeader('Access-Control-Allow-Origin', '*');
+      res.setHeader('Cross-Origin-Resource-Policy', 'cross-origin');
     }
     res.setHeader('Cache-Control', 'no-store');
     if (routes[path]) return routes[path](req, res);
@@ -56,4 +61,10 @@ export async function startServer({ isolated, routes = {} } = {}) {
     hits,
     close: () => new Promise((r) => { server.closeAllConnections(); server.close(r); }),
   };
+}
+
+// `node tests/browser/server.mjs [--isolated] [--cors]`: serves until killed, prints its origin.
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const s = await startServer({ isolated: process.argv.includes('--isolated'), cors: process.argv.includes('--cors') });
+  console.log(s.origin);
 }
