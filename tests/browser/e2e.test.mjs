@@ -95,7 +95,7 @@ describe('SmolLM2 in a plain page (single-threaded build)', () => {
 
   test('streaming chat gives the same text as non-streaming, in several chunks', async () => {
     const r = await page.evaluate(async () => {
-      const req = { messages: [{ role: 'user', content: 'What is the capital of France?' }], max_tokens: 24, temperature: 0 };
+      const req = { messages: [{ role: 'user', content: 'What is the capital of France?' }], max_tokens: 12, temperature: 0 };
       const whole = await window.engine.chat.completions.create(req);
       const chunks = [];
       for await (const c of await window.engine.chat.completions.create({ ...req, stream: true })) chunks.push(c);

@@ -52,8 +52,12 @@ async function pump(body, loader, onBytes, signal, cacheWriter) {
       if (done) break;
       loader.push(value); // throws INVALID_GGUF at once when the header is not GGUF
       if (cacheWriter) {
-        await cacheWriter.ready;
-        cacheWriter.write(value).catch(() => {});
+        try {
+          await cacheWriter.ready; // back-pressure: the cache never falls more than a chunk behind
+          cacheWriter.write(value).catch(() => {});
+        } catch {
+          cacheWriter = null; // the cache refused (e.g. quota): go on without it
+        }
       }
       onBytes(value.byteLength);
     }
@@ -136,5 +140,6 @@ export async function loadSource(source, loader, { useCache = true, signal, onPr
       throw e;
     }
   }
-  return { fromCache: opened.every((o) => o.fromCache), forget: cache ? () => Promise.all(urls.map((u) => cache.delete(u).catch(() => {}))) : () => {} };
+  const forget = () => cache && Promise.all(urls.map((u) => cache.delete(u).catch(() => {})));
+  return { fromCache: opened.every((o) => o.fromCache), forget };
 }
