@@ -19,8 +19,9 @@ python3 -c 'import gguf, numpy' 2>/dev/null \
 
 # Software Vulkan for the WebGPU backend's tests: Mesa's lavapipe, and Chromium's SwiftShader
 # ICD (/usr/lib/chromium/vk_swiftshader_icd.json, the browser's WebGPU adapter natively).
+# Headless Chromium and chromedriver also run the browser suite; never `playwright install`.
 missing=()
-for pkg in mesa-vulkan-drivers libvulkan1 chromium; do
+for pkg in mesa-vulkan-drivers libvulkan1 chromium chromium-driver; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -32,3 +33,16 @@ fi
 
 # Test models (sha256-verified; nothing happens when present).
 "$root/scripts/fetch-models.sh" all >/dev/null
+
+# --- Browser package (scripts/build-wasm.sh, scripts/test-browser.sh) ---
+# Nightly with rust-src for the threaded wasm build (atomics need build-std).
+nightly=nightly-2026-05-20
+if ! rustup run "$nightly" rustc --version >/dev/null 2>&1 \
+  || ! rustup +"$nightly" target list --installed | grep -qx wasm32-unknown-unknown \
+  || ! rustup +"$nightly" component list --installed | grep -q '^rust-src'; then
+  rustup toolchain install "$nightly" --profile minimal --target wasm32-unknown-unknown --component rust-src
+fi
+# playwright-core, from the committed package-lock.json.
+want=$(node -p "require('$root/package-lock.json').packages['node_modules/playwright-core'].version")
+have=$(node -p "try { require('$root/node_modules/playwright-core/package.json').version } catch { '' }")
+[ "$want" = "$have" ] || (cd "$root" && npm ci --no-audit --no-fund)

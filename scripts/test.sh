@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test suite: setup (idempotent), the Rust tests (fixtures included), the wasm build check,
-# the wasm (SIMD128) quant tests in Node.
+# the wasm (SIMD128) quant tests in Node, then the browser suite (wasm builds + headless Chromium).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -20,3 +20,4 @@ cargo check -p engine --target wasm32-unknown-unknown --locked
 # kernels bit for bit against the portable ggml-order ones.
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   cargo test -p quant --target wasm32-unknown-unknown --locked
+"$root/scripts/test-browser.sh"

@@ -102,7 +102,7 @@ impl GenerateStats {
 
 /// The sampler for a generation after `prompt`: `params.sampling`, with the end-of-generation
 /// tokens banned when `ignore_eos` is set, primed with the prompt (for the penalties).
-pub(crate) fn prompt_sampler(
+pub fn prompt_sampler(
     params: &GenerateParams,
     tokenizer: &Tokenizer,
     prompt: &[u32],

@@ -1,0 +1,286 @@
+//! The JS-facing classes. Every error becomes a JS `Error` whose `code` is the stable
+//! [`ErrorCode`](crate::errors::ErrorCode) string.
+
+use std::sync::Arc;
+
+use engine::chat_template::ChatMessage;
+use engine::generate::{Clock, GenerateStats, StopReason};
+use engine::{Model, ThreadPool};
+use serde::Serialize;
+use wasm_bindgen::prelude::*;
+
+use crate::errors::{ErrorCode, WasmError};
+use crate::loader::ModelLoader;
+use crate::options::{GenerateOptions, LoadOptions};
+use crate::session::Session;
+
+#[wasm_bindgen]
+extern "C" {
+    /// `performance.now()`: exists in windows, workers and Node.
+    #[wasm_bindgen(js_namespace = performance, js_name = now)]
+    fn performance_now() -> f64;
+}
+
+struct PerformanceClock;
+
+impl Clock for PerformanceClock {
+    fn now_s(&self) -> f64 {
+        performance_now() / 1000.0
+    }
+}
+
+fn js_error(e: WasmError) -> JsValue {
+    let err = js_sys::Error::new(&e.message);
+    // Setting a property on a fresh Error object cannot fail.
+    let _ = js_sys::Reflect::set(&err, &"code".into(), &e.code.as_str().into());
+    err.into()
+}
+
+fn bad_argument(what: &str, e: impl std::fmt::Display) -> JsValue {
+    js_error(WasmError::new(
+        ErrorCode::InvalidArgument,
+        format!("{what}: {e}"),
+    ))
+}
+
+fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsValue> {
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| js_error(WasmError::new(ErrorCode::InvalidState, e.to_string())))
+}
+
+fn from_js<T: serde::de::DeserializeOwned + Default>(what: &str, v: JsValue) -> Result<T, JsValue> {
+    if v.is_undefined() || v.is_null() {
+        return Ok(T::default());
+    }
+    serde_wasm_bindgen::from_value(v).map_err(|e| bad_argument(what, e))
+}
+
+/// Which build this is: the JS side reports it (and the tests check it).
+#[wasm_bindgen(js_name = buildKind)]
+pub fn build_kind() -> String {
+    if cfg!(feature = "threads") {
+        "threads"
+    } else {
+        "single"
+    }
+    .into()
+}
+
+/// Receives the model's bytes: `beginShard` per file (one for an unsplit model), `push` each
+/// chunk, then `load`.
+#[wasm_bindgen(js_name = ModelLoader)]
+pub struct JsModelLoader(Option<ModelLoader>);
+
+#[wasm_bindgen(js_class = ModelLoader)]
+impl JsModelLoader {
+    #[wasm_bindgen(constructor)]
+    pub fn new() -> JsModelLoader {
+        JsModelLoader(Some(ModelLoader::new()))
+    }
+
+    fn inner(&mut self) -> Result<&mut ModelLoader, JsValue> {
+        self.0.as_mut().ok_or_else(|| {
+            js_error(WasmError::new(
+                ErrorCode::InvalidState,
+                "loader already used",
+            ))
+        })
+    }
+
+    /// `expectedBytes`: the shard's size when known (reserves the buffer once).
+    #[wasm_bindgen(js_name = beginShard)]
+    pub fn begin_shard(&mut self, expected_bytes: Option<f64>) -> Result<(), JsValue> {
+        let expected = expected_bytes.filter(|n| *n >= 0.0).map(|n| n as u64);
+        self.inner()?.begin_shard(expected).map_err(js_error)
+    }
+
+    pub fn push(&mut self, chunk: &[u8]) -> Result<(), JsValue> {
+        self.inner()?.push(chunk).map_err(js_error)
+    }
+
+    pub fn received(&self) -> f64 {
+        self.0.as_ref().map_or(0, |l| l.received()) as f64
+    }
+
+    /// Opens the model and makes its context. `options`: `{ context_size, batch_size }`.
+    pub fn load(&mut self, options: JsValue) -> Result<Engine, JsValue> {
+        let options: LoadOptions = from_js("load options", options)?;
+        let loader = self.0.take().ok_or_else(|| {
+            js_error(WasmError::new(
+                ErrorCode::InvalidState,
+                "loader already used",
+            ))
+        })?;
+        let file = loader.finish().map_err(js_error)?;
+        let model = Model::load(file, &mut |_| {}).map_err(|e| js_error(e.into()))?;
+        let session = Session::new(Arc::new(model), &options, thread_pool()).map_err(js_error)?;
+        Ok(Engine { session })
+    }
+}
+
+impl Default for JsModelLoader {
+    fn default() -> Self {
+        JsModelLoader::new()
+    }
+}
+
+#[cfg(feature = "threads")]
+fn thread_pool() -> Arc<dyn ThreadPool> {
+    Arc::new(crate::rayon_pool::RayonGlobalPool)
+}
+
+#[cfg(not(feature = "threads"))]
+fn thread_pool() -> Arc<dyn ThreadPool> {
+    Arc::new(engine::SequentialPool)
+}
+
+/// A loaded model and its context.
+#[wasm_bindgen]
+pub struct Engine {
+    session: Session,
+}
+
+#[derive(Serialize)]
+struct ModelInfo {
+    architecture: String,
+    description: String,
+    n_vocab: usize,
+    n_ctx: usize,
+    n_ctx_train: usize,
+    has_chat_template: bool,
+    build: String,
+    threads: usize,
+}
+
+#[derive(Serialize)]
+struct StepResult {
+    text: String,
+    done: bool,
+    /// OpenAI's names: "stop" (end of generation or a stop string), "length" (token limit or
+    /// full context), "abort".
+    finish_reason: Option<&'static str>,
+    stats: Option<Stats>,
+}
+
+#[derive(Serialize)]
+struct Stats {
+    prompt_tokens: usize,
+    prompt_tokens_evaluated: usize,
+    completion_tokens: usize,
+    prompt_ms: f64,
+    generation_ms: f64,
+    prompt_tokens_per_s: f64,
+    generation_tokens_per_s: f64,
+    stop: String,
+    tokens: Vec<u32>,
+}
+
+impl Stats {
+    fn new(s: &GenerateStats) -> (Stats, &'static str) {
+        let (reason, stop) = match s.stop {
+            StopReason::EndOfGeneration(id) => ("stop", format!("eog:{id}")),
+            StopReason::StopString(i) => ("stop", format!("stop_string:{i}")),
+            StopReason::MaxTokens => ("length", "max_tokens".into()),
+            StopReason::ContextFull => ("length", "context_full".into()),
+            StopReason::Cancelled => ("abort", "cancelled".into()),
+        };
+        let stats = Stats {
+            prompt_tokens: s.n_prompt,
+            prompt_tokens_evaluated: s.n_prompt_eval,
+            completion_tokens: s.n_generated,
+            prompt_ms: s.prompt_s * 1e3,
+            generation_ms: s.generate_s * 1e3,
+            prompt_tokens_per_s: s.prompt_tokens_per_s(),
+            generation_tokens_per_s: s.generate_tokens_per_s(),
+            stop,
+            tokens: s.tokens.clone(),
+        };
+        (stats, reason)
+    }
+}
+
+#[wasm_bindgen]
+impl Engine {
+    pub fn info(&self) -> Result<JsValue, JsValue> {
+        let model = self.session.model();
+        to_js(&ModelInfo {
+            architecture: model.arch().to_string(),
+            description: model.describe(),
+            n_vocab: model.n_vocab(),
+            n_ctx: self.session.n_ctx(),
+            n_ctx_train: model.n_ctx_train(),
+            has_chat_template: self.session.has_chat_template(),
+            build: build_kind(),
+            threads: thread_pool().n_threads(),
+        })
+    }
+
+    /// `addSpecial`: BOS/EOS per the model's policy; `parseSpecial`: control-token text such as
+    /// `<|im_start|>` becomes its id.
+    pub fn tokenize(&self, text: &str, add_special: bool, parse_special: bool) -> Vec<u32> {
+        self.session
+            .model()
+            .tokenizer()
+            .encode(text, add_special, parse_special)
+    }
+
+    /// `special`: render control tokens' text.
+    pub fn detokenize(&self, ids: Vec<u32>, special: bool) -> Result<String, JsValue> {
+        let n_vocab = self.session.model().n_vocab();
+        if let Some(&id) = ids.iter().find(|&&id| id as usize >= n_vocab) {
+            return Err(js_error(
+                engine::EngineError::BadToken { id, n_vocab }.into(),
+            ));
+        }
+        Ok(self.session.model().tokenizer().decode(&ids, special))
+    }
+
+    /// Renders `messages` (`[{role, content}]`) with the model's chat template and tokenizes it.
+    #[wasm_bindgen(js_name = chatPrompt)]
+    pub fn chat_prompt(&self, messages: JsValue) -> Result<Vec<u32>, JsValue> {
+        let messages: Vec<ChatMessage> =
+            serde_wasm_bindgen::from_value(messages).map_err(|e| bad_argument("messages", e))?;
+        self.session.chat_prompt(&messages).map_err(js_error)
+    }
+
+    /// Starts a generation after the prompt `ids`; then call `step` until `done`.
+    pub fn begin(&mut self, ids: Vec<u32>, options: JsValue) -> Result<(), JsValue> {
+        let options: GenerateOptions = from_js("generation options", options)?;
+        let params = options.to_params().map_err(js_error)?;
+        self.session
+            .begin(ids, params, &PerformanceClock)
+            .map_err(js_error)
+    }
+
+    /// One slice of prompt or one token: `{ text, done, finish_reason, stats }`.
+    pub fn step(&mut self) -> Result<JsValue, JsValue> {
+        let step = self.session.step(&PerformanceClock).map_err(js_error)?;
+        let (stats, finish_reason) = match &step.finished {
+            Some(s) => {
+                let (stats, reason) = Stats::new(s);
+                (Some(stats), Some(reason))
+            }
+            None => (None, None),
+        };
+        to_js(&StepResult {
+            text: step.text,
+            done: step.finished.is_some(),
+            finish_reason,
+            stats,
+        })
+    }
+
+    /// Ends the generation in progress; its stats, or `null` when none was running.
+    pub fn cancel(&mut self) -> Result<JsValue, JsValue> {
+        match self.session.cancel(&PerformanceClock) {
+            Some(s) => to_js(&Stats::new(&s).0),
+            None => Ok(JsValue::NULL),
+        }
+    }
+
+    #[wasm_bindgen(js_name = isGenerating)]
+    pub fn is_generating(&self) -> bool {
+        self.session.is_generating()
+    }
+}

@@ -1,0 +1,346 @@
+//! A loaded model with its context, generating one token per call.
+//!
+//! `engine::generate::generate` runs a whole generation in one call. In the browser the worker
+//! must get back to its event loop between tokens (to post each token to the page and to hear
+//! an abort), so this is the same loop cut into steps: [`Session::begin`] checks the request
+//! and primes the sampler, each [`Session::step`] decodes a slice of the prompt or produces one
+//! token's text, and [`Session::cancel`] ends it early. Outputs and the KV cache left behind
+//! are those of `generate` (tests/session.rs compares them).
+
+use std::sync::Arc;
+
+use engine::chat_template::{ChatMessage, ChatTemplate};
+use engine::generate::{
+    prompt_sampler, tokenize_chat, Clock, GenerateError, GenerateParams, GenerateStats, StopReason,
+};
+use engine::sampling::Sampler;
+use engine::stop::StopMatcher;
+use engine::tokenizer::StreamDecoder;
+use engine::{Context, ContextParams, Model, ThreadPool};
+
+use crate::errors::{ErrorCode, WasmError};
+use crate::options::LoadOptions;
+
+/// Prompt tokens decoded per step: small enough that an abort is heard within a fraction of a
+/// second, large enough to keep the batched matmuls efficient. Any split gives the same logits.
+const PREFILL_STEP: usize = 128;
+
+pub struct Session {
+    model: Arc<Model>,
+    ctx: Context,
+    template: Option<ChatTemplate>,
+    active: Option<Generation>,
+}
+
+enum Phase {
+    /// Decoding the prompt from this index on.
+    Prefill(usize),
+    /// The prompt is decoded; the next step samples the first token.
+    FirstToken,
+    /// This sampled token must be decoded before the next one is sampled.
+    Decode(u32),
+}
+
+struct Generation {
+    prompt: Vec<u32>,
+    params: GenerateParams,
+    sampler: Sampler,
+    stops: StopMatcher,
+    /// Bytes of a UTF-8 character split across tokens, held until it is complete.
+    partial_char: Vec<u8>,
+    tokens: Vec<u32>,
+    phase: Phase,
+    /// Prompt tokens reused from the KV cache.
+    kept: usize,
+    t_start: f64,
+    t_prompt_done: f64,
+}
+
+/// What one step produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// Text safe to show now (may be empty).
+    pub text: String,
+    /// Set on the step that ends the generation.
+    pub finished: Option<GenerateStats>,
+}
+
+impl Session {
+    pub fn new(
+        model: Arc<Model>,
+        options: &LoadOptions,
+        threads: Arc<dyn ThreadPool>,
+    ) -> Result<Session, WasmError> {
+        let defaults = ContextParams::default();
+        let params = ContextParams {
+            n_ctx: options.context_size.unwrap_or(defaults.n_ctx),
+            n_batch: options.batch_size.unwrap_or(defaults.n_batch).max(1),
+            threads,
+        };
+        let ctx = Context::new(model.clone(), params)?;
+        // A template that does not parse makes chat unavailable, not the model.
+        let template = ChatTemplate::from_gguf(model.weights().file().header(), model.tokenizer())
+            .ok()
+            .flatten();
+        Ok(Session {
+            model,
+            ctx,
+            template,
+            active: None,
+        })
+    }
+
+    pub fn model(&self) -> &Arc<Model> {
+        &self.model
+    }
+
+    pub fn n_ctx(&self) -> usize {
+        self.ctx.n_ctx()
+    }
+
+    pub fn has_chat_template(&self) -> bool {
+        self.template.is_some()
+    }
+
+    pub fn is_generating(&self) -> bool {
+        self.active.is_some()
+    }
+
+    /// Renders and tokenizes a conversation with the model's chat template.
+    pub fn chat_prompt(&self, messages: &[ChatMessage]) -> Result<Vec<u32>, WasmError> {
+        let template = self
+            .template
+            .as_ref()
+            .ok_or_else(|| WasmError::from(GenerateError::NoChatTemplate))?;
+        Ok(tokenize_chat(self.model.tokenizer(), template, messages)?)
+    }
+
+    /// Starts generating after `prompt` (replacing a generation in progress). The longest
+    /// prefix the KV cache shares with `prompt` is reused, as `generate` does.
+    pub fn begin(
+        &mut self,
+        prompt: Vec<u32>,
+        params: GenerateParams,
+        clock: &dyn Clock,
+    ) -> Result<(), WasmError> {
+        self.active = None;
+        if prompt.is_empty() {
+            return Err(GenerateError::EmptyPrompt.into());
+        }
+        if prompt.len() > self.ctx.n_ctx() {
+            return Err(GenerateError::PromptTooLong {
+                n_prompt: prompt.len(),
+                n_ctx: self.ctx.n_ctx(),
+            }
+            .into());
+        }
+        if let Some(&id) = prompt
+            .iter()
+            .find(|&&id| id as usize >= self.model.n_vocab())
+        {
+            return Err(engine::EngineError::BadToken {
+                id,
+                n_vocab: self.model.n_vocab(),
+            }
+            .into());
+        }
+        let sampler = prompt_sampler(&params, self.model.tokenizer(), &prompt)?;
+        let common = self
+            .ctx
+            .tokens()
+            .iter()
+            .zip(&prompt)
+            .take_while(|(a, b)| a == b)
+            .count();
+        // At least one prompt token is decoded, for fresh logits.
+        let kept = common.min(prompt.len() - 1);
+        self.ctx.truncate(kept);
+        let stops = StopMatcher::new(&params.stop);
+        let now = clock.now_s();
+        self.active = Some(Generation {
+            prompt,
+            params,
+            sampler,
+            stops,
+            partial_char: Vec::new(),
+            tokens: Vec::new(),
+            phase: Phase::Prefill(kept),
+            kept,
+            t_start: now,
+            t_prompt_done: now,
+        });
+        Ok(())
+    }
+
+    /// Advances the generation by one slice of prompt or one token. An error ends it.
+    pub fn step(&mut self, clock: &dyn Clock) -> Result<Step, WasmError> {
+        let mut g = self
+            .active
+            .take()
+            .ok_or_else(|| WasmError::new(ErrorCode::InvalidState, "no generation in progress"))?;
+        let step = self.advance(&mut g, clock)?;
+        if step.finished.is_none() {
+            self.active = Some(g);
+        }
+        Ok(step)
+    }
+
+    /// Ends the generation in progress (if any) and returns its statistics.
+    pub fn cancel(&mut self, clock: &dyn Clock) -> Option<GenerateStats> {
+        let mut g = self.active.take()?;
+        if matches!(g.phase, Phase::Prefill(_)) {
+            g.t_prompt_done = clock.now_s();
+        }
+        Some(
+            finish(
+                &mut g,
+                StopReason::Cancelled,
+                String::new(),
+                self.model.tokenizer(),
+                clock,
+            )
+            .1,
+        )
+    }
+
+    fn advance(&mut self, g: &mut Generation, clock: &dyn Clock) -> Result<Step, WasmError> {
+        let tokenizer = self.model.tokenizer();
+        match g.phase {
+            Phase::Prefill(from) => {
+                let to = (from + PREFILL_STEP).min(g.prompt.len());
+                self.ctx.decode(&g.prompt[from..to], false)?;
+                g.phase = if to == g.prompt.len() {
+                    g.t_prompt_done = clock.now_s();
+                    Phase::FirstToken
+                } else {
+                    Phase::Prefill(to)
+                };
+                return Ok(Step {
+                    text: String::new(),
+                    finished: None,
+                });
+            }
+            Phase::Decode(token) => {
+                if self.ctx.n_past() + 1 > self.ctx.n_ctx() {
+                    return Ok(done(
+                        g,
+                        StopReason::ContextFull,
+                        String::new(),
+                        tokenizer,
+                        clock,
+                    ));
+                }
+                self.ctx.decode(&[token], false)?;
+            }
+            Phase::FirstToken => {}
+        }
+        let max_reached = |g: &Generation| g.params.max_tokens.is_some_and(|m| g.tokens.len() >= m);
+        if max_reached(g) {
+            return Ok(done(
+                g,
+                StopReason::MaxTokens,
+                String::new(),
+                tokenizer,
+                clock,
+            ));
+        }
+        let token = g.sampler.sample(self.ctx.logits())?;
+        g.sampler.accept(token);
+        g.tokens.push(token);
+        if tokenizer.is_eog(token) && !g.params.ignore_eos {
+            return Ok(done(
+                g,
+                StopReason::EndOfGeneration(token),
+                String::new(),
+                tokenizer,
+                clock,
+            ));
+        }
+        let piece = decode_utf8(tokenizer, &mut g.partial_char, token);
+        let out = g.stops.push(&piece);
+        if let Some(i) = out.stopped {
+            return Ok(done(
+                g,
+                StopReason::StopString(i),
+                out.text,
+                tokenizer,
+                clock,
+            ));
+        }
+        if max_reached(g) {
+            return Ok(done(g, StopReason::MaxTokens, out.text, tokenizer, clock));
+        }
+        g.phase = Phase::Decode(token);
+        Ok(Step {
+            text: out.text,
+            finished: None,
+        })
+    }
+}
+
+fn done(
+    g: &mut Generation,
+    reason: StopReason,
+    text: String,
+    tokenizer: &engine::tokenizer::Tokenizer,
+    clock: &dyn Clock,
+) -> Step {
+    let (text, stats) = finish(g, reason, text, tokenizer, clock);
+    Step {
+        text,
+        finished: Some(stats),
+    }
+}
+
+/// Flushes held-back text (unless a stop string or the caller ended it) and computes the stats.
+fn finish(
+    g: &mut Generation,
+    reason: StopReason,
+    mut text: String,
+    tokenizer: &engine::tokenizer::Tokenizer,
+    clock: &dyn Clock,
+) -> (String, GenerateStats) {
+    if !matches!(reason, StopReason::StopString(_) | StopReason::Cancelled) {
+        let mut decoder = StreamDecoder::new(tokenizer, false);
+        decoder.push_bytes(&std::mem::take(&mut g.partial_char));
+        let rest = g.stops.push(&decoder.finish());
+        text.push_str(&rest.text);
+        if rest.stopped.is_none() {
+            text.push_str(&g.stops.finish());
+        }
+    }
+    let now = clock.now_s();
+    let prefilled = !matches!(g.phase, Phase::Prefill(_)) || reason == StopReason::Cancelled;
+    let stats = GenerateStats {
+        n_prompt_eval: g.prompt.len() - g.kept,
+        n_prompt: g.prompt.len(),
+        n_generated: g.tokens.len(),
+        prompt_s: if prefilled {
+            g.t_prompt_done - g.t_start
+        } else {
+            0.0
+        },
+        generate_s: if prefilled {
+            now - g.t_prompt_done
+        } else {
+            0.0
+        },
+        stop: reason,
+        tokens: std::mem::take(&mut g.tokens),
+    };
+    (text, stats)
+}
+
+/// The text `token` completes, carrying an incomplete UTF-8 character over in `partial`
+/// (the engine's `StreamDecoder`, whose state lives here between steps).
+fn decode_utf8(
+    tokenizer: &engine::tokenizer::Tokenizer,
+    partial: &mut Vec<u8>,
+    token: u32,
+) -> String {
+    let mut decoder = StreamDecoder::new(tokenizer, false);
+    let mut text = decoder.push_bytes(partial);
+    text.push_str(&decoder.push(token));
+    *partial = decoder.pending().to_vec();
+    text
+}

@@ -1,0 +1,134 @@
+// Type declarations of the Tessera browser package (see docs/js-api.md).
+
+export type ErrorCode =
+  | 'MODEL_FETCH_FAILED' | 'INVALID_GGUF' | 'INVALID_MODEL' | 'UNSUPPORTED_TYPE'
+  | 'UNSUPPORTED_ARCHITECTURE' | 'UNSUPPORTED_BACKEND' | 'CONTEXT_FULL' | 'INVALID_ARGUMENT'
+  | 'CHAT_TEMPLATE_ERROR' | 'OUT_OF_MEMORY' | 'INVALID_STATE' | 'ABORTED' | 'UNLOADED'
+  | 'WORKER_FAILED';
+
+export declare const ErrorCodes: Readonly<{ [K in ErrorCode]: K }>;
+
+/** Every rejection of the package is one of these. */
+export declare class TesseraError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown });
+}
+
+/** A model: a URL, the URLs of a split GGUF's shards in order, or its bytes. */
+export type ModelSource = string | URL | Array<string | URL> | File | Blob | ArrayBuffer | ArrayBufferView;
+
+/** 'webgpu' and 'companion' are reserved for later versions (they reject UNSUPPORTED_BACKEND). */
+export type Backend = 'auto' | 'wasm' | 'webgpu' | 'companion';
+
+export interface LoadProgress {
+  /** Bytes of the model read so far (monotonic). */
+  loaded: number;
+  /** Bytes in all, when known (the server sent Content-Length, or the source is local). */
+  total?: number;
+  /** loaded / total in [0, 1] when total is known; the last event has 1. */
+  progress?: number;
+  /** 'download' while bytes arrive (from the network or the cache), 'ready' once loaded. */
+  phase: 'download' | 'ready';
+}
+
+export interface CreateEngineOptions {
+  model: ModelSource;
+  backend?: Backend;
+  /** Threads for the kernels; more than 1 needs a cross-origin isolated page (COOP/COEP). Default: navigator.hardwareConcurrency (at most 8). */
+  threads?: number;
+  /** KV-cache positions; 0 → the model's training context. Default 4096. */
+  contextSize?: number;
+  /** Largest prompt micro-batch. Default 512. */
+  batchSize?: number;
+  /** Keep downloaded models in the Cache API (default true). */
+  cache?: boolean;
+  onProgress?: (p: LoadProgress) => void;
+  signal?: AbortSignal;
+}
+
+export interface SamplingOptions {
+  /** Default 256. */
+  max_tokens?: number;
+  /** ≤ 0 → greedy. Default 0.8 (llama.cpp's). */
+  temperature?: number;
+  top_p?: number;
+  top_k?: number;
+  min_p?: number;
+  repeat_penalty?: number;
+  presence_penalty?: number;
+  frequency_penalty?: number;
+  /** Default: random per request. */
+  seed?: number;
+  stop?: string | string[];
+  /** Never stop at an end-of-generation token. */
+  ignore_eos?: boolean;
+  /** Add the generated token ids as `choices[0].token_ids` (on the last chunk when streaming). */
+  return_token_ids?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface ChatMessage { role: 'system' | 'user' | 'assistant' | string; content: string }
+
+export type FinishReason = 'stop' | 'length';
+
+export interface Usage { prompt_tokens: number; completion_tokens: number; total_tokens: number }
+
+export interface Timings {
+  prompt_tokens_evaluated: number;
+  prompt_ms: number;
+  generation_ms: number;
+  prompt_tokens_per_second: number;
+  generation_tokens_per_second: number;
+}
+
+export interface ChatCompletion {
+  id: string; object: 'chat.completion'; created: number; model: string;
+  choices: [{ index: 0; message: { role: 'assistant'; content: string }; finish_reason: FinishReason; token_ids?: number[] }];
+  usage: Usage; timings: Timings;
+}
+
+export interface ChatCompletionChunk {
+  id: string; object: 'chat.completion.chunk'; created: number; model: string;
+  choices: [{ index: 0; delta: { role?: 'assistant'; content: string }; finish_reason: FinishReason | null; token_ids?: number[] }];
+  /** On the last chunk only. */
+  usage?: Usage; timings?: Timings;
+}
+
+export interface Completion {
+  id: string; object: 'text_completion'; created: number; model: string;
+  choices: [{ index: 0; text: string; finish_reason: FinishReason | null; token_ids?: number[] }];
+  usage?: Usage; timings?: Timings;
+}
+
+export interface ChatCompletionRequest extends SamplingOptions { messages: ChatMessage[]; stream?: boolean }
+export interface CompletionRequest extends SamplingOptions { prompt: string; stream?: boolean }
+
+export interface EngineInfo {
+  architecture: string; description: string; n_vocab: number; n_ctx: number; n_ctx_train: number;
+  has_chat_template: boolean;
+  /** Which wasm build runs: 'threads' (cross-origin isolated pages) or 'single'. */
+  build: 'threads' | 'single';
+  threads: number;
+  /** The model came from the Cache API, not the network. */
+  fromCache: boolean;
+}
+
+export interface Engine {
+  readonly info: EngineInfo;
+  chat: {
+    completions: {
+      create(req: ChatCompletionRequest & { stream: true }): Promise<AsyncIterableIterator<ChatCompletionChunk>>;
+      create(req: ChatCompletionRequest & { stream?: false }): Promise<ChatCompletion>;
+    };
+  };
+  completions: {
+    create(req: CompletionRequest & { stream: true }): Promise<AsyncIterableIterator<Completion>>;
+    create(req: CompletionRequest & { stream?: false }): Promise<Completion>;
+  };
+  tokenize(text: string, options?: { addSpecial?: boolean; parseSpecial?: boolean }): Promise<number[]>;
+  detokenize(ids: number[] | Uint32Array, options?: { special?: boolean }): Promise<string>;
+  /** Terminates the worker and frees the model; later calls reject with UNLOADED. */
+  unload(): Promise<void>;
+}
+
+export declare function createEngine(options: CreateEngineOptions): Promise<Engine>;

@@ -1,0 +1,304 @@
+// The page side: createEngine starts the worker and returns a thin proxy with an OpenAI-shaped
+// API. Nothing heavy runs here; every call is a message to the worker.
+
+import { ErrorCodes, TesseraError, abortError, deserializeError } from './errors.js';
+
+export { ErrorCodes, TesseraError } from './errors.js';
+
+const BACKENDS = ['auto', 'wasm'];
+const LATER_BACKENDS = ['webgpu', 'companion'];
+
+// The options a generation request may carry to the engine (OpenAI's names).
+const GENERATION_KEYS = [
+  'max_tokens', 'temperature', 'top_p', 'top_k', 'min_p', 'seed', 'stop',
+  'repeat_penalty', 'presence_penalty', 'frequency_penalty', 'ignore_eos',
+];
+
+function invalid(message) {
+  return new TesseraError(ErrorCodes.INVALID_ARGUMENT, message);
+}
+
+// URLs are resolved here: the worker's base URL is not the page's.
+function normalizeSource(model) {
+  const base = globalThis.location?.href;
+  const resolve = (u) => {
+    if (typeof u !== 'string' && !(u instanceof URL)) throw invalid('model URLs must be strings or URL objects');
+    return new URL(u, base).href;
+  };
+  if (typeof model === 'string' || model instanceof URL) return { source: resolve(model), transfer: [] };
+  if (Array.isArray(model)) {
+    if (model.length === 0) throw invalid('model: an empty list of URLs');
+    return { source: model.map(resolve), transfer: [] };
+  }
+  if (model instanceof Blob) return { source: model, transfer: [] }; // File is a Blob
+  if (model instanceof ArrayBuffer) return { source: model, transfer: [model] };
+  if (ArrayBuffer.isView(model)) {
+    const copy = model.buffer.slice(model.byteOffset, model.byteOffset + model.byteLength);
+    return { source: copy, transfer: [copy] };
+  }
+  throw invalid('model must be a URL, a list of URLs (split GGUF), a File, a Blob or an ArrayBuffer');
+}
+
+function defaultThreads() {
+  const n = globalThis.navigator?.hardwareConcurrency ?? 1;
+  return Math.max(1, Math.min(n, 8));
+}
+
+function pickGenerationOptions(req) {
+  const out = {};
+  for (const k of GENERATION_KEYS) if (req[k] !== undefined && req[k] !== null) out[k] = req[k];
+  // Without a seed every request samples differently, as with OpenAI's API.
+  if (out.seed === undefined) out.seed = Math.floor(Math.random() * 2 ** 32);
+  return out;
+}
+
+class WorkerClient {
+  constructor(worker) {
+    this.worker = worker;
+    this.nextId = 1;
+    this.pending = new Map(); // id -> { resolve, reject, onMessage }
+    this.closed = null; // the error every call rejects with once the worker is gone
+    worker.onmessage = ({ data }) => this.receive(data);
+    worker.onerror = (ev) => {
+      ev.preventDefault?.();
+      this.fail(new TesseraError(ErrorCodes.WORKER_FAILED, `engine worker failed: ${ev.message || 'script error'}`));
+    };
+  }
+
+  receive(msg) {
+    const p = this.pending.get(msg.id);
+    if (!p) return;
+    if (msg.type === 'result') {
+      this.pending.delete(msg.id);
+      p.resolve(msg.value);
+    } else if (msg.type === 'error') {
+      this.pending.delete(msg.id);
+      p.reject(deserializeError(msg.error));
+    } else {
+      p.onMessage?.(msg);
+    }
+  }
+
+  // Sends a request; `onMessage` gets its progress/chunk messages. Aborting `signal` tells the
+  // worker to stop; the worker then rejects the request with ABORTED.
+  call(op, payload, { signal, onMessage, transfer = [] } = {}) {
+    if (this.closed) return Promise.reject(this.closed);
+    if (signal?.aborted) return Promise.reject(abortError());
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      const onAbort = () => this.worker.postMessage({ op: 'abort', target: id });
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const done = (f) => (v) => {
+        signal?.removeEventListener('abort', onAbort);
+        f(v);
+      };
+      this.pending.set(id, { resolve: done(resolve), reject: done(reject), onMessage });
+      this.worker.postMessage({ id, op, ...payload }, transfer);
+    });
+  }
+
+  abort(id) {
+    this.worker.postMessage({ op: 'abort', target: id });
+  }
+
+  fail(error) {
+    if (this.closed) return;
+    this.closed = error;
+    this.worker.terminate();
+    for (const p of this.pending.values()) p.reject(error);
+    this.pending.clear();
+  }
+}
+
+// A queue the worker's chunks go into and an async iterator takes them from.
+function chunkStream() {
+  const items = [];
+  let wake = null;
+  let end = null; // { error } or { done: true }
+  const notify = () => {
+    wake?.();
+    wake = null;
+  };
+  return {
+    push(item) {
+      items.push(item);
+      notify();
+    },
+    close(result) {
+      end = result;
+      notify();
+    },
+    async *iterate() {
+      for (;;) {
+        if (items.length) {
+          yield items.shift();
+          continue;
+        }
+        if (end) {
+          if (end.error) throw end.error;
+          return;
+        }
+        await new Promise((r) => (wake = r));
+      }
+    },
+  };
+}
+
+const now = () => Math.floor(Date.now() / 1000);
+let completionCounter = 0;
+
+function usageOf(stats) {
+  return {
+    prompt_tokens: stats.prompt_tokens,
+    completion_tokens: stats.completion_tokens,
+    total_tokens: stats.prompt_tokens + stats.completion_tokens,
+  };
+}
+
+function timingsOf(stats) {
+  return {
+    prompt_tokens_evaluated: stats.prompt_tokens_evaluated,
+    prompt_ms: stats.prompt_ms,
+    generation_ms: stats.generation_ms,
+    prompt_tokens_per_second: stats.prompt_tokens_per_s,
+    generation_tokens_per_second: stats.generation_tokens_per_s,
+  };
+}
+
+class Engine {
+  constructor(client, info, modelName) {
+    this._client = client;
+    this.info = info;
+    this._model = modelName;
+    this.chat = { completions: { create: (req) => this._create('chat', req) } };
+    this.completions = { create: (req) => this._create('text', req) };
+  }
+
+  _create(kind, req) {
+    if (!req || typeof req !== 'object') return Promise.reject(invalid('create() needs a request object'));
+    const payload = { options: pickGenerationOptions(req), stream: !!req.stream, returnTokenIds: !!req.return_token_ids };
+    if (kind === 'chat') {
+      if (!Array.isArray(req.messages)) return Promise.reject(invalid('messages must be an array'));
+      payload.messages = req.messages.map((m) => ({ role: String(m.role), content: String(m.content ?? '') }));
+    } else {
+      if (typeof req.prompt !== 'string') return Promise.reject(invalid('prompt must be a string'));
+      payload.prompt = req.prompt;
+    }
+    const id = `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${++completionCounter}`;
+    const created = now();
+    const model = this._model;
+    if (!req.stream) {
+      return this._client.call('generate', payload, { signal: req.signal }).then((r) => {
+        const choice = kind === 'chat'
+          ? { index: 0, message: { role: 'assistant', content: r.text }, finish_reason: r.finish_reason }
+          : { index: 0, text: r.text, finish_reason: r.finish_reason };
+        if (req.return_token_ids) choice.token_ids = r.stats.tokens;
+        return {
+          id, object: kind === 'chat' ? 'chat.completion' : 'text_completion', created, model,
+          choices: [choice], usage: usageOf(r.stats), timings: timingsOf(r.stats),
+        };
+      });
+    }
+    return Promise.resolve(this._stream(kind, id, created, payload, req.signal));
+  }
+
+  _stream(kind, id, created, payload, signal) {
+    const chunks = chunkStream();
+    const controller = new AbortController();
+    const forward = () => controller.abort();
+    signal?.addEventListener('abort', forward, { once: true });
+    if (signal?.aborted) controller.abort();
+    const object = kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
+    const model = this._model;
+    let first = true;
+    const chunk = (text, finish_reason) => {
+      const choice = kind === 'chat'
+        ? { index: 0, delta: first ? { role: 'assistant', content: text } : { content: text }, finish_reason }
+        : { index: 0, text, finish_reason };
+      first = false;
+      return { id, object, created, model, choices: [choice] };
+    };
+    this._client
+      .call('generate', payload, {
+        signal: controller.signal,
+        onMessage: (m) => m.type === 'chunk' && chunks.push(chunk(m.text, null)),
+      })
+      .then((r) => {
+        const last = chunk('', r.finish_reason);
+        if (payload.returnTokenIds) last.choices[0].token_ids = r.stats.tokens;
+        last.usage = usageOf(r.stats);
+        last.timings = timingsOf(r.stats);
+        chunks.push(last);
+        chunks.close({ done: true });
+      }, (error) => chunks.close({ error }))
+      .finally(() => signal?.removeEventListener('abort', forward));
+    const iterator = chunks.iterate();
+    // Leaving a for-await loop early stops the generation.
+    const stop = iterator.return.bind(iterator);
+    iterator.return = (v) => {
+      controller.abort();
+      return stop(v);
+    };
+    return iterator;
+  }
+
+  /** Token ids of `text` (special-token text parsed, BOS per the model unless told not to). */
+  tokenize(text, { addSpecial = true, parseSpecial = true } = {}) {
+    if (typeof text !== 'string') return Promise.reject(invalid('tokenize: text must be a string'));
+    return this._client.call('tokenize', { text, addSpecial, parseSpecial });
+  }
+
+  /** The text of token ids (control tokens rendered only when `special`). */
+  detokenize(ids, { special = false } = {}) {
+    if (!Array.isArray(ids) && !ArrayBuffer.isView(ids)) return Promise.reject(invalid('detokenize: ids must be an array'));
+    return this._client.call('detokenize', { ids: Array.from(ids), special });
+  }
+
+  /** Stops the worker and frees the model; later calls reject with UNLOADED. */
+  async unload() {
+    this._client.fail(new TesseraError(ErrorCodes.UNLOADED, 'the engine was unloaded'));
+  }
+}
+
+/**
+ * Starts an engine in a Web Worker and loads a model into it. See docs/js-api.md.
+ */
+export async function createEngine(options = {}) {
+  const { model, backend = 'auto', threads = defaultThreads(), contextSize, batchSize, onProgress, signal, cache = true } = options;
+  if (LATER_BACKENDS.includes(backend)) {
+    throw new TesseraError(ErrorCodes.UNSUPPORTED_BACKEND, `backend '${backend}' is not available in this version`);
+  }
+  if (!BACKENDS.includes(backend)) throw invalid(`backend must be one of ${[...BACKENDS, ...LATER_BACKENDS].join(', ')}`);
+  if (!Number.isInteger(threads) || threads < 1) throw invalid('threads must be a positive integer');
+  for (const [name, v] of [['contextSize', contextSize], ['batchSize', batchSize]]) {
+    if (v !== undefined && (!Number.isInteger(v) || v < 0)) throw invalid(`${name} must be a non-negative integer`);
+  }
+  if (model === undefined || model === null) throw invalid('model is required');
+  const { source, transfer } = normalizeSource(model);
+  if (signal?.aborted) throw abortError();
+
+  const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'tessera-engine' });
+  const client = new WorkerClient(worker);
+  let lastLoaded = -1;
+  try {
+    const info = await client.call(
+      'load',
+      { source, options: { backend, threads, contextSize, batchSize, cache } },
+      {
+        signal,
+        transfer,
+        onMessage: (m) => {
+          if (m.type !== 'progress' || m.loaded < lastLoaded) return;
+          lastLoaded = m.loaded;
+          const progress = m.total ? Math.min(1, m.loaded / m.total) : undefined;
+          onProgress?.({ loaded: m.loaded, total: m.total, progress, phase: m.phase });
+        },
+      },
+    );
+    const name = typeof source === 'string' ? source.split('/').pop() : Array.isArray(source) ? source[0].split('/').pop() : (model.name ?? 'model');
+    return new Engine(client, info, name);
+  } catch (e) {
+    client.fail(e);
+    throw e;
+  }
+}
