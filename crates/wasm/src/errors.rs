@@ -32,6 +32,8 @@ pub enum ErrorCode {
     OutOfMemory,
     /// A call that needs a generation in progress (or none) came at the wrong time.
     InvalidState,
+    /// A device backend (WebGPU) failed: device lost, allocation refused.
+    BackendError,
 }
 
 impl ErrorCode {
@@ -46,6 +48,7 @@ impl ErrorCode {
             ErrorCode::ChatTemplate => "CHAT_TEMPLATE_ERROR",
             ErrorCode::OutOfMemory => "OUT_OF_MEMORY",
             ErrorCode::InvalidState => "INVALID_STATE",
+            ErrorCode::BackendError => "BACKEND_ERROR",
         }
     }
 }
@@ -92,6 +95,7 @@ impl From<EngineError> for WasmError {
             // A quantization error at run time means weights the loader let through but the
             // kernels refuse: the model, not the caller, is at fault.
             EngineError::Quant(_) => ErrorCode::InvalidModel,
+            EngineError::Backend(_) => ErrorCode::BackendError,
         };
         WasmError::new(code, e.to_string())
     }
