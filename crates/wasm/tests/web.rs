@@ -29,8 +29,9 @@ extern "C" {
 }
 
 async fn smollm2() -> Arc<Model> {
-    let url = option_env!("TESSERA_WASM_TEST_MODEL_URL")
-        .expect("build with TESSERA_WASM_TEST_MODEL_URL (scripts/test-wasm-crate.sh)");
+    let Some(url) = option_env!("TESSERA_WASM_TEST_MODEL_URL") else {
+        panic!("build with TESSERA_WASM_TEST_MODEL_URL set (scripts/test-wasm-crate.sh does)");
+    };
     let bytes = js_sys::Uint8Array::new(&fetch_bytes(url).await.expect("fetch model")).to_vec();
     let mut loader = ModelLoader::new();
     loader.begin_shard(Some(bytes.len() as u64)).unwrap();
