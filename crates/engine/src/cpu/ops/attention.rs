@@ -133,18 +133,20 @@ fn attend_row_impl(
         let v = &kv.v[j * vs + kv_head * dv..j * vs + (kv_head + 1) * dv];
         let dot = if simd {
             let np = hd / DOT_F16_STEP * DOT_F16_STEP;
-            let head = if np > 0 {
-                #[cfg(target_arch = "x86_64")]
-                // SAFETY: `simd` is only set when the CPU has AVX2/FMA/F16C; np % 128 == 0.
-                unsafe {
-                    super::attention_avx2::dot_f16(&k[..np], &q16[..np]) as f64
+            #[cfg(target_arch = "x86_64")]
+            if np == 0 && hd % 8 == 0 {
+                // SAFETY: `simd` is only set when the CPU has AVX2/FMA/F16C; hd % 8 == 0.
+                let exact = unsafe { super::attention_avx2::dot_f16_exact_f64(k, &q16[..hd]) };
+                if let Some(d) = exact {
+                    d
+                } else {
+                    head_plus_leftovers(0.0, k, &q16[..hd])
                 }
-                #[cfg(not(target_arch = "x86_64"))]
-                unreachable!()
             } else {
-                0.0
-            };
-            head_plus_leftovers(head, &k[np..], &q16[np..hd])
+                dot_f16_simd_steps(k, &q16[..hd], np)
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            unreachable!()
         } else {
             dot_f16(k, &q16[..hd])
         };
@@ -170,6 +172,15 @@ fn attend_row_impl(
     for (o, &a) in out.iter_mut().zip(acc.iter()) {
         *o = a * inv;
     }
+}
+
+/// [`dot_f16`] with its whole steps (`np` elements, `np > 0`) on AVX2.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn dot_f16_simd_steps(k: &[f16], q: &[f16], np: usize) -> f32 {
+    // SAFETY: only called with `simd` set (AVX2/FMA/F16C present); np % 128 == 0.
+    let head = unsafe { super::attention_avx2::dot_f16(&k[..np], &q[..np]) } as f64;
+    head_plus_leftovers(head, &k[np..], &q[np..k.len()])
 }
 
 /// ggml_vec_scale_f16: `acc = f16(acc * ms)`.
@@ -390,6 +401,72 @@ mod tests {
                     assert_eq!(a, b, "hd {hd} keys {lo}..={hi}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn exact_f64_fast_path_equals_the_sequential_sum() {
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu::ops::attention_avx2::available() {
+            use crate::cpu::ops::attention_avx2::dot_f16_exact_f64;
+            // Random f16 bit patterns cover tiny, subnormal, huge, infinite and NaN values;
+            // the scaled normals are what attention sees. Either the fast path declines or it
+            // returns the sequential sum's bits.
+            let mut state = 0x9e37_79b9_7f4a_7c15u64;
+            let mut next = || {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state
+            };
+            let (mut taken, mut declined) = (0, 0);
+            for case in 0..20_000 {
+                let n = [8, 64, 96, 120][case % 4];
+                let mut gen = |_| {
+                    let r = next();
+                    match case % 3 {
+                        0 => f16::from_bits(r as u16),
+                        1 => f16::from_f32(
+                            ((r >> 11) as f64 / (1u64 << 53) as f64 * 8.0 - 4.0) as f32,
+                        ),
+                        // Mostly ordinary values with an occasional tiny one.
+                        _ if r % 50 == 0 => f16::from_bits((r >> 16) as u16 & 0x83ff),
+                        _ => f16::from_f32(
+                            ((r >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) as f32,
+                        ),
+                    }
+                };
+                let k: Vec<f16> = (0..n).map(&mut gen).collect();
+                let q: Vec<f16> = (0..n).map(&mut gen).collect();
+                let want = head_plus_leftovers(0.0, &k, &q);
+                // SAFETY: checked `available()` above; n % 8 == 0.
+                match unsafe { dot_f16_exact_f64(&k, &q) } {
+                    Some(got) => {
+                        taken += 1;
+                        assert_eq!(
+                            got.to_bits(),
+                            want.to_bits(),
+                            "case {case}: {got} vs {want}"
+                        );
+                    }
+                    None => declined += 1,
+                }
+            }
+            // A row whose sequential sum rounds: 2^30 + 2^-28 is 2^30 in f64, so the sequential
+            // sum ends at 0 while summing the lanes apart would give 2^-28.
+            let mut k = vec![f16::ZERO; 8];
+            let mut q = vec![f16::ZERO; 8];
+            (k[0], q[0]) = (f16::from_f32(32768.0), f16::from_f32(32768.0));
+            (k[1], q[1]) = (f16::from_f32(2f32.powi(-14)), f16::from_f32(2f32.powi(-14)));
+            (k[4], q[4]) = (f16::from_f32(-32768.0), f16::from_f32(32768.0));
+            assert_eq!(head_plus_leftovers(0.0, &k, &q), 0.0);
+            // SAFETY: as above.
+            assert_eq!(unsafe { dot_f16_exact_f64(&k, &q) }, None);
+            // The check must let ordinary rows through, and must decline some hostile ones.
+            assert!(
+                taken > 10_000 && declined > 100,
+                "taken {taken}, declined {declined}"
+            );
         }
     }
 
