@@ -20,4 +20,7 @@ cargo check -p engine --target wasm32-unknown-unknown --locked
 # kernels bit for bit against the portable ggml-order ones.
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   cargo test -p quant --target wasm32-unknown-unknown --locked
+# The engine's simd128 element-wise kernels (SwiGLU, attention accumulators) against scalar.
+CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+  cargo test -p engine --target wasm32-unknown-unknown --locked --lib -- simd128
 "$root/scripts/test-browser.sh"

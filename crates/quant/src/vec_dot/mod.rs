@@ -26,6 +26,8 @@ pub mod scalar;
 mod avx2;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 mod simd128;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+pub use simd128::fma_f32x4;
 
 use crate::blocks::*;
 use bytemuck::Pod;
@@ -370,6 +372,17 @@ fn simd128_table() -> KernelTable {
                     let w = blocks::<$W>(w);
                     let a = acts.map(blocks::<$A>);
                     simd128::$x4(n, &w, [&a[0], &a[1], &a[2], &a[3]])
+                },
+                gemm: |n, w, nr, a, na, out| {
+                    gemm_looped(
+                        |n, w, a| simd128::$single(n, &blocks::<$W>(w), &blocks::<$A>(a)),
+                        n,
+                        w,
+                        nr,
+                        a,
+                        na,
+                        out,
+                    )
                 },
             }
         };

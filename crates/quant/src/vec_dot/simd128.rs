@@ -127,27 +127,47 @@ fn fix_midpoints(r: v128, p: v128, c: v128) -> v128 {
 /// acc)`, one half of it).
 #[inline(always)]
 fn fma4(d: f32, sums: v128, acc: v128) -> v128 {
-    let s = f32x4_convert_i32x4(sums); // rounds like cvtepi32_ps (the sums are small anyway)
-    let dd = f64x2_splat(d as f64);
-    let p01 = f64x2_mul(dd, f64x2_promote_low_f32x4(s));
-    let p23 = f64x2_mul(dd, f64x2_promote_low_f32x4(u64x2_shuffle::<1, 1>(s, s)));
-    let c01 = f64x2_promote_low_f32x4(acc);
-    let c23 = f64x2_promote_low_f32x4(u64x2_shuffle::<1, 1>(acc, acc));
+    // cvtepi32_ps rounds like f32x4_convert_i32x4 (the sums are small anyway).
+    fma_f32x4(f32x4_splat(d), f32x4_convert_i32x4(sums), acc)
+}
+
+/// Four lanes of `fmaf(a, b, c)`: `a * b + c` rounded once to f32, bit-identical to
+/// `f32::mul_add` lane by lane (`fma_f64::fma_f32`'s method in f64x2 lanes: exact product,
+/// one f64 add, TwoSum fix on f32 midpoints; lanes outside the normal f32 range, rare, make
+/// the four lanes call `mul_add`). Public for the engine's wasm element-wise kernels.
+#[inline(always)]
+pub fn fma_f32x4(a: v128, b: v128, c: v128) -> v128 {
+    let a23 = u64x2_shuffle::<1, 1>(a, a);
+    let b23 = u64x2_shuffle::<1, 1>(b, b);
+    let c23 = u64x2_shuffle::<1, 1>(c, c);
+    let p01 = f64x2_mul(f64x2_promote_low_f32x4(a), f64x2_promote_low_f32x4(b));
+    let p23 = f64x2_mul(f64x2_promote_low_f32x4(a23), f64x2_promote_low_f32x4(b23));
+    let c01 = f64x2_promote_low_f32x4(c);
+    let c23 = f64x2_promote_low_f32x4(c23);
     let mut r01 = f64x2_add(p01, c01);
     let mut r23 = f64x2_add(p23, c23);
     if v128_any_true(v128_or(outside_f32_normal(r01), outside_f32_normal(r23))) {
-        return f32x4(
-            d.mul_add(f32x4_extract_lane::<0>(s), f32x4_extract_lane::<0>(acc)),
-            d.mul_add(f32x4_extract_lane::<1>(s), f32x4_extract_lane::<1>(acc)),
-            d.mul_add(f32x4_extract_lane::<2>(s), f32x4_extract_lane::<2>(acc)),
-            d.mul_add(f32x4_extract_lane::<3>(s), f32x4_extract_lane::<3>(acc)),
-        );
+        let lane = |i: usize| {
+            let (a, b, c) = (f32x4_to_array(a), f32x4_to_array(b), f32x4_to_array(c));
+            a[i].mul_add(b[i], c[i])
+        };
+        return f32x4(lane(0), lane(1), lane(2), lane(3));
     }
     if v128_any_true(v128_or(on_f32_midpoint(r01), on_f32_midpoint(r23))) {
         r01 = fix_midpoints(r01, p01, c01);
         r23 = fix_midpoints(r23, p23, c23);
     }
     u64x2_shuffle::<0, 2>(f32x4_demote_f64x2_zero(r01), f32x4_demote_f64x2_zero(r23))
+}
+
+#[inline(always)]
+fn f32x4_to_array(v: v128) -> [f32; 4] {
+    [
+        f32x4_extract_lane::<0>(v),
+        f32x4_extract_lane::<1>(v),
+        f32x4_extract_lane::<2>(v),
+        f32x4_extract_lane::<3>(v),
+    ]
 }
 
 /// The accumulators of one output as ggml's kernels keep them: the 8-lane register (two f32x4),

@@ -193,6 +193,11 @@ fn scale_acc(acc: &mut [f32], ms: f32, simd: bool) {
             super::attention_avx2::scale_f16(acc, ms)
         }
     } else {
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        let acc = {
+            let done = super::attention_simd128::scale_f16(acc, ms);
+            &mut acc[done..]
+        };
         for a in acc.iter_mut() {
             *a = f16::from_f32(*a * ms).to_f32();
         }
@@ -209,6 +214,11 @@ fn mad_acc(acc: &mut [f32], v: &[f16], vs: f32, simd: bool) {
             super::attention_avx2::mad_f16(acc, v, vs)
         }
     } else {
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        let (acc, v) = {
+            let done = super::attention_simd128::mad_f16(acc, v, vs);
+            (&mut acc[done..], &v[done..])
+        };
         for (a, &x) in acc.iter_mut().zip(v) {
             *a = f16::from_f32(x.to_f32().mul_add(vs, *a)).to_f32();
         }

@@ -87,6 +87,13 @@ pub fn swiglu(gate: &[f32], up: &[f32], out: &mut [f32]) {
         swiglu_scalar(&gate[done..], &up[done..], &mut out[done..]);
         return;
     }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    {
+        let done = super::glu_simd128::swiglu(gate, up, out);
+        swiglu_scalar(&gate[done..], &up[done..], &mut out[done..]);
+        return;
+    }
+    #[allow(unreachable_code)]
     swiglu_scalar(gate, up, out);
 }
 

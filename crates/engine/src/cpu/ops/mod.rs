@@ -3,11 +3,15 @@
 pub mod attention;
 #[cfg(target_arch = "x86_64")]
 pub mod attention_avx2;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+pub mod attention_simd128;
 pub mod binary;
 pub mod get_rows;
 pub mod glu;
 #[cfg(target_arch = "x86_64")]
 pub mod glu_avx2;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+pub mod glu_simd128;
 pub mod mul_mat;
 pub mod norm;
 pub mod rope;
