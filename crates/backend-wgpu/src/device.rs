@@ -10,6 +10,8 @@ use crate::pipelines::{PipelineCache, PipelineKey};
 /// How long a submission may take before we call it hung. Generous: on a busy 2-core machine a
 /// software adapter (lavapipe) needs minutes for one large batch with a 262144-entry vocabulary.
 const WAIT_LIMIT: Duration = Duration::from_secs(1200);
+/// Extra polls a read-back makes for its map callback after the queue has drained.
+const MAP_POLLS: u32 = 100_000;
 
 /// A device and its queue; cheap to clone (several backends may share one device).
 #[derive(Clone)]
@@ -223,11 +225,22 @@ impl Gpu {
             let _ = tx.send(r);
         });
         self.wait()?;
-        match rx.try_recv() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(WgpuError::ReadBack(e.to_string())),
-            Err(_) => return Err(WgpuError::ReadBack("the buffer was never mapped".into())),
-        }
+        // The map callback runs inside a poll once the mapping is done; on a loaded machine
+        // that can be a poll after the one that saw the queue empty, so poll until it has run
+        // (bounded: a callback dropped unrun, or one that never comes, is an error).
+        let mut polls = 0;
+        let mapped = loop {
+            match rx.try_recv() {
+                Ok(r) => break r,
+                Err(std::sync::mpsc::TryRecvError::Empty) if polls < MAP_POLLS => {
+                    polls += 1;
+                    std::thread::yield_now();
+                    self.wait()?;
+                }
+                Err(_) => return Err(WgpuError::ReadBack("the buffer was never mapped".into())),
+            }
+        };
+        mapped.map_err(|e| WgpuError::ReadBack(e.to_string()))?;
         {
             let view = slice
                 .get_mapped_range()
