@@ -166,9 +166,11 @@ impl Backend for WgpuBackend {
         n_keep: usize,
         n_discard: usize,
     ) -> Result<(), EngineError> {
-        if n_keep + n_discard > n_past || n_past > self.kv.n_ctx {
+        engine::backend::check_shift(n_past, n_keep, n_discard)?;
+        if n_past > self.kv.n_ctx {
             return Err(EngineError::InvalidArgument(format!(
-                "shift: keep {n_keep} + discard {n_discard} > {n_past} positions"
+                "shift: {n_past} positions > context {}",
+                self.kv.n_ctx
             )));
         }
         let n_moved = n_past - n_keep - n_discard;

@@ -92,3 +92,14 @@ pub trait Backend: Send {
         n_discard: usize,
     ) -> Result<(), EngineError>;
 }
+
+/// Checks [`Backend::kv_shift`]'s arguments: the kept and discarded positions must lie within
+/// the first `n_past`.
+pub fn check_shift(n_past: usize, n_keep: usize, n_discard: usize) -> Result<(), EngineError> {
+    if n_keep + n_discard > n_past {
+        return Err(EngineError::InvalidArgument(format!(
+            "shift: keep {n_keep} + discard {n_discard} > {n_past} positions"
+        )));
+    }
+    Ok(())
+}

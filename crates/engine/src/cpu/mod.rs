@@ -92,11 +92,7 @@ impl Backend for CpuBackend {
         n_keep: usize,
         n_discard: usize,
     ) -> Result<(), EngineError> {
-        if n_keep + n_discard > n_past {
-            return Err(EngineError::InvalidArgument(format!(
-                "shift: keep {n_keep} + discard {n_discard} > {n_past} positions"
-            )));
-        }
+        crate::backend::check_shift(n_past, n_keep, n_discard)?;
         self.kv.shift(n_past, n_keep, n_discard);
         Ok(())
     }
