@@ -184,6 +184,46 @@ macro_rules! kernels {
     };
 }
 
+/// Generates a kernel of four weight rows against one activation row (decode's matrix-vector
+/// product): the rows advance block by block together, each with its own accumulator, so the
+/// four dependency chains overlap and each activation block is loaded once for the four rows.
+/// Each result goes through exactly the single-row kernel's float operations in the same order:
+/// it is bit-identical to the single-row kernel on that row.
+macro_rules! rows4 {
+    ($r4:ident, $W:ty, $A:ty, $qk:expr, $prep:ident, $step:ident, $finish:ident) => {
+        /// Four weight rows against one activation row; result r is bit-identical to the
+        /// single-row kernel on `xs[r]`.
+        ///
+        /// # Safety
+        /// The CPU must support AVX2, FMA and F16C.
+        #[target_feature(enable = "avx2,fma,f16c")]
+        pub unsafe fn $r4(n: usize, xs: [&[$W]; 4], y: &[$A]) -> [f32; 4] {
+            let min_w = xs.iter().map(|x| x.len()).min().unwrap_or(0);
+            let nb = block_count(n, $qk, min_w, y.len());
+            let (x0, x1, x2, x3) = (&xs[0][..nb], &xs[1][..nb], &xs[2][..nb], &xs[3][..nb]);
+            let y = &y[..nb];
+            let mut acc = [Acc::new(); 4];
+            for i in 0..nb {
+                let yi = &y[i];
+                // Prefetch hints only (no effect on results; any address is allowed): the rows
+                // of a gemv are contiguous, so read on linearly one group of four rows ahead,
+                // at the pace this loop consumes bytes.
+                let p = (x0.as_ptr() as *const i8)
+                    .wrapping_add(4 * nb * std::mem::size_of::<$W>())
+                    .wrapping_add(4 * i * std::mem::size_of::<$W>());
+                _mm_prefetch::<_MM_HINT_T0>(p);
+                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64));
+                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(128));
+                $step(&$prep(&x0[i]), yi, &mut acc[0]);
+                $step(&$prep(&x1[i]), yi, &mut acc[1]);
+                $step(&$prep(&x2[i]), yi, &mut acc[2]);
+                $step(&$prep(&x3[i]), yi, &mut acc[3]);
+            }
+            acc.map(|a| a.$finish())
+        }
+    };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Legacy quants (32-element blocks)
 
@@ -314,6 +354,52 @@ kernels!(
 kernels!(
     vec_dot_q8_0_q8_0,
     vec_dot_q8_0_q8_0_x4,
+    BlockQ8_0,
+    BlockQ8_0,
+    QK,
+    prep_q8_0,
+    step_signed_q8_0,
+    finish_plain
+);
+
+rows4!(
+    vec_dot_q4_0_q8_0_r4,
+    BlockQ4_0,
+    BlockQ8_0,
+    QK,
+    prep_q4_0,
+    step_signed_q8_0,
+    finish_plain
+);
+rows4!(
+    vec_dot_q4_1_q8_1_r4,
+    BlockQ4_1,
+    BlockQ8_1,
+    QK,
+    prep_q4_1,
+    step_unsigned_q8_1,
+    finish_summs
+);
+rows4!(
+    vec_dot_q5_0_q8_0_r4,
+    BlockQ5_0,
+    BlockQ8_0,
+    QK,
+    prep_q5_0,
+    step_signed_q8_0,
+    finish_plain
+);
+rows4!(
+    vec_dot_q5_1_q8_1_r4,
+    BlockQ5_1,
+    BlockQ8_1,
+    QK,
+    prep_q5_1,
+    step_unsigned_q8_1,
+    finish_summs
+);
+rows4!(
+    vec_dot_q8_0_q8_0_r4,
     BlockQ8_0,
     BlockQ8_0,
     QK,

@@ -103,11 +103,15 @@ type SingleFn = fn(usize, &[u8], &[u8]) -> f32;
 type X4Fn = fn(usize, &[u8], [&[u8]; 4]) -> [f32; 4];
 /// (n, weight rows, n_rows, activation rows, n_acts, out).
 type GemmFn = fn(usize, &[u8], usize, &[u8], usize, &mut [f32]);
+/// (n, four weight rows, one activation row): each result bit-identical to `single`.
+type Rows4Fn = fn(usize, [&[u8]; 4], &[u8]) -> [f32; 4];
 
 struct Kernel {
     single: SingleFn,
     x4: X4Fn,
     gemm: GemmFn,
+    /// Four weight rows × one activation row at once, where a kernel exists (decode).
+    rows4: Option<Rows4Fn>,
 }
 
 /// Weight rows × activation rows: `out[t * n_rows + r] = vec_dot(weight, n, w_row(r),
@@ -127,9 +131,12 @@ pub fn gemm(
 ) {
     assert!(out.len() >= n_rows * n_acts, "gemm: output too small");
     match KERNELS.get(weight) {
-        // One token (decode) streams the weights once: the single-row kernel reads them in
-        // order, which the hardware prefetcher follows best.
-        Some(k) if n_acts == 1 => gemm_looped(k.single, n, w, n_rows, acts, n_acts, out),
+        // One token (decode) streams the weights once, in order (which the hardware prefetcher
+        // follows best): four rows at a time where a kernel exists, else row by row.
+        Some(k) if n_acts == 1 => match k.rows4 {
+            Some(rows4) => gemv_rows4(rows4, k.single, n, w, n_rows, acts, out),
+            None => gemm_looped(k.single, n, w, n_rows, acts, n_acts, out),
+        },
         Some(k) => (k.gemm)(n, w, n_rows, acts, n_acts, out),
         None => {
             debug_assert!(false, "no vec_dot kernel for {weight}");
@@ -157,6 +164,32 @@ fn gemm_looped(
         for r in 0..n_rows {
             out[t * n_rows + r] = single(n, &w[r * wb..(r + 1) * wb], a);
         }
+    }
+}
+
+/// Weight rows × one activation row, four rows per `rows4` call, the last `n_rows % 4` with
+/// `single` (bit-identical either way).
+fn gemv_rows4(
+    rows4: Rows4Fn,
+    single: SingleFn,
+    n: usize,
+    w: &[u8],
+    n_rows: usize,
+    act: &[u8],
+    out: &mut [f32],
+) {
+    if n_rows == 0 {
+        return;
+    }
+    let wb = w.len() / n_rows;
+    let mut r = 0;
+    while r + 4 <= n_rows {
+        let row = |i: usize| &w[(r + i) * wb..(r + i + 1) * wb];
+        out[r..r + 4].copy_from_slice(&rows4(n, [row(0), row(1), row(2), row(3)], act));
+        r += 4;
+    }
+    for r in r..n_rows {
+        out[r] = single(n, &w[r * wb..(r + 1) * wb], act);
     }
 }
 
@@ -218,6 +251,7 @@ macro_rules! looped {
                     out,
                 )
             },
+            rows4: None,
         }
     };
 }
@@ -260,6 +294,7 @@ fn avx2_table() -> KernelTable {
                 gemm: |n, w, nr, a, na, out| unsafe {
                     avx2::$gemm(n, &blocks::<$W>(w), nr, &blocks::<$A>(a), na, out)
                 },
+                rows4: None,
             }
         };
         ($single:ident, $W:ty, $A:ty) => {
@@ -280,10 +315,21 @@ fn avx2_table() -> KernelTable {
                         out,
                     )
                 },
+                rows4: None,
             }
         };
     }
-    KernelTable {
+    // Decode's four-rows kernels (legacy types: their single-row loop is short per block, so
+    // the four accumulator chains overlap; the K-quants already have long blocks).
+    macro_rules! rows4 {
+        ($r4:ident, $W:ty, $A:ty) => {
+            Some(|n, ws: [&[u8]; 4], a: &[u8]| {
+                let w = ws.map(blocks::<$W>);
+                unsafe { avx2::$r4(n, [&w[0], &w[1], &w[2], &w[3]], &blocks::<$A>(a)) }
+            })
+        };
+    }
+    let mut t = KernelTable {
         isa: "avx2",
         q4_0: simd!(
             vec_dot_q4_0_q8_0,
@@ -357,7 +403,13 @@ fn avx2_table() -> KernelTable {
         ),
         f16: simd!(vec_dot_f16_f16, f16, f16),
         f32: simd!(vec_dot_f32_f32, f32, f32),
-    }
+    };
+    t.q4_0.rows4 = rows4!(vec_dot_q4_0_q8_0_r4, BlockQ4_0, BlockQ8_0);
+    t.q4_1.rows4 = rows4!(vec_dot_q4_1_q8_1_r4, BlockQ4_1, BlockQ8_1);
+    t.q5_0.rows4 = rows4!(vec_dot_q5_0_q8_0_r4, BlockQ5_0, BlockQ8_0);
+    t.q5_1.rows4 = rows4!(vec_dot_q5_1_q8_1_r4, BlockQ5_1, BlockQ8_1);
+    t.q8_0.rows4 = rows4!(vec_dot_q8_0_q8_0_r4, BlockQ8_0, BlockQ8_0);
+    t
 }
 
 /// The wasm SIMD128 kernels, compiled in when the build enables `simd128` (the browser build
@@ -384,6 +436,7 @@ fn simd128_table() -> KernelTable {
                         out,
                     )
                 },
+                rows4: None,
             }
         };
     }

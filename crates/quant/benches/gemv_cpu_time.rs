@@ -1,0 +1,88 @@
+//! Decode's matrix-vector product: `gemm` with one activation row (four weight rows per kernel
+//! call where a `rows4` kernel exists) vs one `vec_dot` call per row, in CPU time of this
+//! thread (Linux schedstat, so it holds on a loaded machine). Shapes like Gemma 3 270M's
+//! (640-wide rows); `m` rows of weights, 65536 by default (more than the L3 for Q8_0, as the
+//! 262144-row output matrix is), or `GEMV_ROWS`.
+//!
+//! `cargo bench -p quant --bench gemv_cpu_time [-- FILTER]`
+
+#[path = "../tests/vec_dot_support/mod.rs"]
+mod vec_dot_support;
+
+use quant::vec_dot::{gemm, vec_dot};
+use std::hint::black_box;
+use vec_dot_support::*;
+
+fn thread_cpu_ns() -> u64 {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").expect("Linux schedstat");
+    s.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+/// Nanoseconds of CPU per weight row over passes worth `budget_ns` of CPU (schedstat advances
+/// in scheduler ticks, so a measurement must span many of them).
+fn measure(rows: usize, budget_ns: u64, mut f: impl FnMut()) -> f64 {
+    f();
+    let start = thread_cpu_ns();
+    let mut passes = 0u64;
+    while thread_cpu_ns() - start < budget_ns {
+        f();
+        passes += 1;
+    }
+    (thread_cpu_ns() - start) as f64 / (passes as f64 * rows as f64)
+}
+
+fn run<W: WeightBlock, A: ActBlock>(pair: &Pair<W, A>, k: usize, m: usize, filter: &str) {
+    let name = format!("{}", W::TYPE);
+    if !name.contains(filter) {
+        return;
+    }
+    let nb = k / pair.block_size;
+    let mut rng = rng(1);
+    let w: Vec<W> = (0..m)
+        .flat_map(|_| generate_row(&mut rng, nb, |r| W::generate(r, Mode::Random)))
+        .collect();
+    let a: Vec<A> = generate_row(&mut rng, nb, |r| A::generate(r, Mode::Random));
+    let (wb, ab): (&[u8], &[u8]) = (bytemuck::cast_slice(&w), bytemuck::cast_slice(&a));
+    let wr = wb.len() / m;
+    let mut out = vec![0.0f32; m];
+    let budget = 200_000_000;
+    let mut rows = 0.0;
+    let mut single = 0.0;
+    // Alternate the two, three times, to spread a loaded machine's noise over both.
+    for _ in 0..3 {
+        rows += measure(m, budget, || {
+            gemm(W::TYPE, k, wb, m, ab, 1, &mut out);
+            black_box(&out);
+        });
+        single += measure(m, budget, || {
+            for (r, o) in out.iter_mut().enumerate() {
+                *o = vec_dot(W::TYPE, k, &wb[r * wr..(r + 1) * wr], ab);
+            }
+            black_box(&out);
+        });
+    }
+    println!(
+        "{name:6} k={k} m={m}: gemm(n_acts=1) {:6.1} ns/row   vec_dot per row {:6.1} ns/row",
+        rows / 3.0,
+        single / 3.0
+    );
+}
+
+fn main() {
+    let filter = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .unwrap_or_default();
+    let m = std::env::var("GEMV_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(65536);
+    run(&Q8_0, 640, m, &filter);
+    run(&Q5_0, 640, m, &filter);
+    run(&Q4_0, 640, m, &filter);
+    run(&Q4_1, 576, m, &filter);
+    run(&Q5_1, 640, m, &filter);
+    run(&Q4_K, 1024, m / 2, &filter);
+    run(&Q6_K, 2048, m / 4, &filter);
+    run(&Q8_0, 640, m, &filter);
+}
