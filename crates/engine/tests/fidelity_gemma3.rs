@@ -1,9 +1,9 @@
-//! Gemma 3 270M (Q4_K_M) against llama.cpp's outputs. llama.cpp itself moves by up to ~0.3
-//! logprob with its batching and weight repacking on this model (fixtures README), so the checks
-//! are tolerant: the first 8 greedy tokens of every prompt identical, forced-decoding top-1
-//! agreement ≥ 95 % along the fixture continuations, top-10 logprobs within 0.35 of both the
-//! repacked and the plain (`_norepack`) reference. The last does not hold yet for one entry
-//! (0.415 off the plain reference), so it is `#[ignore]`d and a check at 0.6 runs instead.
+//! Gemma 3 270M (Q4_K_M) against llama.cpp's outputs. llama.cpp itself moves by up to ~0.4
+//! logprob with its weight repacking on this model (fixtures README), so the checks against the
+//! repacked reference are tolerant (first 8 greedy tokens identical, top-10 within 0.45), while
+//! the plain (`_norepack`) reference is matched exactly: 64-token greedy continuations
+//! identical, top-10 logprobs equal to the printed digits, forced-decoding top-1 agreement
+//! ≥ 95 % (in fact 100 %). How: docs/engine.md, "Fidelity".
 
 mod common;
 use common::*;
@@ -22,6 +22,18 @@ fn first_greedy_tokens_match_llama_cpp() {
             let got = greedy(&mut ctx, &prompt, 8);
             assert_eq!(got, want[..8], "{file} {:?}", case["prompt"]);
         }
+    }
+}
+
+#[test]
+fn greedy_continuations_equal_the_plain_reference() {
+    let model = load_model(GEMMA3);
+    let mut ctx = context(&model, 256, 512, 2);
+    for case in fixture("greedy_gemma3_norepack.jsonl") {
+        let prompt = ids(&case["prompt_ids"]);
+        let want = ids(&case["gen_ids"]);
+        let got = greedy(&mut ctx, &prompt, want.len());
+        assert_eq!(got, want, "{:?}", case["prompt"]);
     }
 }
 
@@ -51,24 +63,30 @@ fn forced_decoding_top1_agreement_at_least_95_percent() {
     assert!(rate >= 0.95, "agreement {rate:.3} < 0.95");
 }
 
+/// Issue 3's bound on the plain (no-repack) reference.
 #[test]
-#[ignore = "known gap: one top-10 entry is 0.415 away (module docs, docs/engine.md)"]
 fn top10_logprobs_within_tolerance() {
-    top10_within(0.35);
+    top10_within(&["logits_top10_gemma3_norepack.jsonl"], 0.35);
 }
 
+/// In fact equal to the plain reference's printed digits (6 decimals): every node matches the
+/// reference build bit for bit (docs/engine.md, "Fidelity").
 #[test]
-fn top10_logprobs_within_0_6() {
-    top10_within(0.6);
+fn top10_logprobs_equal_the_plain_reference() {
+    top10_within(&["logits_top10_gemma3_norepack.jsonl"], 1e-4);
 }
 
-fn top10_within(tolerance: f64) {
+/// The repacked reference differs from llama.cpp's own plain one by up to 0.42 on this model
+/// (one entry of "def add": we equal the plain reference there), so it gets a wider bound.
+#[test]
+fn top10_logprobs_near_the_repacked_reference() {
+    top10_within(&["logits_top10_gemma3.jsonl"], 0.45);
+}
+
+fn top10_within(files: &[&str], tolerance: f64) {
     let model = load_model(GEMMA3);
     let mut ctx = context(&model, 256, 512, 2);
-    for file in [
-        "logits_top10_gemma3.jsonl",
-        "logits_top10_gemma3_norepack.jsonl",
-    ] {
+    for &file in files {
         let mut worst = 0.0f64;
         for case in fixture(file) {
             let prompt = ids(&case["prompt_ids"]);
@@ -88,11 +106,11 @@ fn top10_within(tolerance: f64) {
                 worst = worst.max(d);
                 assert!(
                     d < tolerance,
-                    "{file} {:?} id {id}: off by {d:.3}",
+                    "{file} {:?} id {id}: off by {d:.6}",
                     case["prompt"]
                 );
             }
         }
-        eprintln!("{file}: largest top-10 logprob difference {worst:.3}");
+        eprintln!("{file}: largest top-10 logprob difference {worst:.6}");
     }
 }

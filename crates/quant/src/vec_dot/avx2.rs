@@ -434,6 +434,10 @@ struct KW {
     /// (Q3_K: 4 where the high bit is clear; Q6_K: 32). None for the types with mins.
     sub: Option<[__m256i; 8]>,
     extra: KExtra,
+    /// Q6_K: the 16 scales as i16; `32 · madd(bsums, scales)` is subtracted from the i32 lanes
+    /// at the end (ggml's `q8sclsub`), which puts the -32 offset in other lanes than a per-byte
+    /// subtraction would.
+    bsum_scales: Option<__m256i>,
 }
 
 /// `madd_epi16(mins8, hadd_epi16(bsums[0..8], bsums[8..16]))`: Q4_K / Q5_K's 4 min lanes.
@@ -457,6 +461,10 @@ unsafe fn step_k(w: &KW, y: &BlockQ8K, acc: &mut Acc) {
             p16 = _mm256_sub_epi16(p16, _mm256_maddubs_epi16(sub[g], q8));
         }
         sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(w.scales[g], p16));
+    }
+    if let Some(sc) = w.bsum_scales {
+        let bsums = load256(y.bsums.as_ptr() as *const u8);
+        sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32::<5>(_mm256_madd_epi16(bsums, sc)));
     }
     match w.extra {
         KExtra::None => {}
@@ -512,6 +520,7 @@ unsafe fn prep_q2_k(x: &BlockQ2K) -> KW {
         d: f16_to_f32(x.d),
         sub: None,
         extra: KExtra::Q2Mins(_mm256_cvtepu8_epi16(mins), f16_to_f32(x.dmin)),
+        bsum_scales: None,
     }
 }
 
@@ -542,6 +551,7 @@ unsafe fn prep_q3_k(x: &BlockQ3K) -> KW {
         d: f16_to_f32(x.d),
         sub: Some(high),
         extra: KExtra::None,
+        bsum_scales: None,
     }
 }
 
@@ -573,6 +583,7 @@ unsafe fn prep_q4_k(x: &BlockQ4K) -> KW {
         d: f16_to_f32(x.d),
         sub: None,
         extra: KExtra::Q4Mins(mins, f16_to_f32(x.dmin)),
+        bsum_scales: None,
     }
 }
 
@@ -601,6 +612,7 @@ unsafe fn prep_q5_k(x: &BlockQ5K) -> KW {
         d: f16_to_f32(x.d),
         sub: None,
         extra: KExtra::Q5Mins(mins, f16_to_f32(x.dmin)),
+        bsum_scales: None,
     }
 }
 
@@ -612,7 +624,7 @@ unsafe fn q6_high(v: __m256i, m2: __m256i) -> __m256i {
 
 #[inline(always)]
 unsafe fn prep_q6_k(x: &BlockQ6K) -> KW {
-    // Unsigned 6-bit quants in 0..64; the -32 is applied per byte in step_k.
+    // Unsigned 6-bit quants in 0..64; the -32 is applied per lane from the bsums in step_k.
     let m4 = _mm256_set1_epi8(0x0F);
     let m2 = _mm256_set1_epi8(3);
     let mut q = [_mm256_setzero_si256(); 8];
@@ -642,8 +654,11 @@ unsafe fn prep_q6_k(x: &BlockQ6K) -> KW {
         q,
         scales,
         d: f16_to_f32(x.d),
-        sub: Some([_mm256_set1_epi8(32); 8]),
+        sub: None,
         extra: KExtra::None,
+        bsum_scales: Some(_mm256_cvtepi8_epi16(_mm_loadu_si128(
+            x.scales.as_ptr() as *const __m128i
+        ))),
     }
 }
 

@@ -265,16 +265,25 @@ pub fn vec_dot_q6_k_q8_k(n: usize, x: &[BlockQ6K], y: &[BlockQ8K]) -> f32 {
     let mut acc = Acc::default();
     for (x, y) in x[..nb].iter().zip(&y[..nb]) {
         let d = y.d * x.d.to_f32();
-        let lanes = k_lanes(
+        // The unsigned 6-bit quants (0..64) in the product lanes; the -32 offset is subtracted
+        // afterwards per lane from the bsums: lane l -= 32·(bsums[2l]·sc[2l] + bsums[2l+1]·
+        // sc[2l+1]), as ggml's AVX2 kernel does (`q8sclsub`). The lanes (and so the float
+        // result) differ from subtracting 32 per byte; llama.cpp's reference outputs need this.
+        let mut lanes = k_lanes(
             |i| {
                 let (h, g, l) = (i / 128, (i % 128) / 32, i % 32);
                 let ql = x.ql[64 * h + 32 * (g % 2) + l];
                 let low = if g < 2 { ql & 0x0F } else { ql >> 4 };
                 let high = (x.qh[32 * h + l] >> (2 * g)) & 3;
-                x.scales[i / 16] as i32 * ((low | (high << 4)) as i32 - 32)
+                x.scales[i / 16] as i32 * (low | (high << 4)) as i32
             },
             &y.qs,
         );
+        for (l, lane) in lanes.iter_mut().enumerate() {
+            let off = y.bsums[2 * l] as i32 * x.scales[2 * l] as i32
+                + y.bsums[2 * l + 1] as i32 * x.scales[2 * l + 1] as i32;
+            *lane = lane.wrapping_sub(off << 5);
+        }
         acc.fma(d, lanes);
     }
     acc.hsum8()

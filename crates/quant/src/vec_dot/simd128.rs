@@ -433,6 +433,11 @@ enum KExtra {
         mins: v128,
         dmin: f32,
     },
+    /// Q6_K: lane l -= 32 · (bsums[2l]·sc[2l] + bsums[2l+1]·sc[2l+1]) (the scales as i16x8,
+    /// 0..8 and 8..16), as ggml's `q8sclsub`; the quants stay unsigned.
+    Q6Offset {
+        scales: [v128; 2],
+    },
 }
 
 /// What a K-quant super-block needs besides its quants: the 16 per-chunk (16-element) scales,
@@ -485,7 +490,7 @@ fn step_k(chunk: impl Fn(usize) -> (v128, v128), h: &KHeader, y: &BlockQ8K, acc:
         pairs[half + 1] = i32x4_add(pairs[half + 1], hi);
     }
     match h.extra {
-        KExtra::None => {}
+        KExtra::None | KExtra::Q6Offset { .. } => {}
         KExtra::Q2Mins { mins, dmin } => {
             let b = bytemuck::cast_slice::<i16, u8>(&y.bsums);
             let lanes = [
@@ -504,7 +509,14 @@ fn step_k(chunk: impl Fn(usize) -> (v128, v128), h: &KHeader, y: &BlockQ8K, acc:
             acc.summs = (-y.d * dmin).mul_add(isum as f32, acc.summs);
         }
     }
-    let lanes = [quads(pairs[0], pairs[1]), quads(pairs[2], pairs[3])];
+    let mut lanes = [quads(pairs[0], pairs[1]), quads(pairs[2], pairs[3])];
+    if let KExtra::Q6Offset { scales } = h.extra {
+        let b = bytemuck::cast_slice::<i16, u8>(&y.bsums);
+        for (k, lane) in lanes.iter_mut().enumerate() {
+            let off = i32x4_dot_i16x8(load16(b, 16 * k), scales[k]);
+            *lane = i32x4_sub(*lane, i32x4_shl(off, 5));
+        }
+    }
     acc.fma(y.d * h.d, lanes);
 }
 
@@ -659,15 +671,19 @@ impl KQuant for BlockQ5K {
 
 impl KQuant for BlockQ6K {
     fn header(&self) -> KHeader {
+        let sc = load16(bytemuck::cast_slice::<i8, u8>(&self.scales), 0);
         KHeader {
             scales: self.scales.map(|v| v as i16),
             d: self.d.to_f32(),
-            extra: KExtra::None,
+            extra: KExtra::Q6Offset {
+                scales: [i16x8_extend_low_i8x16(sc), i16x8_extend_high_i8x16(sc)],
+            },
         }
     }
 
     /// Element i = 128h + 32g + l: nibble g/2 of ql[64h + 32(g%2) + l], bits 2g..2g+2 of
-    /// qh[32h + l] above it, minus 32; chunk c = 8h + 2g + l/16.
+    /// qh[32h + l] above it (unsigned, 0..64: the -32 comes from the bsums in `step_k`);
+    /// chunk c = 8h + 2g + l/16.
     #[inline(always)]
     fn chunk(&self, c: usize) -> v128 {
         let (h, g, l0) = (c / 8, (c % 8) / 2, 16 * (c % 2));
@@ -679,7 +695,7 @@ impl KQuant for BlockQ6K {
         };
         let qh = load16(&self.qh, 32 * h + l0);
         let high = v128_and(u8x16_shr(qh, 2 * g as u32), u8x16_splat(3));
-        i8x16_sub(v128_or(low, i8x16_shl(high, 4)), i8x16_splat(32))
+        v128_or(low, i8x16_shl(high, 4))
     }
 }
 

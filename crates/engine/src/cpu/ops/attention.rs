@@ -9,6 +9,8 @@
 
 use half::f16;
 
+use super::f16_arith;
+
 use crate::cpu::kv_cache::LayerKv;
 use crate::cpu::parallel::{for_each_chunk, SharedOut};
 use crate::graph::AttentionParams;
@@ -20,16 +22,16 @@ pub const MAX_HEAD_DIM: usize = 512;
 /// Elements of a head that the reference build's `ggml_vec_dot_f16` handles in its SIMD loop:
 /// whole steps of 128 (an AVX512-FP16 build: 4 registers of 32 halves). The rest of the row is
 /// its scalar "leftovers" loop, summed in f64.
-pub const DOT_F16_STEP: usize = 128;
+pub const DOT_F16_STEP: usize = f16_arith::STEP;
 
 /// q·k as ggml's `ggml_vec_dot_f16` computes it in the build the reference outputs come from.
 ///
-/// That build steps through the row 128 elements at a time and adds the remaining
-/// `n % 128` products one by one in f64 (`sumf += (ggml_float)(x[i]*y[i])`). For a head of
-/// 64 (SmolLM2) there is no full step, so the whole score is that sequential f64 sum: this
-/// reproduces llama.cpp's SmolLM2 reference logits to the last printed digit, where the
-/// 16-lane order of an AVX-512F build (or the 8-lane order of an AVX2 build) moves the top-10
-/// logprobs by up to 0.3. Whole steps of 128 are summed in [`dot_f16_steps`]' order.
+/// That build steps through the row 128 elements at a time in f16 arithmetic
+/// ([`dot_f16_steps`]) and adds the remaining `n % 128` products one by one in f64
+/// (`sumf += (ggml_float)(x[i]*y[i])`). For a head of 64 (SmolLM2) there is no full step, so
+/// the whole score is that sequential f64 sum: this reproduces llama.cpp's SmolLM2 reference
+/// logits to the last printed digit, where the 16-lane order of an AVX-512F build (or the
+/// 8-lane order of an AVX2 build) moves the top-10 logprobs by up to 0.3.
 #[inline]
 pub fn dot_f16(k: &[f16], q: &[f16]) -> f32 {
     let np = k.len() / DOT_F16_STEP * DOT_F16_STEP;
@@ -50,38 +52,12 @@ pub fn head_plus_leftovers(mut sum: f64, k: &[f16], q: &[f16]) -> f32 {
     sum as f32
 }
 
-/// Whole steps (`k.len()` a multiple of 64): 4 accumulators of 16 lanes over steps of 64
-/// elements (products of two f16 are exact in f32, so each fused multiply-add is one f32
-/// addition), the accumulators summed pairwise, the 16 lanes reduced as `_mm512_reduce_add_ps`
-/// does: the order of an AVX-512F build. Used for heads of 128 and more (Gemma 3: 256); whether
-/// the reference build summed those in this order has not been established (an AVX512-FP16
-/// build would accumulate them in f16 arithmetic instead).
+/// Whole steps (`k.len()` a multiple of 128) in the f16 arithmetic of an AVX512-FP16 build:
+/// 4 × 32 f16 accumulators, each fused multiply-add rounded once to f16, reduced in f16
+/// ([`f16_arith::dot_steps`]). Used for heads of 128 and more (Gemma 3: 256).
 #[inline]
 pub fn dot_f16_steps(k: &[f16], q: &[f16]) -> f32 {
-    let n = k.len();
-    debug_assert!(n % 64 == 0);
-    let mut acc = [0.0f32; 64];
-    for i in (0..n).step_by(64) {
-        for (l, a) in acc.iter_mut().enumerate() {
-            *a += k[i + l].to_f32() * q[i + l].to_f32();
-        }
-    }
-    // x0 += x2, x1 += x3, then x0 += x1 (lane-wise, 16 lanes each).
-    let mut x = [0.0f32; 16];
-    for (l, v) in x.iter_mut().enumerate() {
-        *v = (acc[l] + acc[32 + l]) + (acc[16 + l] + acc[48 + l]);
-    }
-    // _mm512_reduce_add_ps: halves, quarters, then pairs.
-    let mut t3 = [0.0f32; 8];
-    for i in 0..8 {
-        t3[i] = x[i + 8] + x[i];
-    }
-    let mut t6 = [0.0f32; 4];
-    for i in 0..4 {
-        t6[i] = t3[i + 4] + t3[i];
-    }
-    let t8 = [t6[0] + t6[2], t6[1] + t6[3]];
-    t8[0] + t8[1]
+    f16_arith::dot_steps(k, q)
 }
 
 /// One query row against keys `lo ..= hi` of one KV head; writes `out` (head_dim_v floats).
@@ -179,13 +155,27 @@ fn attend_row_impl(
 #[inline]
 fn dot_f16_simd_steps(k: &[f16], q: &[f16], np: usize) -> f32 {
     // SAFETY: only called with `simd` set (AVX2/FMA/F16C present); np % 128 == 0.
-    let head = unsafe { super::attention_avx2::dot_f16(&k[..np], &q[..np]) } as f64;
+    let head = unsafe { super::attention_avx2::dot_f16_steps(&k[..np], &q[..np]) } as f64;
     head_plus_leftovers(head, &k[np..], &q[np..k.len()])
 }
 
-/// ggml_vec_scale_f16: `acc = f16(acc * ms)`.
+/// ggml_vec_scale_f16: whole steps of 128 in f16 arithmetic (`acc = f16(acc * f16(ms))`,
+/// [`f16_arith::scale_steps`]), the rest as its scalar loop: `acc = f16(acc * ms)` in f32.
 #[inline]
 fn scale_acc(acc: &mut [f32], ms: f32, simd: bool) {
+    let np = acc.len() / DOT_F16_STEP * DOT_F16_STEP;
+    let (steps, acc) = acc.split_at_mut(np);
+    if np > 0 {
+        #[cfg(target_arch = "x86_64")]
+        if simd {
+            // SAFETY: `simd` is only set when the CPU has AVX2/FMA/F16C; np % 128 == 0.
+            unsafe { super::attention_avx2::scale_f16_steps(steps, ms) }
+        } else {
+            f16_arith::scale_steps(steps, ms);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        f16_arith::scale_steps(steps, ms);
+    }
     if simd {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: see `attend_row_impl`; dv % 8 == 0 was checked with `simd`.
@@ -204,9 +194,25 @@ fn scale_acc(acc: &mut [f32], ms: f32, simd: bool) {
     }
 }
 
-/// ggml_vec_mad_f16: one fused multiply-add in f32, rounded to f16.
+/// ggml_vec_mad_f16: whole steps of 128 in f16 arithmetic (`acc = f16(v * f16(vs) + acc)`, one
+/// rounding, [`f16_arith::mad_steps`]), the rest as its scalar loop: one fused multiply-add in
+/// f32, rounded to f16.
 #[inline]
 fn mad_acc(acc: &mut [f32], v: &[f16], vs: f32, simd: bool) {
+    let np = acc.len() / DOT_F16_STEP * DOT_F16_STEP;
+    let (steps, acc) = acc.split_at_mut(np);
+    if np > 0 {
+        #[cfg(target_arch = "x86_64")]
+        if simd {
+            // SAFETY: as in `scale_acc`; v.len() >= np.
+            unsafe { super::attention_avx2::mad_f16_steps(steps, &v[..np], vs) }
+        } else {
+            f16_arith::mad_steps(steps, &v[..np], vs);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        f16_arith::mad_steps(steps, &v[..np], vs);
+    }
+    let v = &v[np..];
     if simd {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: see `attend_row_impl`.

@@ -24,32 +24,104 @@ unsafe fn round_f16(x: __m256) -> __m256 {
     _mm256_cvtph_ps(_mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x))
 }
 
-/// See `attention::dot_f16_steps`; `k.len()` must be a multiple of 64 here.
+/// 8 lanes of [`f16_arith::fma_f16`](super::f16_arith::fma_f16): `f16(a*b + c)` rounded once
+/// (the same TwoSum, rounding to odd and conversion, lane-wise). a, b, c f16-exact.
+#[inline(always)]
+unsafe fn fma_f16x8(a: __m256, b: __m256, c: __m256) -> __m256 {
+    let p = _mm256_mul_ps(a, b); // exact
+    let s = _mm256_add_ps(p, c);
+    let bb = _mm256_sub_ps(s, p);
+    let e = _mm256_add_ps(_mm256_sub_ps(p, _mm256_sub_ps(s, bb)), _mm256_sub_ps(c, bb));
+    // Round to odd: where inexact, finite and even, step one ulp towards e.
+    let si = _mm256_castps_si256(s);
+    let one = _mm256_set1_epi32(1);
+    let inexact = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_NEQ_OQ>(e, _mm256_setzero_ps()));
+    let even = _mm256_cmpeq_epi32(_mm256_and_si256(si, one), _mm256_setzero_si256());
+    let abs = _mm256_and_si256(si, _mm256_set1_epi32(0x7fff_ffff));
+    let finite = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x7f80_0000), abs);
+    let mask = _mm256_and_si256(inexact, _mm256_and_si256(even, finite));
+    // +1 (away from zero) when e has the sign of s, else -1.
+    let step = _mm256_or_si256(
+        _mm256_srai_epi32::<31>(_mm256_xor_si256(si, _mm256_castps_si256(e))),
+        one,
+    );
+    let odd = _mm256_add_epi32(si, _mm256_and_si256(step, mask));
+    round_f16(_mm256_castsi256_ps(odd))
+}
+
+/// `f16(a + b)` for f16-exact lanes (one rounding).
+#[inline(always)]
+unsafe fn add_f16x8(a: __m256, b: __m256) -> __m256 {
+    fma_f16x8(a, _mm256_set1_ps(1.0), b)
+}
+
+/// [`f16_arith::dot_steps`](super::f16_arith::dot_steps) (the f16 arithmetic of an
+/// AVX512-FP16 build), bit for bit; `k.len()` must be a multiple of 128.
 ///
 /// # Safety
 /// The CPU must support AVX2, FMA and F16C (see [`available`]).
 #[target_feature(enable = "avx2,fma,f16c")]
-pub unsafe fn dot_f16(k: &[f16], q: &[f16]) -> f32 {
-    debug_assert!(k.len() % 64 == 0 && q.len() >= k.len());
-    let mut acc = [_mm256_setzero_ps(); 8];
+pub unsafe fn dot_f16_steps(k: &[f16], q: &[f16]) -> f32 {
+    debug_assert!(k.len() % 128 == 0 && q.len() >= k.len());
+    // acc[r]: lanes 8r..8r+8 of the 128 (the 4 registers of 32 halves are acc[4R..4R+4]).
+    let mut acc = [_mm256_setzero_ps(); 16];
     let (kp, qp) = (k.as_ptr(), q.as_ptr());
-    for i in (0..k.len()).step_by(64) {
+    for i in (0..k.len()).step_by(128) {
         for (r, a) in acc.iter_mut().enumerate() {
             // SAFETY: i + 8r + 8 <= k.len() <= q.len().
             let kv = load_f16x8(kp.add(i + 8 * r));
             let qv = load_f16x8(qp.add(i + 8 * r));
-            // The product of two f16 is exact in f32: fma == one f32 addition.
-            *a = _mm256_fmadd_ps(kv, qv, *a);
+            *a = fma_f16x8(kv, qv, *a);
         }
     }
-    // 16-lane registers of the AVX-512 order: lanes 0..8 = regs 0,2,4,6; lanes 8..16 = 1,3,5,7.
-    let x_lo = _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6]));
-    let x_hi = _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7]));
-    let t3 = _mm256_add_ps(x_hi, x_lo);
-    let t6 = _mm_add_ps(_mm256_extractf128_ps::<1>(t3), _mm256_castps256_ps128(t3));
-    let t8 = _mm_add_ps(t6, _mm_movehl_ps(t6, t6));
-    let r = _mm_add_ss(t8, _mm_movehdup_ps(t8));
-    _mm_cvtss_f32(r)
+    // x0 += x2, x1 += x3, x0 += x1 (registers of 32 lanes).
+    let x: [__m256; 4] = std::array::from_fn(|j| {
+        add_f16x8(
+            add_f16x8(acc[j], acc[8 + j]),
+            add_f16x8(acc[4 + j], acc[12 + j]),
+        )
+    });
+    // _mm512_reduce_add_ph: lanes i + i+16, then i + i+8, then within 8 lanes.
+    let y0 = add_f16x8(x[0], x[2]);
+    let y1 = add_f16x8(x[1], x[3]);
+    let z = add_f16x8(y0, y1);
+    let mut t = [0.0f32; 8];
+    _mm256_storeu_ps(t.as_mut_ptr(), z);
+    let mut w = 4;
+    while w >= 1 {
+        for i in 0..w {
+            t[i] = super::f16_arith::add_f16(t[i], t[i + w]);
+        }
+        w /= 2;
+    }
+    t[0]
+}
+
+/// [`f16_arith::mad_steps`](super::f16_arith::mad_steps): `y = f16(x·f16(v) + y)`;
+/// `y.len() % 8 == 0`, `x.len() >= y.len()`.
+///
+/// # Safety
+/// As [`dot_f16_steps`].
+#[target_feature(enable = "avx2,fma,f16c")]
+pub unsafe fn mad_f16_steps(y: &mut [f32], x: &[f16], v: f32) {
+    debug_assert!(y.len() % 8 == 0 && x.len() >= y.len());
+    let v = _mm256_set1_ps(super::f16_arith::round_f16(v));
+    for (i, c) in y.chunks_exact_mut(8).enumerate() {
+        let a = _mm256_loadu_ps(c.as_ptr());
+        // SAFETY: 8i + 8 <= y.len() <= x.len().
+        let xv = load_f16x8(x.as_ptr().add(8 * i));
+        _mm256_storeu_ps(c.as_mut_ptr(), fma_f16x8(xv, v, a));
+    }
+}
+
+/// [`f16_arith::scale_steps`](super::f16_arith::scale_steps): `y = f16(y·f16(v))` (the
+/// product is exact in f32, so one rounding); `y.len() % 8 == 0`.
+///
+/// # Safety
+/// As [`dot_f16_steps`].
+#[target_feature(enable = "avx2,fma,f16c")]
+pub unsafe fn scale_f16_steps(y: &mut [f32], v: f32) {
+    scale_f16(y, super::f16_arith::round_f16(v))
 }
 
 /// `attention::head_plus_leftovers(0.0, k, q)` — the sequential f64 sum of the exact f16
@@ -65,7 +137,7 @@ pub unsafe fn dot_f16(k: &[f16], q: &[f16]) -> f32 {
 /// the rounding of the computed `Σ|a·b|`. Products of non-finite or huge values fail the check.
 ///
 /// # Safety
-/// As [`dot_f16`].
+/// As [`dot_f16_steps`].
 #[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn dot_f16_exact_f64(k: &[f16], q: &[f16]) -> Option<f32> {
     debug_assert!(k.len() % 8 == 0 && q.len() >= k.len());
@@ -106,7 +178,7 @@ pub unsafe fn dot_f16_exact_f64(k: &[f16], q: &[f16]) -> Option<f32> {
 /// `acc = f16(acc * ms)` on values that are already f16-exact; `acc.len() % 8 == 0`.
 ///
 /// # Safety
-/// As [`dot_f16`].
+/// As [`dot_f16_steps`].
 #[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn scale_f16(acc: &mut [f32], ms: f32) {
     let m = _mm256_set1_ps(ms);
@@ -119,7 +191,7 @@ pub unsafe fn scale_f16(acc: &mut [f32], ms: f32) {
 /// `acc = f16(fma(v, vs, acc))`; `acc.len() % 8 == 0`, `v.len() >= acc.len()`.
 ///
 /// # Safety
-/// As [`dot_f16`].
+/// As [`dot_f16_steps`].
 #[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn mad_f16(acc: &mut [f32], v: &[f16], vs: f32) {
     debug_assert!(v.len() >= acc.len());
@@ -129,5 +201,105 @@ pub unsafe fn mad_f16(acc: &mut [f32], v: &[f16], vs: f32) {
         // SAFETY: 8i + 8 <= acc.len() <= v.len().
         let x = load_f16x8(v.as_ptr().add(8 * i));
         _mm256_storeu_ps(c.as_mut_ptr(), round_f16(_mm256_fmadd_ps(x, s, a)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::f16_arith;
+    use super::*;
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        /// Any finite f16 (subnormals, huge values) or one of moderate size.
+        fn f16(&mut self) -> f16 {
+            let r = self.next();
+            let x = match r % 3 {
+                0 => f16::from_bits((r >> 16) as u16),
+                1 => f16::from_bits((r >> 16) as u16 & 0x87ff),
+                _ => f16::from_f32(((r >> 20) % 4001) as f32 / 1000.0 - 2.0),
+            };
+            if x.is_finite() {
+                x
+            } else {
+                f16::ONE
+            }
+        }
+    }
+
+    #[test]
+    fn fma_lanes_equal_the_scalar_emulation() {
+        if !available() {
+            return;
+        }
+        let mut rng = Rng(0xdead_beef_1234_5678);
+        for _ in 0..200_000 {
+            let v: [[f32; 8]; 3] =
+                std::array::from_fn(|_| std::array::from_fn(|_| rng.f16().to_f32()));
+            let mut got = [0.0f32; 8];
+            // SAFETY: checked `available()`.
+            unsafe {
+                let r = fma_f16x8(
+                    _mm256_loadu_ps(v[0].as_ptr()),
+                    _mm256_loadu_ps(v[1].as_ptr()),
+                    _mm256_loadu_ps(v[2].as_ptr()),
+                );
+                _mm256_storeu_ps(got.as_mut_ptr(), r);
+            }
+            for l in 0..8 {
+                let want = f16_arith::fma_f16(v[0][l], v[1][l], v[2][l]);
+                assert_eq!(
+                    got[l].to_bits(),
+                    want.to_bits(),
+                    "{} {} {}",
+                    v[0][l],
+                    v[1][l],
+                    v[2][l]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn steps_equal_the_scalar_emulation() {
+        if !available() {
+            return;
+        }
+        let mut rng = Rng(42);
+        for case in 0..2000 {
+            let n = 128 * (1 + case % 3);
+            // Moderate magnitudes (as attention sees) with some tiny and some random values.
+            let mut gen = |_| {
+                let x = rng.f16().to_f32();
+                f16::from_f32(if case % 2 == 0 { x.clamp(-4.0, 4.0) } else { x })
+            };
+            let k: Vec<f16> = (0..n).map(&mut gen).collect();
+            let q: Vec<f16> = (0..n).map(&mut gen).collect();
+            let want = f16_arith::dot_steps(&k, &q);
+            // SAFETY: checked `available()`; n % 128 == 0.
+            let got = unsafe { dot_f16_steps(&k, &q) };
+            assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "dot case {case}: {got} vs {want}"
+            );
+            let y0: Vec<f32> = (0..n).map(|i| k[i].to_f32()).collect();
+            let vs = (rng.next() % 1000) as f32 / 997.0;
+            let (mut a, mut b) = (y0.clone(), y0.clone());
+            f16_arith::mad_steps(&mut a, &q, vs);
+            // SAFETY: as above.
+            unsafe { mad_f16_steps(&mut b, &q, vs) };
+            assert_eq!(a, b, "mad case {case}");
+            let (mut a, mut b) = (y0.clone(), y0);
+            f16_arith::scale_steps(&mut a, vs);
+            // SAFETY: as above.
+            unsafe { scale_f16_steps(&mut b, vs) };
+            assert_eq!(a, b, "scale case {case}");
+        }
     }
 }

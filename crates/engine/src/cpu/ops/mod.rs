@@ -6,6 +6,7 @@ pub mod attention_avx2;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 pub mod attention_simd128;
 pub mod binary;
+pub mod f16_arith;
 pub mod get_rows;
 pub mod glu;
 #[cfg(target_arch = "x86_64")]
