@@ -140,6 +140,7 @@ fn params(temperature: f32, top_k: i32, top_p: f32, min_p: f32) -> SamplingParam
 
 /// Runs `steps` draws of `p` (seeds 0..seeds) on `logits` on both sides; returns the
 /// mismatches and the number of distinct tokens the GPU drew.
+#[allow(clippy::too_many_arguments)]
 fn compare(
     rig: &mut Rig,
     table: WeightId,
