@@ -7,8 +7,9 @@
 //   row is dequantized 32 weights at a time (WG threads striding over the chunks) and reused
 //   for the NC columns; partial sums are reduced in workgroup memory.
 // - otherwise (CPU adapters such as lavapipe, where barriers are costly and each invocation is
-//   a SIMD lane): one invocation per weight row and NC columns, no barriers.
-// Defines: W_<TYPE>, WG (threads), NC (columns per workgroup or invocation).
+//   a SIMD lane): one invocation per NR weight rows and NC columns, no barriers.
+// Defines: W_<TYPE>, WG (threads), NC (columns per workgroup or invocation), NR (rows per
+// invocation, CPU adapters).
 
 struct Params {
     k: u32,          // row length (elements)
@@ -85,40 +86,54 @@ fn main(
     }
 }
 #else
+// NR weight rows per invocation: the activation chunk of the NC columns (a gather on CPU
+// adapters, which do not see that its address is uniform) is loaded once into private memory
+// and reused for the NR rows. Each output is summed in the same order as with NR = 1.
 @compute @workgroup_size(WG)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) tid: u32,
 ) {
-    let row = linear_group(wid, nwg) * WG + tid;
-    if (row >= P.rows) {
+    let first = (linear_group(wid, nwg) * WG + tid) * NR;
+    if (first >= P.rows) {
         return;
     }
     let col0 = wid.z * NC;
     let n_chunks = (P.k + 31u) / 32u;
-    let row_off = row * P.row_bytes;
-    var acc: array<f32, NC>;
+    var acc: array<f32, NR * NC>;
     var wv: array<vec4<f32>, 8>;
+    var xv: array<vec4<f32>, 8 * NC>;
     for (var c = 0u; c < n_chunks; c++) {
-        dequant32(row_off, c, &wv);
-        // Constant trip counts: the loops unroll and wv/acc stay in registers. The vec4s
+        // Constant trip counts: the loops unroll and wv/xv/acc stay in registers. The vec4s
         // past the row's end (float weights only) are masked, not skipped.
         let len = min(8u, (P.k - c * 32u) / 4u);
         for (var j = 0u; j < NC; j++) {
             let col = min(col0 + j, P.n - 1u);
             let xb = (col * P.k + c * 32u) / 4u;
-            var s = vec4<f32>(0.0);
             for (var t = 0u; t < 8u; t++) {
-                s = fma(wv[t], select(vec4<f32>(0.0), x[xb + t], t < len), s);
+                xv[j * 8u + t] = select(vec4<f32>(0.0), x[xb + t], t < len);
             }
-            acc[j] += (s.x + s.y) + (s.z + s.w);
+        }
+        for (var r = 0u; r < NR; r++) {
+            let row = min(first + r, P.rows - 1u);
+            dequant32(row * P.row_bytes, c, &wv);
+            for (var j = 0u; j < NC; j++) {
+                var s = vec4<f32>(0.0);
+                for (var t = 0u; t < 8u; t++) {
+                    s = fma(wv[t], xv[j * 8u + t], s);
+                }
+                acc[r * NC + j] += (s.x + s.y) + (s.z + s.w);
+            }
         }
     }
-    for (var j = 0u; j < NC; j++) {
-        let col = col0 + j;
-        if (col < P.n) {
-            y[col * P.m + P.row0 + row] = acc[j];
+    for (var r = 0u; r < NR; r++) {
+        let row = first + r;
+        for (var j = 0u; j < NC; j++) {
+            let col = col0 + j;
+            if (row < P.rows && col < P.n) {
+                y[col * P.m + P.row0 + row] = acc[r * NC + j];
+            }
         }
     }
 }

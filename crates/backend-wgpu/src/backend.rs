@@ -2,6 +2,7 @@
 
 use engine::backend::{Backend, Batch, KvLayout};
 use engine::graph::{Graph, Op};
+use engine::sampling::{DeviceSampling, SamplingError};
 use engine::weights::WeightStore;
 use engine::EngineError;
 
@@ -9,6 +10,7 @@ use crate::device::Gpu;
 use crate::error::WgpuError;
 use crate::kv::GpuKv;
 use crate::ops::kv::shift_keys;
+use crate::ops::sample::spec_words;
 use crate::recorder::{encode, Recorder};
 use crate::recording::Recording;
 use crate::weights::{source_of, GpuWeights};
@@ -154,6 +156,34 @@ impl Backend for WgpuBackend {
         let i = self.recording(graph, weights)?;
         self.recordings[i].run_argmax(&self.gpu, batch, ids)?;
         Ok(())
+    }
+
+    /// The engine's sampling chain on the GPU (`sample_chain.wgsl`): only (status, token)
+    /// is read back. A step with more logit edits than the spec holds is left to the CPU.
+    fn compute_sampled(
+        &mut self,
+        graph: &Graph,
+        batch: &Batch,
+        weights: &WeightStore,
+        step: &DeviceSampling,
+    ) -> Result<Option<Result<u32, SamplingError>>, EngineError> {
+        let Some(spec) = spec_words(step) else {
+            return Ok(None);
+        };
+        self.check_batch(graph, batch)?;
+        check_tokens(graph, batch, weights)?;
+        if graph.n_outputs == 0 {
+            return Err(EngineError::InvalidArgument(
+                "sampling needs an output row".into(),
+            ));
+        }
+        let i = self.recording(graph, weights)?;
+        let [status, token] = self.recordings[i].run_sampled(&self.gpu, batch, &spec)?;
+        Ok(Some(match status {
+            0 => Ok(token),
+            1 => Err(SamplingError::AllMasked),
+            _ => Err(SamplingError::NanLogit { token }),
+        }))
     }
 
     fn kv_truncate(&mut self, _n: usize) {

@@ -38,6 +38,13 @@ pub struct Recording {
     argmax: Vec<Dispatch>,
     ids: wgpu::Buffer,
     ids_staging: wgpu::Buffer,
+    /// The sampling chain on the last output row: its dispatch, the per-step spec, the
+    /// (status, token) result and its staging buffer, and its scratch.
+    chain: Vec<Dispatch>,
+    spec: wgpu::Buffer,
+    chain_result: wgpu::Buffer,
+    chain_staging: wgpu::Buffer,
+    _chain_work: wgpu::Buffer,
     n_outputs: usize,
     n_tokens: usize,
 }
@@ -187,6 +194,37 @@ impl Recording {
         let width = out_node.ne[0];
         sample::argmax(&mut rec, &output, &ids, width, output_floats / width.max(1))?;
         let argmax = rec.finish()?;
+        let spec = gpu.buffer(
+            "sampling spec",
+            ((sample::SPEC_HEADER + 2 * sample::SPEC_EDITS) * 4) as u64,
+            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            false,
+        )?;
+        let chain_result = gpu.buffer(
+            "sampled token",
+            8,
+            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            false,
+        )?;
+        let chain_staging = gpu.buffer("sampled token staging", 8, read, false)?;
+        let chain_work = gpu.buffer(
+            "sampling scratch",
+            (3 * width.max(1) * 4) as u64,
+            wgpu::BufferUsages::STORAGE,
+            false,
+        )?;
+        let mut rec = Recorder::new(gpu);
+        let rows = output_floats / width.max(1);
+        sample::sample_chain(
+            &mut rec,
+            &output,
+            &spec,
+            &chain_result,
+            &chain_work,
+            width,
+            rows.saturating_sub(1),
+        )?;
+        let chain = rec.finish()?;
         Ok(Recording {
             key: graph_key(graph),
             nodes: graph.nodes.clone(),
@@ -198,6 +236,11 @@ impl Recording {
             argmax,
             ids,
             ids_staging,
+            chain,
+            spec,
+            chain_result,
+            chain_staging,
+            _chain_work: chain_work,
             n_outputs: n_out,
             n_tokens: t,
         })
@@ -252,5 +295,31 @@ impl Recording {
         }
         gpu.queue.submit([encoder.finish()]);
         gpu.read_back(&self.ids_staging, &mut ids[..n])
+    }
+
+    /// Runs one step and samples its last output row with the spec words `spec`
+    /// (`ops::sample::spec_words`): reads back (status, token).
+    pub fn run_sampled(
+        &self,
+        gpu: &Gpu,
+        batch: &Batch,
+        spec: &[u32],
+    ) -> Result<[u32; 2], WgpuError> {
+        if self.n_outputs == 0 {
+            return Err(WgpuError::Unsupported(
+                "sampling a graph without outputs".into(),
+            ));
+        }
+        self.write_step(gpu, batch)?;
+        gpu.queue
+            .write_buffer(&self.spec, 0, bytemuck::cast_slice(spec));
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        encode(&mut encoder, &self.dispatches);
+        encode(&mut encoder, &self.chain);
+        encoder.copy_buffer_to_buffer(&self.chain_result, 0, &self.chain_staging, 0, 8);
+        gpu.queue.submit([encoder.finish()]);
+        let mut out = [0u32; 2];
+        gpu.read_back(&self.chain_staging, &mut out)?;
+        Ok(out)
     }
 }

@@ -25,6 +25,7 @@ const SOURCES: &[(&str, &str)] = wgsl!(
     "kv.wgsl",
     "attention.wgsl",
     "sample.wgsl",
+    "sample_chain.wgsl",
     "quantize.wgsl",
 );
 

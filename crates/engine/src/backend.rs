@@ -5,6 +5,7 @@
 
 use crate::error::EngineError;
 use crate::graph::{Graph, RopeParams};
+use crate::sampling::{DeviceSampling, SamplingError};
 use crate::weights::WeightStore;
 
 /// Per-step inputs of a micro-batch of one sequence: token `i` is at position `pos0 + i`.
@@ -78,6 +79,21 @@ pub trait Backend: Send {
             *id = argmax(row) as u32;
         }
         Ok(())
+    }
+
+    /// Like [`Backend::compute`] for a graph whose output rows are logits, but samples the
+    /// last output row with `step` on the device and gives only the token (or the sampling
+    /// error: every logit masked, a NaN logit). `None` (this default) means the backend does
+    /// not sample on its device and computed nothing: the caller computes the logits and
+    /// samples them with [`DeviceSampling::sample_cpu`].
+    fn compute_sampled(
+        &mut self,
+        _graph: &Graph,
+        _batch: &Batch,
+        _weights: &WeightStore,
+        _step: &DeviceSampling,
+    ) -> Result<Option<Result<u32, SamplingError>>, EngineError> {
+        Ok(None)
     }
 
     /// Drops the keys and values at positions `n..`: later steps overwrite them.

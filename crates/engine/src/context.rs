@@ -5,8 +5,10 @@ use std::sync::Arc;
 use crate::backend::{Backend, Batch};
 use crate::cpu::CpuBackend;
 use crate::error::EngineError;
+use crate::generate::GenerateError;
 use crate::graph::{Graph, GraphBuilder};
 use crate::model::Model;
+use crate::sampling::{DeviceSampling, SamplingError};
 use crate::threading::{SequentialPool, ThreadPool};
 
 #[derive(Clone)]
@@ -101,7 +103,7 @@ impl Context {
     /// [`Context::logits`] holds the last token's logits and, when `all_logits`,
     /// [`Context::all_logits`] every token's.
     pub fn decode(&mut self, tokens: &[u32], all_logits: bool) -> Result<(), EngineError> {
-        self.decode_with(tokens, all_logits, None)
+        self.decode_with(tokens, all_logits, None, None)
     }
 
     /// Appends `tokens` like [`Context::decode`] but keeps no logits: returns the greedy next
@@ -109,8 +111,26 @@ impl Context {
     /// ids leave the device. [`Context::logits`] is not updated.
     pub fn decode_greedy(&mut self, tokens: &[u32], all: bool) -> Result<Vec<u32>, EngineError> {
         let mut ids = Vec::with_capacity(if all { tokens.len() } else { 1 });
-        self.decode_with(tokens, all, Some(&mut ids))?;
+        self.decode_with(tokens, all, Some(&mut ids), None)?;
         Ok(ids)
+    }
+
+    /// Appends `tokens` like [`Context::decode`] and samples the next token from the last
+    /// one's logits with `step` (from [`Sampler::device_step`](crate::sampling::Sampler::device_step)).
+    /// A backend that samples on its device reads back only the token id, and then
+    /// [`Context::logits`] is not updated; otherwise the logits are computed and sampled on the
+    /// CPU ([`DeviceSampling::sample_cpu`]).
+    pub fn decode_sampled(
+        &mut self,
+        tokens: &[u32],
+        step: &DeviceSampling,
+    ) -> Result<u32, GenerateError> {
+        let mut sampled = None;
+        self.decode_with(tokens, false, None, Some((step, &mut sampled)))?;
+        match sampled {
+            Some(result) => Ok(result?),
+            None => Ok(step.sample_cpu(&self.logits[..self.model.n_vocab()])?),
+        }
     }
 
     fn decode_with(
@@ -118,6 +138,7 @@ impl Context {
         tokens: &[u32],
         all_logits: bool,
         mut greedy: Option<&mut Vec<u32>>,
+        mut sample: Option<(&DeviceSampling, &mut Option<Result<u32, SamplingError>>)>,
     ) -> Result<(), EngineError> {
         if tokens.is_empty() {
             return Err(EngineError::InvalidArgument("decode of no tokens".into()));
@@ -168,7 +189,17 @@ impl Context {
                 output_rows: &self.output_rows,
             };
             let graph = &self.graphs[gi].1;
-            if let Some(ids) = greedy.as_deref_mut() {
+            let on_device = match sample.as_mut() {
+                Some((step, sampled)) if last => {
+                    **sampled =
+                        self.backend
+                            .compute_sampled(graph, &batch, self.model.weights(), step)?;
+                    sampled.is_some()
+                }
+                _ => false,
+            };
+            if on_device {
+            } else if let Some(ids) = greedy.as_deref_mut() {
                 let at = ids.len();
                 ids.resize(at + key.1, 0);
                 self.backend

@@ -191,7 +191,9 @@ pub fn generate(
     let keep = common.min(prompt.len() - 1);
     ctx.truncate(keep);
     let t0 = clock.now_s();
-    ctx.decode(&prompt[keep..], false)?;
+    // The prompt's last logits are sampled where they are computed: on a GPU backend only the
+    // token id is read back (the logits only when the caller decodes them itself).
+    let mut next = ctx.decode_sampled(&prompt[keep..], &sampler.device_step())?;
     let t1 = clock.now_s();
 
     let mut decoder = StreamDecoder::new(tokenizer, false);
@@ -202,7 +204,7 @@ pub fn generate(
         if params.max_tokens.is_some_and(|m| tokens.len() >= m) {
             break StopReason::MaxTokens;
         }
-        let token = sampler.sample(ctx.logits())?;
+        let token = next;
         sampler.accept(token);
         tokens.push(token);
         if tokenizer.is_eog(token) && !params.ignore_eos {
@@ -221,7 +223,7 @@ pub fn generate(
         if ctx.n_past() + 1 > n_ctx {
             break StopReason::ContextFull;
         }
-        ctx.decode(&[token], false)?;
+        next = ctx.decode_sampled(&[token], &sampler.device_step())?;
     };
     if !matches!(stop, StopReason::StopString(_) | StopReason::Cancelled) {
         let rest = stops.push(&decoder.finish());

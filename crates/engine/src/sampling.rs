@@ -189,6 +189,39 @@ pub struct Sampler {
     /// Occurrences of each token in `window`.
     counts: HashMap<u32, u32>,
     candidates: Vec<Candidate>,
+    /// The draw to use instead of the RNG's (set by [`DeviceSampling::sample_cpu`]).
+    draw_u: Option<f64>,
+}
+
+/// One sampling step handed to a backend that samples on its device (so only the token id
+/// leaves it): the options, the penalty window's counts and the step's uniform draw, taken
+/// from the sampler's RNG exactly where [`Sampler::sample`] takes it, so a seed gives the same
+/// sequence of draws on every backend.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceSampling {
+    pub params: SamplingParams,
+    /// (token, occurrences) in the penalty window, by token; empty when penalties are off.
+    pub counts: Vec<(u32, u32)>,
+    /// The draw in [0, 1) (0 when greedy).
+    pub u: f64,
+}
+
+impl DeviceSampling {
+    /// The reference: what [`Sampler::sample`] picks from `logits` with this step's window
+    /// and draw.
+    pub fn sample_cpu(&self, logits: &[f32]) -> Result<u32, SamplingError> {
+        let mut s = Sampler::new(self.params.clone())?;
+        if self.params.penalties_active() {
+            s.counts = self.counts.iter().copied().collect();
+        }
+        s.draw_u = Some(self.u);
+        s.sample(logits)
+    }
+
+    /// Whether the penalties apply (the window is not empty and a penalty is set).
+    pub fn penalties_active(&self) -> bool {
+        self.params.penalties_active() && !self.counts.is_empty()
+    }
 }
 
 impl Sampler {
@@ -200,7 +233,29 @@ impl Sampler {
             window: VecDeque::new(),
             counts: HashMap::new(),
             candidates: Vec::new(),
+            draw_u: None,
         })
+    }
+
+    /// The next step for a device-side sampler: takes the step's draw from the RNG (when not
+    /// greedy) as [`Sampler::sample`] would.
+    pub fn device_step(&mut self) -> DeviceSampling {
+        let u = if self.params.temperature > 0.0 {
+            self.rng.next_f64()
+        } else {
+            0.0
+        };
+        let mut counts: Vec<(u32, u32)> = if self.params.penalties_active() {
+            self.counts.iter().map(|(&t, &c)| (t, c)).collect()
+        } else {
+            Vec::new()
+        };
+        counts.sort_unstable();
+        DeviceSampling {
+            params: self.params.clone(),
+            counts,
+            u,
+        }
     }
 
     pub fn params(&self) -> &SamplingParams {
@@ -373,7 +428,10 @@ impl Sampler {
 
     fn draw(&mut self) -> u32 {
         self.softmax_sorted();
-        let u = self.rng.next_f64();
+        let u = match self.draw_u.take() {
+            Some(u) => u,
+            None => self.rng.next_f64(),
+        };
         let mut cum = 0.0f64;
         for c in &self.candidates {
             cum += c.prob as f64;

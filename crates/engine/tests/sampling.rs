@@ -67,6 +67,32 @@ fn reset_replays_the_same_sequence() {
 }
 
 #[test]
+fn device_steps_replay_the_samplers_sequence() {
+    // A device-side sampler gets each step's draw and window from `device_step`; sampled with
+    // the CPU reference they give exactly `sample`'s tokens, penalties and bias included.
+    let params = SamplingParams {
+        seed: 5,
+        repeat_penalty: 1.2,
+        frequency_penalty: 0.1,
+        presence_penalty: 0.05,
+        logit_bias: vec![(2, -0.5)],
+        ..Default::default()
+    };
+    let mut a = Sampler::new(params.clone()).unwrap();
+    let mut b = Sampler::new(params).unwrap();
+    for i in 0..60 {
+        let logits: Vec<f32> = LOGITS.iter().map(|l| l + (i % 7) as f32 * 0.1).collect();
+        let want = a.sample(&logits).unwrap();
+        let got = b.device_step().sample_cpu(&logits).unwrap();
+        assert_eq!(got, want, "step {i}");
+        a.accept(want);
+        b.accept(got);
+    }
+    let mut g = Sampler::new(SamplingParams::greedy()).unwrap();
+    assert_eq!(g.device_step().u, 0.0);
+}
+
+#[test]
 fn greedy_is_argmax_with_lowest_id_on_ties() {
     let mut s = Sampler::new(SamplingParams::greedy()).unwrap();
     assert_eq!(s.sample(&LOGITS).unwrap(), 1);
