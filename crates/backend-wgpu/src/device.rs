@@ -358,17 +358,20 @@ impl Gpu {
     /// Abandons a read-back that will not be finished (a step whose caller went away): waits
     /// for nothing, unmaps `staging` when its map has completed, and clears the signal.
     pub fn drop_read_back(&self, staging: &wgpu::Buffer) {
-        let waker = {
+        let (mapped, waker) = {
             let mut s = lock(&self.read_back.0);
-            // Unmapping a pending map cancels it; its callback (an error) is then ignored.
-            if s.in_flight || matches!(s.result, Some(Ok(()))) {
-                staging.unmap();
-            }
+            let mapped = s.in_flight || matches!(s.result, Some(Ok(())));
             s.in_flight = false;
             s.result = None;
+            // The abandoned map's callback (an error, natively called from inside `unmap`,
+            // hence the lock released first) sees another generation and changes nothing.
             s.generation += 1;
-            s.waker.take()
+            (mapped, s.waker.take())
         };
+        if mapped {
+            // Unmapping a pending map cancels it.
+            staging.unmap();
+        }
         if let Some(w) = waker {
             w.wake();
         }
