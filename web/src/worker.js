@@ -74,8 +74,9 @@ async function load(id, { source, options }) {
   try {
     engine = gpu ? loader.loadWebGpu(loadOptions, gpu, requested === 'auto') : loader.load(loadOptions);
   } catch (e) {
-    // A model that does not load must not come back from the cache next time.
-    await forget?.();
+    // A model that does not load must not come back from the cache next time (a GPU that
+    // cannot take it says nothing about the file).
+    if (e?.code !== ErrorCodes.BACKEND_ERROR) await forget?.();
     throw e;
   } finally {
     loader.free();
