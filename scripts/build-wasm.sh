@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the browser package's two wasm builds into web/:
-#   web/pkg-st  single-threaded, SIMD128 (stable toolchain)
+#   web/pkg-st  single-threaded, SIMD128 (stable toolchain), with the WebGPU backend
 #   web/pkg-mt  threaded: atomics + shared memory + wasm-bindgen-rayon (nightly, build-std)
 # Usage: scripts/build-wasm.sh [st|mt|all]   (default: all)
 # Needs: the wasm32 target, nightly-2026-05-20 with rust-src (mt), wasm-bindgen-cli 0.2.130 on
@@ -20,7 +20,7 @@ bindgen() { # wasm file -> out dir
 build_st() {
   # RUSTFLAGS replaces the config's rustflags, so every flag the build needs is named here.
   RUSTFLAGS="-C target-feature=+simd128" \
-    cargo build --locked --release -p tessera-wasm --target wasm32-unknown-unknown
+    cargo build --locked --release -p tessera-wasm --features webgpu --target wasm32-unknown-unknown
   bindgen "$target_dir/wasm32-unknown-unknown/release/tessera_wasm.wasm" web/pkg-st
 }
 

@@ -17,4 +17,4 @@ export WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-120}
 export CHROMEDRIVER=${CHROMEDRIVER:-/usr/bin/chromedriver}
 # The same flags and profile as scripts/build-wasm.sh's single-threaded build: its artifacts are reused.
 RUSTFLAGS="-C target-feature=+simd128" \
-  cargo test --locked --release -p tessera-wasm --target wasm32-unknown-unknown --test web
+  cargo test --locked --release -p tessera-wasm --features webgpu --target wasm32-unknown-unknown --test web

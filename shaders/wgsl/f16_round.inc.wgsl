@@ -16,7 +16,9 @@ fn f16_round(x: f32) -> f32 {
     let lsb = (b >> 13u) & 1u;
     let r = bitcast<f32>((b + 0xfffu + lsb) & 0xffffe000u);
     if (abs(r) > 65504.0) {
-        return sign(x) * bitcast<f32>(0x7f800000u);
+        // Infinity with x's sign, built from x's bits: a constant infinity is a WGSL error in
+        // browsers (Tint: "value inf cannot be represented as 'f32'").
+        return bitcast<f32>((b & 0x80000000u) | 0x7f800000u);
     }
     return r;
 }

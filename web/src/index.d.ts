@@ -17,7 +17,12 @@ export declare class TesseraError extends Error {
 /** A model: a URL, the URLs of a split GGUF's shards in order, or its bytes. */
 export type ModelSource = string | URL | Array<string | URL> | File | Blob | ArrayBuffer | ArrayBufferView;
 
-/** 'webgpu' and 'companion' are reserved for later versions (they reject UNSUPPORTED_BACKEND). */
+/**
+ * 'wasm': the CPU build. 'webgpu': the GPU through WebGPU (any adapter, software ones included;
+ * rejects UNSUPPORTED_BACKEND without one). 'auto' (default): WebGPU when the browser has a
+ * hardware adapter with the limits the kernels need, else wasm (`Engine.backendReason` says why).
+ * 'companion' is reserved for a later version (rejects UNSUPPORTED_BACKEND).
+ */
 export type Backend = 'auto' | 'wasm' | 'webgpu' | 'companion';
 
 export interface LoadProgress {
@@ -27,8 +32,15 @@ export interface LoadProgress {
   total?: number;
   /** loaded / total in [0, 1] when total is known; the last event has 1. */
   progress?: number;
-  /** 'download' while bytes arrive (from the network or the cache), 'ready' once loaded. */
-  phase: 'download' | 'ready';
+  /**
+   * 'backend' when the backend is chosen (first event) or a WebGPU load falls back to wasm,
+   * 'download' while bytes arrive (from the network or the cache), 'ready' once loaded.
+   */
+  phase: 'backend' | 'download' | 'ready';
+  /** On 'backend' events: the backend that will run the model. */
+  backend?: 'wasm' | 'webgpu';
+  /** On 'backend' events: why. */
+  reason?: string;
 }
 
 export interface CreateEngineOptions {
@@ -109,12 +121,22 @@ export interface EngineInfo {
   /** Which wasm build runs: 'threads' (cross-origin isolated pages) or 'single'. */
   build: 'threads' | 'single';
   threads: number;
+  /** The backend that runs the model. */
+  backend: 'wasm' | 'webgpu';
+  /** Why that backend (see `Engine.backendReason`). */
+  backendReason: string;
+  /** The WebGPU adapter when `backend` is 'webgpu' (name, f16, binding limit). */
+  adapter?: string | null;
   /** The model came from the Cache API, not the network. */
   fromCache: boolean;
 }
 
 export interface Engine {
   readonly info: EngineInfo;
+  /** 'wasm' or 'webgpu': the backend that runs the model. */
+  readonly backend: 'wasm' | 'webgpu';
+  /** Why: what 'auto' found (no WebGPU, a software or too limited adapter) or a fallback's cause. */
+  readonly backendReason: string;
   chat: {
     completions: {
       create(req: ChatCompletionRequest & { stream: true }): Promise<AsyncIterableIterator<ChatCompletionChunk>>;

@@ -5,8 +5,8 @@ import { ErrorCodes, TesseraError, abortError, deserializeError } from './errors
 
 export { ErrorCodes, TesseraError } from './errors.js';
 
-const BACKENDS = ['auto', 'wasm'];
-const LATER_BACKENDS = ['webgpu', 'companion'];
+const BACKENDS = ['auto', 'wasm', 'webgpu'];
+const LATER_BACKENDS = ['companion'];
 
 // The options a generation request may carry to the engine (OpenAI's names).
 const GENERATION_KEYS = [
@@ -169,6 +169,10 @@ class Engine {
   constructor(client, info, modelName) {
     this._client = client;
     this.info = info;
+    /** 'wasm' or 'webgpu': the backend that runs the model. */
+    this.backend = info.backend;
+    /** Why that backend runs it (what 'auto' found, or a fallback's cause). */
+    this.backendReason = info.backendReason;
     this._model = modelName;
     this.chat = { completions: { create: (req) => this._create('chat', req) } };
     this.completions = { create: (req) => this._create('text', req) };
@@ -291,7 +295,10 @@ export async function createEngine(options = {}) {
           if (m.type !== 'progress' || m.loaded < lastLoaded) return;
           lastLoaded = m.loaded;
           const progress = m.total ? Math.min(1, m.loaded / m.total) : undefined;
-          onProgress?.({ loaded: m.loaded, total: m.total, progress, phase: m.phase });
+          const event = { loaded: m.loaded, total: m.total, progress, phase: m.phase };
+          // 'backend' events say which backend was chosen and why ('auto' or a fallback).
+          if (m.phase === 'backend') Object.assign(event, { backend: m.backend, reason: m.reason });
+          onProgress?.(event);
         },
       },
     );

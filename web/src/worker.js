@@ -3,9 +3,14 @@
 // at a time. Generation advances one token per wasm call and returns to the event loop between
 // tokens, so each token is posted as it comes and an abort is heard within one token. Heavy
 // work never runs on the page's main thread.
+//
+// On WebGPU a step only submits GPU work and comes back `pending`: the worker awaits the
+// engine's `readBack()` (the GPU buffer map, which completes on this event loop) and calls
+// `step` again, which then finishes the step.
 
 import { ErrorCodes, TesseraError, abortError, serializeError } from './errors.js';
 import { loadSource } from './model-source.js';
+import { chooseBackend } from './backend-choice.js';
 
 let wasm = null; // the wasm-bindgen module
 let engine = null; // its Engine
@@ -26,6 +31,7 @@ const yieldToEvents = () =>
 const post = (msg) => self.postMessage(msg);
 
 async function loadWasm(threads) {
+  // The WebGPU backend is in the single-threaded build only (threads > 1 means 'wasm').
   const threaded = threads > 1 && self.crossOriginIsolated === true;
   const url = new URL(threaded ? '../pkg-mt/tessera_wasm.js' : '../pkg-st/tessera_wasm.js', import.meta.url);
   const module = await import(url.href);
@@ -35,11 +41,25 @@ async function loadWasm(threads) {
 }
 
 async function load(id, { source, options }) {
-  const backend = options.backend ?? 'auto';
-  if (backend !== 'auto' && backend !== 'wasm') {
-    throw new TesseraError(ErrorCodes.UNSUPPORTED_BACKEND, `backend '${backend}' is not available yet (use 'auto' or 'wasm')`);
+  const requested = options.backend ?? 'auto';
+  const choice = await chooseBackend(requested);
+  if (choice.error) throw new TesseraError(ErrorCodes.UNSUPPORTED_BACKEND, choice.error);
+  let { backend, reason } = choice;
+  post({ id, type: 'progress', loaded: 0, total: undefined, phase: 'backend', backend, reason });
+  wasm = await loadWasm(backend === 'webgpu' ? 1 : options.threads);
+  // The device is requested before the download, so a refusal costs no download.
+  let gpu = null;
+  if (backend === 'webgpu') {
+    try {
+      gpu = await wasm.requestWebGpu();
+    } catch (e) {
+      if (requested === 'webgpu') throw e;
+      backend = 'wasm';
+      reason = `WebGPU not used: ${e.message}`;
+      post({ id, type: 'progress', loaded: 0, total: undefined, phase: 'backend', backend, reason });
+      wasm = await loadWasm(options.threads);
+    }
   }
-  wasm = await loadWasm(options.threads);
   const loader = new wasm.ModelLoader();
   const signal = controllers.get(id).signal;
   const { fromCache, forget } = await loadSource(source, loader, {
@@ -50,18 +70,26 @@ async function load(id, { source, options }) {
     },
   });
   const received = loader.received();
+  const loadOptions = { context_size: options.contextSize, batch_size: options.batchSize };
   try {
-    engine = loader.load({ context_size: options.contextSize, batch_size: options.batchSize });
+    engine = gpu ? loader.loadWebGpu(loadOptions, gpu, requested === 'auto') : loader.load(loadOptions);
   } catch (e) {
-    // A model that does not load must not come back from the cache next time.
-    await forget?.();
+    // A model that does not load must not come back from the cache next time (a GPU that
+    // cannot take it says nothing about the file).
+    if (e?.code !== ErrorCodes.BACKEND_ERROR) await forget?.();
     throw e;
   } finally {
     loader.free();
+    gpu?.free();
   }
-  const info = { ...engine.info(), fromCache };
+  const { fallback, ...info } = engine.info();
+  if (fallback) {
+    backend = 'wasm';
+    reason = fallback;
+    post({ id, type: 'progress', loaded: received, total: received, phase: 'backend', backend, reason });
+  }
   post({ id, type: 'progress', loaded: received, total: received, phase: 'ready' });
-  return info;
+  return { ...info, backendReason: reason, fromCache };
 }
 
 function needEngine() {
@@ -80,6 +108,10 @@ async function generate(id, { prompt, messages, options, stream }) {
       throw abortError();
     }
     const step = e.step();
+    if (step.pending) {
+      await e.readBack();
+      continue;
+    }
     if (step.text) {
       text += step.text;
       if (stream) post({ id, type: 'chunk', text: step.text });

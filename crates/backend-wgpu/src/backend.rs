@@ -12,7 +12,7 @@ use crate::kv::GpuKv;
 use crate::ops::kv::shift_keys;
 use crate::ops::sample::spec_words;
 use crate::recorder::{encode, Recorder};
-use crate::recording::Recording;
+use crate::recording::{graph_key, GraphKey, Recording};
 use crate::weights::{source_of, GpuWeights};
 
 /// Recordings kept (decode, prefill, the last partial micro-batch, all-logits...).
@@ -23,6 +23,28 @@ pub struct WgpuBackend {
     weights: Option<GpuWeights>,
     kv: GpuKv,
     recordings: Vec<Recording>,
+    /// Steps return [`EngineError::ReadBackPending`] after submitting (the browser's mode).
+    async_read_back: bool,
+    pending: Option<PendingStep>,
+}
+
+/// A step submitted in asynchronous read-back mode whose result has not been taken yet.
+struct PendingStep {
+    key: StepKey,
+    staging: wgpu::Buffer,
+    /// Result words the staging buffer holds.
+    n: usize,
+}
+
+/// What identifies a step: the repeated call must be the same one.
+#[derive(PartialEq)]
+struct StepKey {
+    graph: GraphKey,
+    pos0: usize,
+    tokens: Vec<u32>,
+    output_rows: Vec<usize>,
+    greedy: bool,
+    n: usize,
 }
 
 impl WgpuBackend {
@@ -38,7 +60,62 @@ impl WgpuBackend {
             weights: None,
             kv: GpuKv::default(),
             recordings: Vec::new(),
+            async_read_back: false,
+            pending: None,
         }
+    }
+
+    /// Asynchronous read-back (required in a browser, where a buffer map completes only on
+    /// the JS event loop): `compute` and `compute_greedy` submit the step, start mapping its
+    /// result and fail with [`EngineError::ReadBackPending`]; once
+    /// [`Gpu::read_back_signal`]'s future is ready, the same call again returns the result.
+    /// Natively the default (off) waits for each step.
+    pub fn set_async_read_back(&mut self, on: bool) {
+        self.drop_pending();
+        self.async_read_back = on;
+    }
+
+    fn drop_pending(&mut self) {
+        if let Some(p) = self.pending.take() {
+            self.gpu.drop_read_back(&p.staging);
+        }
+    }
+
+    /// The asynchronous form of a step (see [`WgpuBackend::set_async_read_back`]).
+    fn async_step<T: bytemuck::Pod>(
+        &mut self,
+        i: usize,
+        graph: &Graph,
+        batch: &Batch,
+        greedy: bool,
+        dst: &mut [T],
+    ) -> Result<(), EngineError> {
+        let key = StepKey {
+            graph: graph_key(graph),
+            pos0: batch.pos0,
+            tokens: batch.tokens.to_vec(),
+            output_rows: batch.output_rows.to_vec(),
+            greedy,
+            n: dst.len(),
+        };
+        if let Some(p) = self.pending.take() {
+            if p.key == key {
+                if !self.gpu.read_back_signal().is_ready() {
+                    self.pending = Some(p);
+                    return Err(EngineError::ReadBackPending);
+                }
+                self.gpu.finish_read_back(&p.staging, &mut dst[..p.n])?;
+                return Ok(());
+            }
+            // Another step than the one in flight: its caller went away (a cancelled
+            // generation). Its KV writes are harmless: they were at uncommitted positions.
+            self.gpu.drop_read_back(&p.staging);
+        }
+        let (staging, n) = self.recordings[i].submit(&self.gpu, batch, greedy, dst.len())?;
+        let staging = staging.clone();
+        self.gpu.start_read_back(&staging, (n * 4) as u64);
+        self.pending = Some(PendingStep { key, staging, n });
+        Err(EngineError::ReadBackPending)
     }
 
     pub fn gpu(&self) -> &Gpu {
@@ -122,6 +199,7 @@ impl Backend for WgpuBackend {
     }
 
     fn init_kv(&mut self, layout: &KvLayout) -> Result<(), EngineError> {
+        self.drop_pending();
         self.recordings.clear();
         self.kv = GpuKv::default();
         self.kv = GpuKv::new(&self.gpu, layout)?;
@@ -138,6 +216,9 @@ impl Backend for WgpuBackend {
         self.check_batch(graph, batch)?;
         check_tokens(graph, batch, weights)?;
         let i = self.recording(graph, weights)?;
+        if self.async_read_back {
+            return self.async_step(i, graph, batch, false, out);
+        }
         self.recordings[i].run(&self.gpu, batch, out)?;
         Ok(())
     }
@@ -154,6 +235,9 @@ impl Backend for WgpuBackend {
         self.check_batch(graph, batch)?;
         check_tokens(graph, batch, weights)?;
         let i = self.recording(graph, weights)?;
+        if self.async_read_back {
+            return self.async_step(i, graph, batch, true, ids);
+        }
         self.recordings[i].run_argmax(&self.gpu, batch, ids)?;
         Ok(())
     }

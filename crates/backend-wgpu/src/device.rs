@@ -1,7 +1,16 @@
 //! The device: adapter and device creation with the adapter's own limits, error capture
 //! (validation, out of memory, device loss) as typed errors, buffer helpers and read-back.
+//!
+//! Read-back comes in two forms. Natively [`Gpu::read_back`] polls the device until the map
+//! callback has run (synchronous). In a browser `device.poll` does nothing: a buffer map
+//! completes only when the JS event loop runs, so [`Gpu::start_read_back`] issues the map and
+//! returns, the caller awaits [`ReadBackSignal::ready`] (a future the map callback completes),
+//! and [`Gpu::finish_read_back`] copies the mapped bytes out.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use crate::error::WgpuError;
@@ -30,6 +39,75 @@ pub struct Gpu {
     /// of large tensors across bindings with small tensors).
     weight_binding_cap: Option<u64>,
     pipelines: Arc<Mutex<PipelineCache>>,
+    /// The asynchronous read-back in flight, if any (shared by clones).
+    read_back: ReadBackSignal,
+}
+
+/// The state of an asynchronous read-back: set by the map callback, awaited by the caller.
+#[derive(Clone, Default)]
+pub struct ReadBackSignal(Arc<Mutex<MapState>>);
+
+#[derive(Default)]
+struct MapState {
+    /// A map was issued and its callback has not run yet.
+    in_flight: bool,
+    /// The callback's outcome, until the bytes are taken.
+    result: Option<Result<(), String>>,
+    waker: Option<Waker>,
+    /// Counts read-backs, so a callback of an abandoned one changes nothing.
+    generation: u64,
+}
+
+impl ReadBackSignal {
+    /// Whether the map callback has run (or no read-back was started).
+    pub fn is_ready(&self) -> bool {
+        !lock(&self.0).in_flight
+    }
+
+    /// Completes once the map callback has run (at once when no read-back is in flight). In a
+    /// browser, await it from JS (`wasm_bindgen_futures::future_to_promise`); natively the
+    /// callback runs inside a device poll, so poll the device ([`Gpu::wait`]) instead.
+    pub fn ready(&self) -> impl Future<Output = ()> + Send + 'static {
+        ReadBackReady(self.clone())
+    }
+
+    fn begin(&self) -> u64 {
+        let mut s = lock(&self.0);
+        s.in_flight = true;
+        s.result = None;
+        s.generation += 1;
+        s.generation
+    }
+
+    fn complete(&self, generation: u64, r: Result<(), String>) {
+        let waker = {
+            let mut s = lock(&self.0);
+            if s.generation != generation {
+                return;
+            }
+            s.in_flight = false;
+            s.result = Some(r);
+            s.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+}
+
+struct ReadBackReady(ReadBackSignal);
+
+impl Future for ReadBackReady {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut s = lock(&(self.0).0);
+        if s.in_flight {
+            s.waker = Some(cx.waker().clone());
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -91,6 +169,7 @@ impl Gpu {
             uncaptured,
             weight_binding_cap: None,
             pipelines: Arc::default(),
+            read_back: ReadBackSignal::default(),
         })
     }
 
@@ -181,8 +260,8 @@ impl Gpu {
             usage,
             mapped_at_creation: mapped,
         });
-        let invalid = pollster::block_on(validation.pop());
-        if let Some(e) = pollster::block_on(oom.pop()) {
+        let invalid = self.pop_scope(validation);
+        if let Some(e) = self.pop_scope(oom) {
             return Err(WgpuError::OutOfMemory {
                 what: format!("{what}: {e}"),
                 bytes: size,
@@ -192,6 +271,110 @@ impl Gpu {
             return Err(WgpuError::Validation(format!("{what}: {e}")));
         }
         Ok(buffer)
+    }
+
+    /// Pops an error scope and gives its error. Natively this waits for it. In a browser the
+    /// scope settles only on the JS event loop, which cannot run while we wait: its error is
+    /// recorded when it settles and reported by the next [`Gpu::check`] (so there an
+    /// allocation failure surfaces at the next step as a validation error, not at once).
+    pub fn pop_scope(&self, scope: wgpu::ErrorScopeGuard) -> Option<wgpu::Error> {
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            pollster::block_on(scope.pop())
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            let uncaptured = self.uncaptured.clone();
+            // The pop itself happens now (scopes must be popped in reverse order of pushing);
+            // only its outcome arrives later.
+            let popped = scope.pop();
+            wasm_bindgen_futures::spawn_local(async move {
+                if let Some(e) = popped.await {
+                    let mut slot = lock(&uncaptured);
+                    if slot.is_none() {
+                        *slot = Some(e.to_string());
+                    }
+                }
+            });
+            None
+        }
+    }
+
+    /// The asynchronous read-back's signal (shared by every clone of this `Gpu`).
+    pub fn read_back_signal(&self) -> ReadBackSignal {
+        self.read_back.clone()
+    }
+
+    /// Starts mapping the first `bytes` of `staging` (MAP_READ; submitted work fills it) and
+    /// returns at once; the signal is ready when the map callback has run. One read-back may
+    /// be in flight per device.
+    pub fn start_read_back(&self, staging: &wgpu::Buffer, bytes: u64) {
+        let signal = self.read_back.clone();
+        let generation = signal.begin();
+        let bytes = bytes.max(4).next_multiple_of(4);
+        staging
+            .slice(..bytes)
+            .map_async(wgpu::MapMode::Read, move |r| {
+                signal.complete(generation, r.map_err(|e| e.to_string()))
+            });
+    }
+
+    /// Copies the read-back started by [`Gpu::start_read_back`] into `dst` once its signal is
+    /// ready, and unmaps `staging`.
+    pub fn finish_read_back<T: bytemuck::Pod>(
+        &self,
+        staging: &wgpu::Buffer,
+        dst: &mut [T],
+    ) -> Result<(), WgpuError> {
+        let result = {
+            let mut s = lock(&self.read_back.0);
+            if s.in_flight {
+                return Err(WgpuError::ReadBack(
+                    "the read-back has not completed yet".into(),
+                ));
+            }
+            s.result.take()
+        };
+        self.check()?;
+        match result {
+            None => Err(WgpuError::ReadBack("no read-back was started".into())),
+            Some(Err(e)) => Err(WgpuError::ReadBack(e)),
+            Some(Ok(())) => {
+                let bytes = std::mem::size_of_val(dst);
+                {
+                    let view = staging
+                        .slice(..(bytes as u64).max(4).next_multiple_of(4))
+                        .get_mapped_range()
+                        .map_err(|e| WgpuError::ReadBack(e.to_string()))?;
+                    let src: &[u8] = &view;
+                    bytemuck::cast_slice_mut::<T, u8>(dst).copy_from_slice(&src[..bytes]);
+                }
+                staging.unmap();
+                Ok(())
+            }
+        }
+    }
+
+    /// Abandons a read-back that will not be finished (a step whose caller went away): waits
+    /// for nothing, unmaps `staging` when its map has completed, and clears the signal.
+    pub fn drop_read_back(&self, staging: &wgpu::Buffer) {
+        let (mapped, waker) = {
+            let mut s = lock(&self.read_back.0);
+            let mapped = s.in_flight || matches!(s.result, Some(Ok(())));
+            s.in_flight = false;
+            s.result = None;
+            // The abandoned map's callback (an error, natively called from inside `unmap`,
+            // hence the lock released first) sees another generation and changes nothing.
+            s.generation += 1;
+            (mapped, s.waker.take())
+        };
+        if mapped {
+            // Unmapping a pending map cancels it.
+            staging.unmap();
+        }
+        if let Some(w) = waker {
+            w.wake();
+        }
     }
 
     /// Waits for all submitted work, turning a loss or a hang into an error.

@@ -52,7 +52,7 @@ impl PipelineCache {
                 compilation_options: Default::default(),
                 cache: None,
             });
-        if let Some(e) = pollster::block_on(scope.pop()) {
+        if let Some(e) = gpu.pop_scope(scope) {
             return Err(WgpuError::Shader {
                 family: format!("{} {} {:?}", key.family, key.entry, key.defines),
                 message: e.to_string(),

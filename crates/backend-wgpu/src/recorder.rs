@@ -141,7 +141,7 @@ impl<'a> Recorder<'a> {
                 groups: p.groups,
             });
         }
-        if let Some(e) = pollster::block_on(scope.pop()) {
+        if let Some(e) = gpu.pop_scope(scope) {
             return Err(WgpuError::Validation(e.to_string()));
         }
         Ok(out)

@@ -322,4 +322,31 @@ impl Recording {
         gpu.read_back(&self.chain_staging, &mut out)?;
         Ok(out)
     }
+
+    /// Runs one step like [`Recording::run`] (or [`Recording::run_argmax`] when `greedy`) but
+    /// only submits it: the first `n` result words (floats, or ids) are copied into the
+    /// returned staging buffer, which the caller maps asynchronously
+    /// ([`Gpu::start_read_back`]). Returns the buffer and the words it will hold.
+    pub fn submit(
+        &self,
+        gpu: &Gpu,
+        batch: &Batch,
+        greedy: bool,
+        n: usize,
+    ) -> Result<(&wgpu::Buffer, usize), WgpuError> {
+        self.write_step(gpu, batch)?;
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        encode(&mut encoder, &self.dispatches);
+        let (src, staging, n) = if greedy {
+            encode(&mut encoder, &self.argmax);
+            (&self.ids, &self.ids_staging, n.min(self.n_outputs))
+        } else {
+            (&self.output, &self.staging, n.min(self.output_floats))
+        };
+        if n > 0 {
+            encoder.copy_buffer_to_buffer(src, 0, staging, 0, (n * 4) as u64);
+        }
+        gpu.queue.submit([encoder.finish()]);
+        Ok((staging, n))
+    }
 }

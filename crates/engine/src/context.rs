@@ -102,6 +102,12 @@ impl Context {
     /// Appends `tokens` at the current position, `n_batch` at a time. Afterwards
     /// [`Context::logits`] holds the last token's logits and, when `all_logits`,
     /// [`Context::all_logits`] every token's.
+    ///
+    /// With a backend whose read-back is asynchronous (`WgpuBackend` in a browser) a call may
+    /// fail with [`EngineError::ReadBackPending`] after submitting a micro-batch: the tokens of
+    /// that micro-batch are not committed, so repeating the call once the read-back is done
+    /// returns its result. Callers of such a backend pass at most `n_batch` tokens per call
+    /// (earlier micro-batches of a longer call would already be committed).
     pub fn decode(&mut self, tokens: &[u32], all_logits: bool) -> Result<(), EngineError> {
         self.decode_with(tokens, all_logits, None, None)
     }

@@ -19,6 +19,17 @@ extern "C" {
     /// `performance.now()`: exists in windows, workers and Node.
     #[wasm_bindgen(js_namespace = performance, js_name = now)]
     fn performance_now() -> f64;
+
+    #[wasm_bindgen(js_namespace = console, js_name = error)]
+    fn console_error(message: &str);
+}
+
+/// A panic aborts the module ("unreachable"); its message goes to the console first.
+fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        std::panic::set_hook(Box::new(|info| console_error(&format!("tessera: {info}"))));
+    });
 }
 
 struct PerformanceClock;
@@ -76,6 +87,7 @@ pub struct JsModelLoader(Option<ModelLoader>);
 impl JsModelLoader {
     #[wasm_bindgen(constructor)]
     pub fn new() -> JsModelLoader {
+        install_panic_hook();
         JsModelLoader(Some(ModelLoader::new()))
     }
 
@@ -115,8 +127,101 @@ impl JsModelLoader {
         let file = loader.finish().map_err(js_error)?;
         let model = Model::load(file, &mut |_| {}).map_err(|e| js_error(e.into()))?;
         let session = Session::new(Arc::new(model), &options, thread_pool()).map_err(js_error)?;
-        Ok(Engine { session })
+        Ok(Engine {
+            session,
+            backend: Backend::Cpu,
+            fallback: None,
+        })
     }
+
+    /// Like `load`, on the WebGPU device `gpu` (from `requestWebGpu`): every weight tensor is
+    /// written to a GPU buffer straight from the received bytes, one tensor at a time, before
+    /// this returns. Steps then submit GPU work and report `pending` until `readBack()`
+    /// resolves. `fallback`: when the GPU cannot take the model (an allocation or upload
+    /// fails), run it on the CPU instead and say why in `info().fallback` (else reject).
+    #[cfg(feature = "webgpu")]
+    #[wasm_bindgen(js_name = loadWebGpu)]
+    pub fn load_web_gpu(
+        &mut self,
+        options: JsValue,
+        gpu: &WebGpu,
+        fallback: bool,
+    ) -> Result<Engine, JsValue> {
+        let options: LoadOptions = from_js("load options", options)?;
+        let loader = self.0.take().ok_or_else(|| {
+            js_error(WasmError::new(
+                ErrorCode::InvalidState,
+                "loader already used",
+            ))
+        })?;
+        let file = loader.finish().map_err(js_error)?;
+        let model = Arc::new(Model::load(file, &mut |_| {}).map_err(|e| js_error(e.into()))?);
+        let gpu = gpu.0.clone();
+        let signal = gpu.read_back_signal();
+        let adapter = gpu.describe();
+        let on_gpu = || -> Result<Session, WasmError> {
+            let mut backend = backend_wgpu::WgpuBackend::with_gpu(gpu);
+            backend.set_async_read_back(true);
+            // Uploaded from the model's own store (the WeightStore the context will hand the
+            // backend, so it is not uploaded again).
+            backend
+                .upload_weights(model.weights())
+                .map_err(engine::EngineError::from)?;
+            backend.gpu().check().map_err(engine::EngineError::from)?;
+            Session::with_backend(model.clone(), &options, Box::new(backend), true)
+        };
+        match on_gpu() {
+            Ok(session) => Ok(Engine {
+                session,
+                backend: Backend::WebGpu { signal, adapter },
+                fallback: None,
+            }),
+            Err(e) if fallback => {
+                let session = Session::new(model, &options, thread_pool()).map_err(js_error)?;
+                Ok(Engine {
+                    session,
+                    backend: Backend::Cpu,
+                    fallback: Some(format!(
+                        "WebGPU could not take the model ({}), so it runs on wasm",
+                        e.message
+                    )),
+                })
+            }
+            Err(e) => Err(js_error(e)),
+        }
+    }
+}
+
+/// A WebGPU device (wgpu on the browser's `navigator.gpu`), made by `requestWebGpu`.
+#[cfg(feature = "webgpu")]
+#[wasm_bindgen]
+pub struct WebGpu(backend_wgpu::Gpu);
+
+#[cfg(feature = "webgpu")]
+#[wasm_bindgen]
+impl WebGpu {
+    /// Adapter name, backend, shader-f16, binding limit.
+    pub fn describe(&self) -> String {
+        self.0.describe()
+    }
+}
+
+/// Opens the browser's WebGPU adapter and a device with the adapter's own limits; rejects with
+/// `BACKEND_ERROR` when there is no adapter or it refuses a device.
+#[cfg(feature = "webgpu")]
+#[wasm_bindgen(js_name = requestWebGpu)]
+pub async fn request_web_gpu() -> Result<WebGpu, JsValue> {
+    install_panic_hook();
+    backend_wgpu::Gpu::new()
+        .await
+        .map(WebGpu)
+        .map_err(|e| js_error(WasmError::new(ErrorCode::BackendError, e.to_string())))
+}
+
+/// Whether this build has the WebGPU backend.
+#[wasm_bindgen(js_name = hasWebGpu)]
+pub fn has_web_gpu() -> bool {
+    cfg!(feature = "webgpu")
 }
 
 impl Default for JsModelLoader {
@@ -139,6 +244,18 @@ fn thread_pool() -> Arc<dyn ThreadPool> {
 #[wasm_bindgen]
 pub struct Engine {
     session: Session,
+    backend: Backend,
+    /// Why a WebGPU load ended on the CPU backend.
+    fallback: Option<String>,
+}
+
+enum Backend {
+    Cpu,
+    #[cfg(feature = "webgpu")]
+    WebGpu {
+        signal: backend_wgpu::device::ReadBackSignal,
+        adapter: String,
+    },
 }
 
 #[derive(Serialize)]
@@ -151,6 +268,12 @@ struct ModelInfo {
     has_chat_template: bool,
     build: String,
     threads: usize,
+    /// "wasm" or "webgpu".
+    backend: &'static str,
+    /// The WebGPU adapter, when the backend is "webgpu".
+    adapter: Option<String>,
+    /// Why a WebGPU load fell back to the CPU (`loadWebGpu(.., fallback = true)`).
+    fallback: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -161,6 +284,8 @@ struct StepResult {
     /// full context), "abort".
     finish_reason: Option<&'static str>,
     stats: Option<Stats>,
+    /// The step was submitted to the GPU: await `readBack()`, then call `step` again.
+    pending: bool,
 }
 
 #[derive(Serialize)]
@@ -212,8 +337,40 @@ impl Engine {
             n_ctx_train: model.n_ctx_train(),
             has_chat_template: self.session.has_chat_template(),
             build: build_kind(),
-            threads: thread_pool().n_threads(),
+            threads: match self.backend {
+                Backend::Cpu => thread_pool().n_threads(),
+                #[cfg(feature = "webgpu")]
+                Backend::WebGpu { .. } => 1,
+            },
+            backend: match self.backend {
+                Backend::Cpu => "wasm",
+                #[cfg(feature = "webgpu")]
+                Backend::WebGpu { .. } => "webgpu",
+            },
+            adapter: match &self.backend {
+                Backend::Cpu => None,
+                #[cfg(feature = "webgpu")]
+                Backend::WebGpu { adapter, .. } => Some(adapter.clone()),
+            },
+            fallback: self.fallback.clone(),
         })
+    }
+
+    /// Resolves once the GPU step submitted by the last `step` (the one that returned
+    /// `pending`) can be read back; at once on the CPU backend.
+    #[wasm_bindgen(js_name = readBack)]
+    pub fn read_back(&self) -> js_sys::Promise {
+        match &self.backend {
+            Backend::Cpu => js_sys::Promise::resolve(&JsValue::UNDEFINED),
+            #[cfg(feature = "webgpu")]
+            Backend::WebGpu { signal, .. } => {
+                let ready = signal.ready();
+                wasm_bindgen_futures::future_to_promise(async move {
+                    ready.await;
+                    Ok(JsValue::UNDEFINED)
+                })
+            }
+        }
     }
 
     /// `addSpecial`: BOS/EOS per the model's policy; `parseSpecial`: control-token text such as
@@ -268,6 +425,7 @@ impl Engine {
             done: step.finished.is_some(),
             finish_reason,
             stats,
+            pending: step.pending,
         })
     }
 

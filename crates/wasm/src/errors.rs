@@ -96,6 +96,9 @@ impl From<EngineError> for WasmError {
             // kernels refuse: the model, not the caller, is at fault.
             EngineError::Quant(_) => ErrorCode::InvalidModel,
             EngineError::Backend(_) => ErrorCode::BackendError,
+            // The session awaits a pending read-back itself; one reaching the caller is a
+            // call made while a step was in flight.
+            EngineError::ReadBackPending => ErrorCode::InvalidState,
         };
         WasmError::new(code, e.to_string())
     }

@@ -6,9 +6,14 @@
 //! and primes the sampler, each [`Session::step`] decodes a slice of the prompt or produces one
 //! token's text, and [`Session::cancel`] ends it early. Outputs and the KV cache left behind
 //! are those of `generate` (tests/session.rs compares them).
+//!
+//! On a backend whose results come back asynchronously (WebGPU in a browser) a step may end
+//! with [`Step::pending`]: the step's work was submitted and nothing else changed; the caller
+//! awaits the backend's read-back and calls [`Session::step`] again, which then completes it.
 
 use std::sync::Arc;
 
+use engine::backend::Backend;
 use engine::chat_template::{ChatMessage, ChatTemplate};
 use engine::generate::{
     prompt_sampler, tokenize_chat, Clock, GenerateError, GenerateParams, GenerateStats, StopReason,
@@ -16,7 +21,7 @@ use engine::generate::{
 use engine::sampling::Sampler;
 use engine::stop::StopMatcher;
 use engine::tokenizer::StreamDecoder;
-use engine::{Context, ContextParams, Model, ThreadPool};
+use engine::{Context, ContextParams, EngineError, Model, ThreadPool};
 
 use crate::errors::{ErrorCode, WasmError};
 use crate::options::LoadOptions;
@@ -30,6 +35,9 @@ pub struct Session {
     ctx: Context,
     template: Option<ChatTemplate>,
     active: Option<Generation>,
+    /// The backend samples greedily on the device (`Backend::compute_greedy`): greedy requests
+    /// without penalties or biases read back one token id per step instead of the logits.
+    device_greedy: bool,
 }
 
 enum Phase {
@@ -52,6 +60,10 @@ struct Generation {
     phase: Phase,
     /// Prompt tokens reused from the KV cache.
     kept: usize,
+    /// Steps sample on the device (see `Session::device_greedy`).
+    device_greedy: bool,
+    /// The token the device chose after the last decoded step (device-greedy only).
+    next: Option<u32>,
     t_start: f64,
     t_prompt_done: f64,
 }
@@ -63,6 +75,36 @@ pub struct Step {
     pub text: String,
     /// Set on the step that ends the generation.
     pub finished: Option<GenerateStats>,
+    /// The step's work was submitted to an asynchronous backend and nothing else happened:
+    /// await the backend's read-back, then call `step` again.
+    pub pending: bool,
+}
+
+impl Step {
+    fn text(text: String) -> Step {
+        Step {
+            text,
+            finished: None,
+            pending: false,
+        }
+    }
+}
+
+/// `Ok(None)` when the backend only submitted the step ([`EngineError::ReadBackPending`]).
+fn submitted<T>(r: Result<T, EngineError>) -> Result<Option<T>, WasmError> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(EngineError::ReadBackPending) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn pending_step() -> Step {
+    Step {
+        text: String::new(),
+        finished: None,
+        pending: true,
+    }
 }
 
 impl Session {
@@ -71,23 +113,36 @@ impl Session {
         options: &LoadOptions,
         threads: Arc<dyn ThreadPool>,
     ) -> Result<Session, WasmError> {
-        let defaults = ContextParams::default();
-        let params = ContextParams {
-            n_ctx: options.context_size.unwrap_or(defaults.n_ctx),
-            n_batch: options.batch_size.unwrap_or(defaults.n_batch).max(1),
-            threads,
-        };
-        let ctx = Context::new(model.clone(), params)?;
+        let ctx = Context::new(model.clone(), context_params(options, threads))?;
+        Ok(Session::with_context(model, ctx, false))
+    }
+
+    /// A session on another backend than the CPU (the browser's WebGPU backend, in
+    /// asynchronous read-back mode). `device_greedy`: the backend samples greedily on the
+    /// device, so greedy requests read back token ids only.
+    pub fn with_backend(
+        model: Arc<Model>,
+        options: &LoadOptions,
+        backend: Box<dyn Backend>,
+        device_greedy: bool,
+    ) -> Result<Session, WasmError> {
+        let params = context_params(options, Arc::new(engine::SequentialPool));
+        let ctx = Context::with_backend(model.clone(), params, backend)?;
+        Ok(Session::with_context(model, ctx, device_greedy))
+    }
+
+    fn with_context(model: Arc<Model>, ctx: Context, device_greedy: bool) -> Session {
         // A template that does not parse makes chat unavailable, not the model.
         let template = ChatTemplate::from_gguf(model.weights().file().header(), model.tokenizer())
             .ok()
             .flatten();
-        Ok(Session {
+        Session {
             model,
             ctx,
             template,
             active: None,
-        })
+            device_greedy,
+        }
     }
 
     pub fn model(&self) -> &Arc<Model> {
@@ -157,6 +212,14 @@ impl Session {
         self.ctx.truncate(kept);
         let stops = StopMatcher::new(&params.stop);
         let now = clock.now_s();
+        let s = &params.sampling;
+        let device_greedy = self.device_greedy
+            && s.temperature <= 0.0
+            && s.repeat_penalty == 1.0
+            && s.presence_penalty == 0.0
+            && s.frequency_penalty == 0.0
+            && s.logit_bias.is_empty()
+            && !params.ignore_eos;
         self.active = Some(Generation {
             prompt,
             params,
@@ -166,6 +229,8 @@ impl Session {
             tokens: Vec::new(),
             phase: Phase::Prefill(kept),
             kept,
+            device_greedy,
+            next: None,
             t_start: now,
             t_prompt_done: now,
         });
@@ -207,18 +272,24 @@ impl Session {
         let tokenizer = self.model.tokenizer();
         match g.phase {
             Phase::Prefill(from) => {
-                let to = (from + PREFILL_STEP).min(g.prompt.len());
-                self.ctx.decode(&g.prompt[from..to], false)?;
+                // One micro-batch per step at most: a pending step must commit nothing.
+                let to = (from + PREFILL_STEP.min(self.ctx.n_batch())).min(g.prompt.len());
+                let chunk = &g.prompt[from..to];
+                if g.device_greedy {
+                    match submitted(self.ctx.decode_greedy(chunk, false))? {
+                        Some(ids) => g.next = ids.last().copied(),
+                        None => return Ok(pending_step()),
+                    }
+                } else if submitted(self.ctx.decode(chunk, false))?.is_none() {
+                    return Ok(pending_step());
+                }
                 g.phase = if to == g.prompt.len() {
                     g.t_prompt_done = clock.now_s();
                     Phase::FirstToken
                 } else {
                     Phase::Prefill(to)
                 };
-                return Ok(Step {
-                    text: String::new(),
-                    finished: None,
-                });
+                return Ok(Step::text(String::new()));
             }
             Phase::Decode(token) => {
                 if self.ctx.n_past() + 1 > self.ctx.n_ctx() {
@@ -230,7 +301,14 @@ impl Session {
                         clock,
                     ));
                 }
-                self.ctx.decode(&[token], false)?;
+                if g.device_greedy {
+                    match submitted(self.ctx.decode_greedy(&[token], false))? {
+                        Some(ids) => g.next = ids.first().copied(),
+                        None => return Ok(pending_step()),
+                    }
+                } else if submitted(self.ctx.decode(&[token], false))?.is_none() {
+                    return Ok(pending_step());
+                }
             }
             Phase::FirstToken => {}
         }
@@ -244,7 +322,10 @@ impl Session {
                 clock,
             ));
         }
-        let token = g.sampler.sample(self.ctx.logits())?;
+        let token = match g.next.take() {
+            Some(t) => t,
+            None => g.sampler.sample(self.ctx.logits())?,
+        };
         g.sampler.accept(token);
         g.tokens.push(token);
         if tokenizer.is_eog(token) && !g.params.ignore_eos {
@@ -271,10 +352,7 @@ impl Session {
             return Ok(done(g, StopReason::MaxTokens, out.text, tokenizer, clock));
         }
         g.phase = Phase::Decode(token);
-        Ok(Step {
-            text: out.text,
-            finished: None,
-        })
+        Ok(Step::text(out.text))
     }
 }
 
@@ -289,6 +367,7 @@ fn done(
     Step {
         text,
         finished: Some(stats),
+        pending: false,
     }
 }
 
@@ -343,4 +422,13 @@ fn decode_utf8(
     text.push_str(&decoder.push(token));
     *partial = decoder.pending().to_vec();
     text
+}
+
+fn context_params(options: &LoadOptions, threads: Arc<dyn ThreadPool>) -> ContextParams {
+    let defaults = ContextParams::default();
+    ContextParams {
+        n_ctx: options.context_size.unwrap_or(defaults.n_ctx),
+        n_batch: options.batch_size.unwrap_or(defaults.n_batch).max(1),
+        threads,
+    }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use engine::generate::{generate, tokenize_prompt, GenerateParams, NoClock, StopReason};
 use engine::sampling::SamplingParams;
-use engine::{Model, SequentialPool};
+use engine::{EngineError, Model, SequentialPool};
 use tessera_wasm::errors::ErrorCode;
 use tessera_wasm::loader::ModelLoader;
 use tessera_wasm::options::{GenerateOptions, LoadOptions};
@@ -192,4 +192,143 @@ fn corrupt_and_truncated_files_are_invalid_gguf() {
     let mut loader = ModelLoader::new();
     let e = loader.begin_shard(Some(u64::MAX)).unwrap_err();
     assert_eq!(e.code, ErrorCode::OutOfMemory);
+}
+
+/// The CPU backend behaving like the browser's WebGPU backend in asynchronous read-back mode:
+/// each step is first only "submitted" (`ReadBackPending`), and the repeated call gives it.
+struct AsyncCpu {
+    inner: engine::cpu::CpuBackend,
+    submitted: Option<(usize, Vec<u32>, Vec<usize>, bool)>,
+    pending: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl AsyncCpu {
+    fn submit(&mut self, b: &engine::backend::Batch, greedy: bool) -> Result<(), EngineError> {
+        let key = (b.pos0, b.tokens.to_vec(), b.output_rows.to_vec(), greedy);
+        if self.submitted.take() == Some(key.clone()) {
+            return Ok(());
+        }
+        self.submitted = Some(key);
+        self.pending
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Err(EngineError::ReadBackPending)
+    }
+}
+
+impl engine::backend::Backend for AsyncCpu {
+    fn name(&self) -> &'static str {
+        "async-cpu"
+    }
+    fn init_kv(&mut self, layout: &engine::backend::KvLayout) -> Result<(), EngineError> {
+        self.inner.init_kv(layout)
+    }
+    fn compute(
+        &mut self,
+        graph: &engine::graph::Graph,
+        batch: &engine::backend::Batch,
+        weights: &engine::weights::WeightStore,
+        out: &mut [f32],
+    ) -> Result<(), EngineError> {
+        self.submit(batch, false)?;
+        self.inner.compute(graph, batch, weights, out)
+    }
+    fn compute_greedy(
+        &mut self,
+        graph: &engine::graph::Graph,
+        batch: &engine::backend::Batch,
+        weights: &engine::weights::WeightStore,
+        ids: &mut [u32],
+    ) -> Result<(), EngineError> {
+        self.submit(batch, true)?;
+        self.inner.compute_greedy(graph, batch, weights, ids)
+    }
+    fn kv_truncate(&mut self, n: usize) {
+        self.inner.kv_truncate(n)
+    }
+    fn kv_shift(&mut self, n_past: usize, keep: usize, discard: usize) -> Result<(), EngineError> {
+        self.inner.kv_shift(n_past, keep, discard)
+    }
+}
+
+/// Like `run_steps`, answering pending steps by calling again; also counts them.
+fn run_async_steps(
+    s: &mut Session,
+    prompt: Vec<u32>,
+    params: GenerateParams,
+) -> (String, engine::generate::GenerateStats, usize) {
+    s.begin(prompt, params, &NoClock).unwrap();
+    let (mut text, mut pending) = (String::new(), 0);
+    loop {
+        let step = s.step(&NoClock).unwrap();
+        if step.pending {
+            assert!(step.text.is_empty() && step.finished.is_none());
+            assert!(s.is_generating());
+            pending += 1;
+            continue;
+        }
+        text.push_str(&step.text);
+        if let Some(stats) = step.finished {
+            return (text, stats, pending);
+        }
+    }
+}
+
+#[test]
+fn pending_steps_on_an_async_backend_give_the_same_generation() {
+    let model = load_in_chunks(&smollm2_bytes(), 1 << 20);
+    let prompt = tokenize_prompt(model.tokenizer(), "The capital of France is");
+    let options = LoadOptions {
+        context_size: Some(256),
+        // Smaller than the prefill slice: a step must never span two micro-batches.
+        batch_size: Some(3),
+    };
+    let requests = [
+        // Greedy with ignore_eos (a logit bias): logits are read back, the CPU samples.
+        GenerateParams {
+            max_tokens: Some(12),
+            sampling: SamplingParams::greedy(),
+            stop: vec![],
+            ignore_eos: true,
+        },
+        // Plain greedy: with device_greedy only ids come back.
+        GenerateParams {
+            max_tokens: Some(12),
+            sampling: SamplingParams::greedy(),
+            stop: vec![],
+            ignore_eos: false,
+        },
+        // Sampled with a seed.
+        GenerateParams {
+            max_tokens: Some(12),
+            sampling: SamplingParams {
+                seed: 7,
+                ..SamplingParams::default()
+            },
+            stop: vec![],
+            ignore_eos: false,
+        },
+    ];
+    for device_greedy in [false, true] {
+        let pending = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let backend = AsyncCpu {
+            inner: engine::cpu::CpuBackend::new(Arc::new(SequentialPool)),
+            submitted: None,
+            pending: pending.clone(),
+        };
+        let mut s =
+            Session::with_backend(model.clone(), &options, Box::new(backend), device_greedy)
+                .unwrap();
+        let mut reference = session(&model);
+        for params in &requests {
+            let (want_text, want) = run_steps(&mut reference, prompt.clone(), params.clone());
+            let (text, got, n_pending) = run_async_steps(&mut s, prompt.clone(), params.clone());
+            assert_eq!(got.tokens, want.tokens, "device_greedy {device_greedy}");
+            assert_eq!(text, want_text);
+            assert_eq!(got.stop, want.stop);
+            // Every decode (prompt micro-batches of 3, then one per token) waited once.
+            let n_decodes = (got.n_prompt_eval).div_ceil(3) + got.n_generated - 1;
+            assert_eq!(n_pending, n_decodes, "device_greedy {device_greedy}");
+        }
+        assert!(pending.load(std::sync::atomic::Ordering::Relaxed) > 0);
+    }
 }

@@ -1,0 +1,126 @@
+// The npm package on WebGPU in headless Chromium (SwiftShader, a software adapter without
+// shader-f16): backend 'webgpu' gives llama.cpp's greedy tokens (fixture) both with the logits
+// read back (ignore_eos bans tokens, so the CPU samples) and with greedy sampling on the GPU (one
+// id read back per step); an abort while a step is in flight leaves the engine usable; 'auto'
+// skips the software adapter and says so. Software GPU steps are slow: token counts are small.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { launch, openPage } from './browser.mjs';
+import { fixturesDir, modelsDir, startServer } from './server.mjs';
+
+const SMOLLM2 = 'SmolLM2-135M-Instruct.Q4_1.gguf';
+const MODEL_URL = `/models/${SMOLLM2}`;
+// Tokens compared with the fixture when sampling on the GPU (TESSERA_WEBGPU_TOKENS to change),
+// and with the logits read back (fewer: SwiftShader takes seconds per token on 2 cores).
+const N_TOKENS = Number(process.env.TESSERA_WEBGPU_TOKENS || 32);
+const N_LOGITS_TOKENS = Math.min(N_TOKENS, 4);
+
+function fixture(name) {
+  const path = join(fixturesDir, name);
+  assert.ok(existsSync(path), `fixture ${path} is missing (set TESSERA_FIXTURES)`);
+  return readFileSync(path, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+}
+
+let browser;
+let server;
+let context;
+let page;
+
+before(async () => {
+  assert.ok(existsSync(join(modelsDir, SMOLLM2)), `${SMOLLM2} missing in ${modelsDir}: run scripts/fetch-models.sh`);
+  server = await startServer({ isolated: false });
+  browser = await launch();
+  context = await browser.newContext();
+  page = await openPage(context, server.origin);
+});
+
+after(async () => {
+  await context?.close();
+  await browser?.close();
+  await server?.close();
+});
+
+describe("backend 'webgpu' (SwiftShader)", () => {
+  test('loads on the GPU and says which adapter', async () => {
+    const r = await page.evaluate(async (url) => {
+      const events = [];
+      const engine = await window.tessera.createEngine({ model: url, backend: 'webgpu', contextSize: 256, onProgress: (p) => events.push(p) });
+      window.gpuEngine = engine;
+      return { events, info: engine.info, backend: engine.backend, reason: engine.backendReason };
+    }, MODEL_URL);
+    assert.equal(r.backend, 'webgpu');
+    assert.equal(r.info.backend, 'webgpu');
+    assert.equal(r.info.build, 'single');
+    assert.match(r.reason, /backend 'webgpu' was requested; adapter: .*swiftshader.*\(software\)/);
+    assert.match(r.info.adapter, /shader-f16 no/);
+    assert.equal(r.events[0].phase, 'backend');
+    assert.equal(r.events[0].backend, 'webgpu');
+    assert.equal(r.events.at(-1).phase, 'ready');
+    assert.equal(r.events.at(-1).progress, 1);
+  });
+
+  const fx = fixture('greedy_smollm2.jsonl')[0];
+
+  test(`greedy ${N_LOGITS_TOKENS} tokens are llama.cpp's, logits read back (ignore_eos)`, async () => {
+    const c = await page.evaluate(({ prompt, n }) =>
+      window.gpuEngine.completions.create({ prompt, max_tokens: n, temperature: 0, ignore_eos: true, return_token_ids: true }),
+    { prompt: fx.prompt, n: N_LOGITS_TOKENS });
+    assert.deepEqual(c.choices[0].token_ids, fx.gen_ids.slice(0, N_LOGITS_TOKENS));
+    assert.equal(c.usage.prompt_tokens, fx.prompt_ids.length);
+    assert.ok(c.timings.generation_tokens_per_second > 0);
+  });
+
+  test(`greedy ${N_TOKENS} tokens are llama.cpp's, sampled on the GPU (ids read back)`, async () => {
+    // No EOG within the fixture's tokens, so without ignore_eos the continuation is the same.
+    assert.ok(fx.first_eog === -1 || fx.first_eog >= N_TOKENS);
+    // A different prompt first, so the KV cache holds something to replace.
+    const c = await page.evaluate(async ({ prompt, n }) => {
+      await window.gpuEngine.completions.create({ prompt: 'Hello', max_tokens: 2, temperature: 0 });
+      return window.gpuEngine.completions.create({ prompt, max_tokens: n, temperature: 0, return_token_ids: true });
+    }, { prompt: fx.prompt, n: N_TOKENS });
+    assert.deepEqual(c.choices[0].token_ids, fx.gen_ids.slice(0, N_TOKENS));
+    assert.equal(c.choices[0].finish_reason, 'length');
+  });
+
+  test('an abort while a step is on the GPU leaves the engine usable', async () => {
+    const r = await page.evaluate(async (prompt) => {
+      const controller = new AbortController();
+      const stream = await window.gpuEngine.completions.create({ prompt: 'Once upon a time', max_tokens: 20, temperature: 0, ignore_eos: true, stream: true, signal: controller.signal });
+      let code = null;
+      let received = 0;
+      try {
+        for await (const c of stream) {
+          if (c.choices[0].text && ++received === 2) controller.abort();
+        }
+      } catch (e) {
+        code = e.code;
+      }
+      const after = await window.gpuEngine.completions.create({ prompt, max_tokens: 2, temperature: 0, return_token_ids: true });
+      return { code, received, ids: after.choices[0].token_ids };
+    }, fx.prompt);
+    assert.equal(r.code, 'ABORTED');
+    assert.ok(r.received <= 3, `${r.received} chunks arrived, abort came after 2`);
+    assert.deepEqual(r.ids, fx.gen_ids.slice(0, 2));
+  });
+});
+
+describe("backend 'auto'", () => {
+  test('skips the software adapter, runs on wasm and says why', async () => {
+    const r = await page.evaluate(async (url) => {
+      const events = [];
+      const engine = await window.tessera.createEngine({ model: url, threads: 1, contextSize: 256, onProgress: (p) => events.push(p) });
+      const c = await engine.completions.create({ prompt: 'Hello', max_tokens: 2, temperature: 0 });
+      await engine.unload();
+      return { backend: engine.backend, reason: engine.backendReason, info: engine.info, first: events[0], n: c.usage.completion_tokens };
+    }, MODEL_URL);
+    assert.equal(r.backend, 'wasm');
+    assert.equal(r.info.backend, 'wasm');
+    assert.match(r.reason, /^WebGPU not used: the only adapter \(google swiftshader\) is a software fallback/);
+    assert.deepEqual({ phase: r.first.phase, backend: r.first.backend, reason: r.first.reason }, { phase: 'backend', backend: 'wasm', reason: r.reason });
+    assert.equal(r.n, 2);
+  });
+});
