@@ -186,6 +186,31 @@ mod tests {
         assert!(!s.propose(&h[..12], h[12]).is_empty());
     }
 
+    /// In text repeating with period p, the most recent match is one period back with p - 1
+    /// tokens after it: n < p drafts the rest of the period, n ≥ p never drafts (the reason
+    /// `--spec-ngram-size-n 6` drafted almost nothing on Gemma 3's 6-token output loop).
+    #[test]
+    fn a_loop_drafts_only_when_n_is_below_its_period() {
+        let p = 6;
+        let mut h = fresh(100, 60);
+        h.extend((0..60).map(|i| 1 + (i % p) as u32));
+        let last = 1 + (60 % p) as u32;
+        for n in 2..p {
+            let d = NgramSimple::new(n, 48, 1).unwrap().propose(&h, last);
+            let want: Vec<u32> = (1..p).map(|i| 1 + ((60 + i) % p) as u32).collect();
+            assert_eq!(d, want, "n = {n}");
+        }
+        for n in p..p + 3 {
+            assert!(
+                NgramSimple::new(n, 48, 1)
+                    .unwrap()
+                    .propose(&h, last)
+                    .is_empty(),
+                "n = {n}"
+            );
+        }
+    }
+
     #[test]
     fn below_length_threshold_does_not_consume_the_check() {
         let mut s = NgramSimple::new(1, 1, 2).unwrap();
