@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test suite: setup (idempotent), the Rust tests (fixtures included), the wasm build check,
-# the wasm (SIMD128) quant tests in Node, then the browser suite (wasm builds + headless Chromium).
+# the wasm (SIMD128, and relaxed SIMD) quant tests in Node, then the browser suite (wasm builds + headless Chromium).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -23,4 +23,14 @@ CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
 # The engine's simd128 element-wise kernels (SwiGLU, attention accumulators) against scalar.
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   cargo test -p engine --target wasm32-unknown-unknown --locked --lib -- simd128
+# Both again in the relaxed-SIMD build (fused relaxed_madd, relaxed_dot); Node 20 needs a flag
+# for relaxed SIMD, and its baseline compiler (Liftoff) gets relaxed_dot wrong (Chromium's does
+# not), so its optimising compiler only. Own target dir: other RUSTFLAGS would rebuild the default one's artifacts.
+for pkg in "quant" "engine --lib -- simd128"; do
+  # shellcheck disable=SC2086
+  RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd" NODE_ARGS=--experimental-wasm-relaxed-simd,--no-liftoff \
+    CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+    cargo test --target wasm32-unknown-unknown --locked \
+      --target-dir "${CARGO_TARGET_DIR:-$root/target}/wasm-relaxed-test" -p $pkg
+done
 "$root/scripts/test-browser.sh"

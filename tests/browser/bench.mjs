@@ -2,7 +2,9 @@
 // headless Chromium, per model and thread count. The page is cross-origin isolated, so
 // threads > 1 runs the threaded build and threads = 1 the single-threaded one.
 //
-//   node tests/browser/bench.mjs [--models smollm2,gemma3] [--threads 1,2] [-p 256] [-n 128] [-r 3]
+//   node tests/browser/bench.mjs [--models smollm2,gemma3] [--threads 1,2] [--simd auto|simd128] [-p 256] [-n 128] [-r 3]
+//
+// --simd simd128 runs the plain SIMD128 builds (default: the relaxed-SIMD ones where exact).
 //
 // pp: a fresh prompt of -p tokens (its first token differs per repetition, so no KV reuse),
 // one generated token; tg: -n tokens after a 1-token prompt, never stopping at end-of-generation.
@@ -17,7 +19,7 @@ const MODELS = {
 };
 
 function args() {
-  const a = { models: 'smollm2,gemma3', threads: '1,2', p: 256, n: 128, r: 3 };
+  const a = { models: 'smollm2,gemma3', threads: '1,2', simd: 'auto', p: 256, n: 128, r: 3 };
   const argv = process.argv.slice(2);
   for (let i = 0; i < argv.length; i += 2) {
     const key = argv[i].replace(/^-+/, '');
@@ -32,9 +34,9 @@ const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
-async function benchOne(page, model, threads, { p, n, r }) {
-  return page.evaluate(async ({ url, threads, p, n, r }) => {
-    const engine = await window.tessera.createEngine({ model: url, threads, contextSize: p + n + 16 });
+async function benchOne(page, model, threads, { simd, p, n, r }) {
+  return page.evaluate(async ({ url, threads, simd, p, n, r }) => {
+    const engine = await window.tessera.createEngine({ model: url, threads, simd, contextSize: p + n + 16 });
     // Filler text long enough for p tokens; each repetition starts with a different word.
     const filler = 'The quick brown fox jumps over the lazy dog while the river runs to the sea. '.repeat(Math.ceil(p / 8));
     const fillerIds = (await engine.tokenize(filler, { addSpecial: false })).slice(0, p - 1);
@@ -51,7 +53,7 @@ async function benchOne(page, model, threads, { p, n, r }) {
     const info = engine.info;
     await engine.unload();
     return { info, runs };
-  }, { url: `/models/${model}`, threads, p, n, r });
+  }, { url: `/models/${model}`, threads, simd, p, n, r });
 }
 
 const opts = args();
@@ -64,7 +66,7 @@ try {
     for (const threads of opts.threads.split(',').map(Number)) {
       const { info, runs } = await benchOne(page, MODELS[key], threads, opts);
       console.log(JSON.stringify({
-        model: key, build: info.build, threads: info.threads,
+        model: key, build: info.build, simd: info.simd, threads: info.threads,
         pp_tokens: runs[0].pp_tokens, pp_tps: +median(runs.map((x) => x.pp)).toFixed(2),
         tg_tokens: runs[0].tg_tokens, tg_tps: +median(runs.map((x) => x.tg)).toFixed(2),
         runs: runs.length,

@@ -1,6 +1,7 @@
 // End-to-end tests of the npm package (web/) in headless Chromium: load SmolLM2 from a local
 // server, greedy tokens against llama.cpp's fixture, streaming, abort, progress, the cache,
-// error codes, and which wasm build runs with and without cross-origin isolation.
+// error codes, and which wasm build runs with and without cross-origin isolation (and with and
+// without relaxed SIMD).
 // Run: node --test tests/browser/  (scripts/test-browser.sh builds the wasm first).
 
 import { after, before, describe, test } from 'node:test';
@@ -63,6 +64,8 @@ describe('SmolLM2 in a plain page (single-threaded build)', () => {
       return { events, info: engine.info };
     }, MODEL_URL);
     assert.equal(r.info.build, 'single');
+    // This Chromium has relaxed SIMD and fuses relaxed_madd (x86-64 with FMA3).
+    assert.equal(r.info.simd, 'simd128+relaxed');
     assert.equal(r.info.architecture, 'llama');
     assert.equal(r.info.fromCache, false);
     assert.ok(r.events.length > 2, `only ${r.events.length} progress events`);
@@ -91,6 +94,20 @@ describe('SmolLM2 in a plain page (single-threaded build)', () => {
     assert.ok(r.c.timings.generation_tokens_per_second > 0);
     const expected = await page.evaluate((ids) => window.engine.detokenize(ids), fx.gen_ids.slice(0, 32));
     assert.equal(r.c.choices[0].text, expected);
+  });
+
+  test('the SIMD128 build (simd: \'simd128\') gives the same greedy tokens', async () => {
+    const fx = fixture('greedy_smollm2.jsonl')[0];
+    const r = await page.evaluate(async ({ url, prompt }) => {
+      const e = await window.tessera.createEngine({ model: url, threads: 1, simd: 'simd128', contextSize: 256 });
+      const c = await e.completions.create({ prompt, max_tokens: 32, temperature: 0, ignore_eos: true, return_token_ids: true });
+      const info = e.info;
+      await e.unload();
+      return { info, ids: c.choices[0].token_ids };
+    }, { url: MODEL_URL, prompt: fx.prompt });
+    assert.equal(r.info.build, 'single');
+    assert.equal(r.info.simd, 'simd128');
+    assert.deepEqual(r.ids, fx.gen_ids.slice(0, 32));
   });
 
   test('streaming chat gives the same text as non-streaming, in several chunks', async () => {
@@ -190,14 +207,22 @@ describe('cross-origin isolated page', () => {
       const page = await openPage(context, isolated.origin);
       const fx = fixture('greedy_smollm2.jsonl')[0];
       const r = await page.evaluate(async ({ url, prompt }) => {
-        const engine = await window.tessera.createEngine({ model: url, threads: 2, contextSize: 256 });
-        const c = await engine.completions.create({ prompt, max_tokens: 32, temperature: 0, ignore_eos: true, return_token_ids: true });
-        return { isolated: window.crossOriginIsolated, info: engine.info, ids: c.choices[0].token_ids };
+        const out = {};
+        for (const simd of ['auto', 'simd128']) {
+          const engine = await window.tessera.createEngine({ model: url, threads: 2, simd, contextSize: 256 });
+          const c = await engine.completions.create({ prompt, max_tokens: 32, temperature: 0, ignore_eos: true, return_token_ids: true });
+          out[simd] = { info: engine.info, ids: c.choices[0].token_ids };
+          await engine.unload();
+        }
+        return { isolated: window.crossOriginIsolated, ...out };
       }, { url: MODEL_URL, prompt: fx.prompt });
       assert.equal(r.isolated, true);
-      assert.equal(r.info.build, 'threads');
-      assert.equal(r.info.threads, 2);
-      assert.deepEqual(r.ids, fx.gen_ids.slice(0, 32));
+      for (const [simd, want] of [['auto', 'simd128+relaxed'], ['simd128', 'simd128']]) {
+        assert.equal(r[simd].info.build, 'threads');
+        assert.equal(r[simd].info.threads, 2);
+        assert.equal(r[simd].info.simd, want);
+        assert.deepEqual(r[simd].ids, fx.gen_ids.slice(0, 32), `simd: ${simd}`);
+      }
     } finally {
       await context.close();
     }

@@ -48,6 +48,10 @@ export interface CreateEngineOptions {
   backend?: Backend;
   /** Threads for the kernels; more than 1 needs a cross-origin isolated page (COOP/COEP). Default: navigator.hardwareConcurrency (at most 8). */
   threads?: number;
+  /** 'auto' (default): the relaxed-SIMD build where the browser supports relaxed SIMD and its
+   * relaxed_madd is fused (same results, faster), else the SIMD128 build; 'simd128': always the
+   * SIMD128 build. */
+  simd?: 'auto' | 'simd128';
   /** KV-cache positions; 0 → the model's training context. Default 4096. */
   contextSize?: number;
   /** Largest prompt micro-batch. Default 512. */
@@ -127,6 +131,8 @@ export interface EngineInfo {
   backendReason: string;
   /** The WebGPU adapter when `backend` is 'webgpu' (name, f16, binding limit). */
   adapter?: string | null;
+  /** The kernels' instruction set: 'simd128+relaxed' (relaxed-SIMD build) or 'simd128'. */
+  simd: 'simd128' | 'simd128+relaxed';
   /** The model came from the Cache API, not the network. */
   fromCache: boolean;
 }

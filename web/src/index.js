@@ -268,12 +268,13 @@ class Engine {
  * Starts an engine in a Web Worker and loads a model into it. See docs/js-api.md.
  */
 export async function createEngine(options = {}) {
-  const { model, backend = 'auto', threads = defaultThreads(), contextSize, batchSize, onProgress, signal, cache = true } = options;
+  const { model, backend = 'auto', threads = defaultThreads(), simd = 'auto', contextSize, batchSize, onProgress, signal, cache = true } = options;
   if (LATER_BACKENDS.includes(backend)) {
     throw new TesseraError(ErrorCodes.UNSUPPORTED_BACKEND, `backend '${backend}' is not available in this version`);
   }
   if (!BACKENDS.includes(backend)) throw invalid(`backend must be one of ${[...BACKENDS, ...LATER_BACKENDS].join(', ')}`);
   if (!Number.isInteger(threads) || threads < 1) throw invalid('threads must be a positive integer');
+  if (simd !== 'auto' && simd !== 'simd128') throw invalid("simd must be 'auto' or 'simd128'");
   for (const [name, v] of [['contextSize', contextSize], ['batchSize', batchSize]]) {
     if (v !== undefined && (!Number.isInteger(v) || v < 0)) throw invalid(`${name} must be a non-negative integer`);
   }
@@ -287,7 +288,7 @@ export async function createEngine(options = {}) {
   try {
     const info = await client.call(
       'load',
-      { source, options: { backend, threads, contextSize, batchSize, cache } },
+      { source, options: { backend, threads, simd, contextSize, batchSize, cache } },
       {
         signal,
         transfer,

@@ -30,12 +30,49 @@ const yieldToEvents = () =>
 
 const post = (msg) => self.postMessage(msg);
 
-async function loadWasm(threads) {
-  // The WebGPU backend is in the single-threaded build only (threads > 1 means 'wasm').
+// A minimal module using f32x4.relaxed_madd: validates only where relaxed SIMD is supported.
+const RELAXED_PROBE = new Uint8Array([
+  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version
+  0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7b, // type: () -> v128
+  0x03, 0x02, 0x01, 0x00, // one function of type 0
+  0x0a, 0x3d, 0x01, 0x3b, 0x00, // code: one body of 59 bytes, no locals
+  0xfd, 0x0c, ...new Array(16).fill(0), // v128.const 0
+  0xfd, 0x0c, ...new Array(16).fill(0),
+  0xfd, 0x0c, ...new Array(16).fill(0),
+  0xfd, 0x85, 0x02, // f32x4.relaxed_madd
+  0x0b, // end
+]);
+
+function relaxedSimdValidates() {
+  try {
+    return WebAssembly.validate(RELAXED_PROBE);
+  } catch {
+    return false;
+  }
+}
+
+// The relaxed-SIMD build (fused multiply-add, relaxed_dot) where the browser has relaxed SIMD and
+// fuses relaxed_madd, so its kernels give the SIMD128 build's bits; else the SIMD128 build.
+// `simd: 'simd128'` asks for the SIMD128 build. The WebGPU backend is in the single-threaded
+// builds only (threads > 1 means 'wasm').
+async function loadWasm(threads, simd) {
   const threaded = threads > 1 && self.crossOriginIsolated === true;
-  const url = new URL(threaded ? '../pkg-mt/tessera_wasm.js' : '../pkg-st/tessera_wasm.js', import.meta.url);
-  const module = await import(url.href);
-  await module.default();
+  const base = threaded ? '../pkg-mt' : '../pkg-st';
+  const init = async (dir) => {
+    const module = await import(new URL(`${dir}/tessera_wasm.js`, import.meta.url).href);
+    await module.default();
+    return module;
+  };
+  let module = null;
+  if (simd !== 'simd128' && relaxedSimdValidates()) {
+    try {
+      module = await init(`${base}-relaxed`);
+      if (!module.kernelsExact()) module = null; // relaxed_madd not fused here
+    } catch {
+      module = null; // not built, or the browser rejects it: the SIMD128 build runs
+    }
+  }
+  module ??= await init(base);
   if (threaded) await module.initThreadPool(threads);
   return module;
 }
@@ -46,7 +83,7 @@ async function load(id, { source, options }) {
   if (choice.error) throw new TesseraError(ErrorCodes.UNSUPPORTED_BACKEND, choice.error);
   let { backend, reason } = choice;
   post({ id, type: 'progress', loaded: 0, total: undefined, phase: 'backend', backend, reason });
-  wasm = await loadWasm(backend === 'webgpu' ? 1 : options.threads);
+  wasm = await loadWasm(backend === 'webgpu' ? 1 : options.threads, options.simd);
   // The device is requested before the download, so a refusal costs no download.
   let gpu = null;
   if (backend === 'webgpu') {
@@ -57,7 +94,7 @@ async function load(id, { source, options }) {
       backend = 'wasm';
       reason = `WebGPU not used: ${e.message}`;
       post({ id, type: 'progress', loaded: 0, total: undefined, phase: 'backend', backend, reason });
-      wasm = await loadWasm(options.threads);
+      wasm = await loadWasm(options.threads, options.simd);
     }
   }
   const loader = new wasm.ModelLoader();

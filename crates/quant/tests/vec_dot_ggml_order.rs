@@ -186,5 +186,19 @@ use bytemuck::Zeroable;
 #[cfg(target_arch = "wasm32")]
 #[test]
 fn wasm_build_dispatches_simd128() {
-    assert_eq!(kernel_isa(), "simd128");
+    let want = if cfg!(target_feature = "relaxed-simd") {
+        "simd128+relaxed"
+    } else {
+        "simd128"
+    };
+    assert_eq!(kernel_isa(), want);
+}
+
+/// The relaxed-SIMD build is exact only where `relaxed_madd` is fused and `relaxed_dot` exact;
+/// the machines that run these tests (x86-64 with FMA3; Node with its optimising compiler only,
+/// see scripts/test.sh) do both, and the loader's check must say so.
+#[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
+#[test]
+fn relaxed_simd_is_exact_here() {
+    assert!(quant::vec_dot::relaxed_simd_is_exact());
 }

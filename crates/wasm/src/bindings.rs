@@ -78,6 +78,19 @@ pub fn build_kind() -> String {
     .into()
 }
 
+/// Whether this build's kernels are exact here: always for the SIMD128 build; the relaxed-SIMD
+/// build only where the engine's `f32x4.relaxed_madd` is fused and its `relaxed_dot` exact
+/// (the loader falls back to the SIMD128 build otherwise).
+#[wasm_bindgen(js_name = kernelsExact)]
+pub fn kernels_exact() -> bool {
+    #[cfg(target_feature = "relaxed-simd")]
+    {
+        quant::vec_dot::relaxed_simd_is_exact()
+    }
+    #[cfg(not(target_feature = "relaxed-simd"))]
+    true
+}
+
 /// Receives the model's bytes: `beginShard` per file (one for an unsplit model), `push` each
 /// chunk, then `load`.
 #[wasm_bindgen(js_name = ModelLoader)]
@@ -274,6 +287,8 @@ struct ModelInfo {
     adapter: Option<String>,
     /// Why a WebGPU load fell back to the CPU (`loadWebGpu(.., fallback = true)`).
     fallback: Option<String>,
+    /// The kernels' instruction set: "simd128" or "simd128+relaxed".
+    simd: &'static str,
 }
 
 #[derive(Serialize)]
@@ -353,6 +368,7 @@ impl Engine {
                 Backend::WebGpu { adapter, .. } => Some(adapter.clone()),
             },
             fallback: self.fallback.clone(),
+            simd: quant::vec_dot::kernel_isa(),
         })
     }
 

@@ -28,6 +28,12 @@ mod avx2;
 mod simd128;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 pub use simd128::fma_f32x4;
+#[cfg(all(
+    target_arch = "wasm32",
+    target_feature = "simd128",
+    target_feature = "relaxed-simd"
+))]
+pub use simd128::relaxed_simd_is_exact;
 
 use crate::blocks::*;
 use bytemuck::Pod;
@@ -190,6 +196,44 @@ fn gemv_rows4(
     }
     for r in r..n_rows {
         out[r] = single(n, &w[r * wb..(r + 1) * wb], act);
+    }
+}
+
+/// A gemm from a kernel's x4 function: activation rows in groups of four, each weight row read
+/// once per group (the remainder one by one); every element is the x4 kernel's, i.e. `single`'s.
+#[cfg_attr(
+    not(all(target_arch = "wasm32", target_feature = "simd128")),
+    allow(dead_code)
+)]
+fn gemm_by_x4(
+    single: SingleFn,
+    x4: X4Fn,
+    n: usize,
+    w: &[u8],
+    n_rows: usize,
+    acts: &[u8],
+    n_acts: usize,
+    out: &mut [f32],
+) {
+    if n_rows == 0 || n_acts == 0 {
+        return;
+    }
+    let (wb, ab) = (w.len() / n_rows, acts.len() / n_acts);
+    let act = |t: usize| &acts[t * ab..(t + 1) * ab];
+    let full = n_acts / 4 * 4;
+    for t in (0..full).step_by(4) {
+        let group = [act(t), act(t + 1), act(t + 2), act(t + 3)];
+        for r in 0..n_rows {
+            let d = x4(n, &w[r * wb..(r + 1) * wb], group);
+            for (i, v) in d.into_iter().enumerate() {
+                out[(t + i) * n_rows + r] = v;
+            }
+        }
+    }
+    for t in full..n_acts {
+        for r in 0..n_rows {
+            out[t * n_rows + r] = single(n, &w[r * wb..(r + 1) * wb], act(t));
+        }
     }
 }
 
@@ -425,9 +469,15 @@ fn simd128_table() -> KernelTable {
                     let a = acts.map(blocks::<$A>);
                     simd128::$x4(n, &w, [&a[0], &a[1], &a[2], &a[3]])
                 },
+                // Four tokens per pass: each weight block is unpacked once for four of them.
                 gemm: |n, w, nr, a, na, out| {
-                    gemm_looped(
+                    gemm_by_x4(
                         |n, w, a| simd128::$single(n, &blocks::<$W>(w), &blocks::<$A>(a)),
+                        |n, w, acts| {
+                            let w = blocks::<$W>(w);
+                            let a = acts.map(blocks::<$A>);
+                            simd128::$x4(n, &w, [&a[0], &a[1], &a[2], &a[3]])
+                        },
                         n,
                         w,
                         nr,
@@ -441,7 +491,11 @@ fn simd128_table() -> KernelTable {
         };
     }
     KernelTable {
-        isa: "simd128",
+        isa: if cfg!(target_feature = "relaxed-simd") {
+            "simd128+relaxed"
+        } else {
+            "simd128"
+        },
         q4_0: simd!(
             vec_dot_q4_0_q8_0,
             vec_dot_q4_0_q8_0_x4,

@@ -24,6 +24,12 @@
 //!
 //! Built only with `target_feature = "simd128"` enabled at compile time (`.cargo/config.toml`),
 //! so the intrinsics are safe to call; only the unaligned loads are `unsafe`.
+//!
+//! With `target_feature = "relaxed-simd"` as well (the browser package's `-relaxed` builds), the
+//! FMAs are `f32x4.relaxed_madd` and the byte dot products of 7-bit weights (Q4_1, Q5_1, Q2_K,
+//! Q4_K, Q5_K) `i32x4.relaxed_dot_i8x16_i7x16_add_s`: the same bits wherever relaxed_madd is fused
+//! and relaxed_dot exact, which [`relaxed_simd_is_exact`] checks at load (the loader falls back
+//! to the plain SIMD128 build elsewhere).
 
 use super::fma_f64::{BELOW_F32_MANTISSA, F32_MIDPOINT_BITS, F32_MIN_NORMAL};
 use crate::blocks::*;
@@ -137,6 +143,87 @@ fn fma4(d: f32, sums: v128, acc: v128) -> v128 {
 /// the four lanes call `mul_add`). Public for the engine's wasm element-wise kernels.
 #[inline(always)]
 pub fn fma_f32x4(a: v128, b: v128, c: v128) -> v128 {
+    #[cfg(target_feature = "relaxed-simd")]
+    {
+        // The relaxed-SIMD build: one fused multiply-add per lane. Only correct where the engine
+        // fuses it (x86 with FMA3, ARM64), which the JS loader checks with
+        // `relaxed_madd_is_fused` before it picks this build.
+        f32x4_relaxed_madd(a, b, c)
+    }
+    #[cfg(not(target_feature = "relaxed-simd"))]
+    fma_f32x4_f64(a, b, c)
+}
+
+/// `fmaf(a, b, c)` for one f32 (the kernels' once-per-block FMAs of the min terms): the
+/// relaxed-SIMD build's fused lane, else the software `f32::mul_add`.
+#[inline(always)]
+fn fma_scalar(a: f32, b: f32, c: f32) -> f32 {
+    #[cfg(target_feature = "relaxed-simd")]
+    {
+        f32x4_extract_lane::<0>(f32x4_relaxed_madd(
+            f32x4_splat(a),
+            f32x4_splat(b),
+            f32x4_splat(c),
+        ))
+    }
+    #[cfg(not(target_feature = "relaxed-simd"))]
+    a.mul_add(b, c)
+}
+
+/// Whether this engine runs the relaxed-SIMD build exactly: its `f32x4.relaxed_madd` is a fused
+/// multiply-add (one rounding) and its `relaxed_dot_i8x16_i7x16_add` gives the exact dot products
+/// for 7-bit second operands. (Node 20's baseline compiler, for one, gets relaxed_dot wrong, so
+/// this is checked, not assumed.) The loader runs the relaxed-SIMD build only where this holds.
+#[cfg(target_feature = "relaxed-simd")]
+pub fn relaxed_simd_is_exact() -> bool {
+    // Cases where fused and unfused differ (low product bits that a separate multiply rounds
+    // away), each compared with the software `fmaf`.
+    let e = 2f32.powi(-12);
+    let cases = [
+        (1.0 + e, 1.0 + e, -(1.0 + 2.0 * e)),
+        (3.0 + 2f32.powi(-20), 5.0 - 2f32.powi(-21), -15.0),
+        (0.1, 10.0, -1.0),
+    ];
+    let fused = cases.iter().all(|&(a, b, c)| {
+        let (a, b, c) = std::hint::black_box((a, b, c));
+        let want = a.mul_add(b, c);
+        let got = f32x4_relaxed_madd(f32x4_splat(a), f32x4_splat(b), f32x4(c, c, c, c));
+        want != (a * b + c) // the case tells fused from unfused
+            && f32x4_to_array(got).iter().all(|g| g.to_bits() == want.to_bits())
+    });
+    // Extreme bytes against 7-bit ones, compared with the plain SIMD128 quads.
+    let dot_exact = [(-128i8, 127u8), (127, 127), (-1, 1), (-100, 31), (5, 15)]
+        .iter()
+        .all(|&(a, w)| {
+            let a = std::hint::black_box(i8x16(
+                a,
+                a.wrapping_neg(),
+                a,
+                3,
+                a,
+                a,
+                -7,
+                a,
+                0,
+                a,
+                a,
+                1,
+                a,
+                a.wrapping_neg(),
+                a,
+                a,
+            ));
+            let w = std::hint::black_box(u8x16(w, w, 0, w, 1, w, w, 2, w, w, w, 15, 0, w, 7, w));
+            let got = i32x4_relaxed_dot_i8x16_i7x16_add(a, w, i32x4_splat(0));
+            u32x4_all_true(i32x4_eq(got, quad_sums_i8(w, a)))
+        });
+    fused && dot_exact
+}
+
+/// [`fma_f32x4`] in plain SIMD128: the f64x2 emulation.
+#[cfg_attr(target_feature = "relaxed-simd", allow(dead_code))]
+#[inline(always)]
+fn fma_f32x4_f64(a: v128, b: v128, c: v128) -> v128 {
     let a23 = u64x2_shuffle::<1, 1>(a, a);
     let b23 = u64x2_shuffle::<1, 1>(b, b);
     let c23 = u64x2_shuffle::<1, 1>(c, c);
@@ -347,6 +434,30 @@ fn legacy_lanes(w: &LegacyW, a: &[i8; QK]) -> [v128; 2] {
     ]
 }
 
+/// ggml's four lanes of 16 byte products (lane l = bytes 4l..4l+4) where the weights `w` lie in
+/// 0..=127 (Q4_1, Q5_1, and the K-quants' unsigned quants). The relaxed-SIMD build forms them in
+/// one `i32x4.relaxed_dot_i8x16_i7x16_add_s`, which is exact (deterministic) for 7-bit `w`:
+/// its i16 pair sums are at most 2 · 128 · 127 in magnitude and cannot saturate.
+#[inline(always)]
+fn quad_sums_u7(w: v128, a: v128) -> v128 {
+    #[cfg(target_feature = "relaxed-simd")]
+    {
+        i32x4_relaxed_dot_i8x16_i7x16_add(a, w, i32x4_splat(0))
+    }
+    #[cfg(not(target_feature = "relaxed-simd"))]
+    quad_sums_i8(w, a)
+}
+
+/// [`legacy_lanes`] for weights in 0..=127 (Q4_1, Q5_1).
+#[inline(always)]
+fn legacy_lanes_u7(w: &LegacyW, a: &[i8; QK]) -> [v128; 2] {
+    let a = i8_bytes(a);
+    [
+        quad_sums_u7(w.q[0], load16(a, 0)),
+        quad_sums_u7(w.q[1], load16(a, 16)),
+    ]
+}
+
 /// Signed weights (Q4_0, Q5_0, Q8_0) × Q8_0.
 #[inline(always)]
 fn step_q8_0(w: &LegacyW, y: &BlockQ8_0, acc: &mut Acc) {
@@ -356,8 +467,8 @@ fn step_q8_0(w: &LegacyW, y: &BlockQ8_0, acc: &mut Acc) {
 /// Unsigned weights with a min (Q4_1, Q5_1) × Q8_1: summs += m_w * s_a, then the lanes.
 #[inline(always)]
 fn step_q8_1(w: &LegacyW, y: &BlockQ8_1, acc: &mut Acc) {
-    acc.summs = w.m.mul_add(y.s.to_f32(), acc.summs);
-    acc.fma(w.d * y.d.to_f32(), legacy_lanes(w, &y.qs));
+    acc.summs = fma_scalar(w.m, y.s.to_f32(), acc.summs);
+    acc.fma(w.d * y.d.to_f32(), legacy_lanes_u7(w, &y.qs));
 }
 
 kernels!(
@@ -452,6 +563,8 @@ struct KHeader {
 /// 16c..16c+16. The single-row kernels unpack each chunk right where it is multiplied; the x4
 /// kernels unpack a super-block once for four activation rows. Both run the same operations.
 trait KQuant {
+    /// Whether `chunk`'s quants all lie in 0..=127 (the relaxed build's `relaxed_dot` applies).
+    const U7: bool;
     fn header(&self) -> KHeader;
     fn chunk(&self, c: usize) -> v128;
     /// How ggml combines the accumulators at the end (see `Acc`).
@@ -473,15 +586,26 @@ fn k4_min_lanes(mins: v128, y: &BlockQ8K) -> v128 {
     i32x4_dot_i16x8(mins, pairs)
 }
 
-/// One super-block times one Q8_K block into `acc`; `chunk(c)` gives chunk c's quants and its
-/// scale splatted to i16x8.
+/// The 8 lanes of a super-block's scaled integer dot product (lane l of half j: the bytes
+/// 4l..4l+4 of every 32-group's j-th 16 bytes, times their chunk's scale). Exact integers, so
+/// any grouping gives the same lanes; `chunk(c)` gives chunk c's quants and its scale.
 #[inline(always)]
-fn step_k(chunk: impl Fn(usize) -> (v128, v128), h: &KHeader, y: &BlockQ8K, acc: &mut Acc) {
-    let a = i8_bytes(&y.qs);
+fn k_lanes<const U7: bool>(chunk: impl Fn(usize) -> (v128, i16), a: &[u8]) -> [v128; 2] {
+    if cfg!(target_feature = "relaxed-simd") && U7 {
+        // Quads of each chunk in one relaxed_dot, scaled in i32.
+        let mut quads = [i32x4_splat(0); 2];
+        for c in 0..16 {
+            let (q, scale) = chunk(c);
+            let d = quad_sums_u7(q, load16(a, 16 * c));
+            quads[c % 2] = i32x4_add(quads[c % 2], i32x4_mul(d, i32x4_splat(scale as i32)));
+        }
+        return quads;
+    }
     // Pair sums of bytes 0..8, 8..16, 16..24, 24..32 of every 32-group.
     let mut pairs = [i32x4_splat(0); 4];
     for c in 0..16 {
         let (q, scale) = chunk(c);
+        let scale = i16x8_splat(scale);
         let av = load16(a, 16 * c);
         let half = 2 * (c % 2);
         let lo = i32x4_dot_i16x8(i16x8_extmul_low_i8x16(q, av), scale);
@@ -489,6 +613,19 @@ fn step_k(chunk: impl Fn(usize) -> (v128, v128), h: &KHeader, y: &BlockQ8K, acc:
         pairs[half] = i32x4_add(pairs[half], lo);
         pairs[half + 1] = i32x4_add(pairs[half + 1], hi);
     }
+    [quads(pairs[0], pairs[1]), quads(pairs[2], pairs[3])]
+}
+
+/// One super-block times one Q8_K block into `acc`; `chunk(c)` gives chunk c's quants and its
+/// scale.
+#[inline(always)]
+fn step_k<const U7: bool>(
+    chunk: impl Fn(usize) -> (v128, i16),
+    h: &KHeader,
+    y: &BlockQ8K,
+    acc: &mut Acc,
+) {
+    let mut lanes = k_lanes::<U7>(chunk, i8_bytes(&y.qs));
     match h.extra {
         KExtra::None | KExtra::Q6Offset { .. } => {}
         KExtra::Q2Mins { mins, dmin } => {
@@ -506,10 +643,9 @@ fn step_k(chunk: impl Fn(usize) -> (v128, v128), h: &KHeader, y: &BlockQ8K, acc:
             let p = k4_min_lanes(mins, y);
             let p = i32x4_add(p, u64x2_shuffle::<1, 1>(p, p));
             let isum = i32x4_extract_lane::<0>(p).wrapping_add(i32x4_extract_lane::<1>(p));
-            acc.summs = (-y.d * dmin).mul_add(isum as f32, acc.summs);
+            acc.summs = fma_scalar(-y.d * dmin, isum as f32, acc.summs);
         }
     }
-    let mut lanes = [quads(pairs[0], pairs[1]), quads(pairs[2], pairs[3])];
     if let KExtra::Q6Offset { scales } = h.extra {
         let b = bytemuck::cast_slice::<i16, u8>(&y.bsums);
         for (k, lane) in lanes.iter_mut().enumerate() {
@@ -529,8 +665,8 @@ macro_rules! k_kernels {
             let mut acc = Acc::new();
             for (x, y) in x[..nb].iter().zip(&y[..nb]) {
                 let h = x.header();
-                let chunk = |c: usize| (x.chunk(c), i16x8_splat(h.scales[c]));
-                step_k(chunk, &h, y, &mut acc);
+                let chunk = |c: usize| (x.chunk(c), h.scales[c]);
+                step_k::<{ <$W as KQuant>::U7 }>(chunk, &h, y, &mut acc);
             }
             <$W as KQuant>::finish(acc)
         }
@@ -544,9 +680,13 @@ macro_rules! k_kernels {
             for i in 0..nb {
                 let h = x[i].header();
                 let q: [v128; 16] = std::array::from_fn(|c| x[i].chunk(c));
-                let scales: [v128; 16] = std::array::from_fn(|c| i16x8_splat(h.scales[c]));
                 for r in 0..4 {
-                    step_k(|c| (q[c], scales[c]), &h, &ys[r][i], &mut acc[r]);
+                    step_k::<{ <$W as KQuant>::U7 }>(
+                        |c| (q[c], h.scales[c]),
+                        &h,
+                        &ys[r][i],
+                        &mut acc[r],
+                    );
                 }
             }
             acc.map(<$W as KQuant>::finish)
@@ -555,6 +695,7 @@ macro_rules! k_kernels {
 }
 
 impl KQuant for BlockQ2K {
+    const U7: bool = true;
     fn header(&self) -> KHeader {
         let mins = u8x16_shr(load16(&self.scales, 0), 4);
         KHeader {
@@ -577,6 +718,7 @@ impl KQuant for BlockQ2K {
 }
 
 impl KQuant for BlockQ3K {
+    const U7: bool = false;
     fn header(&self) -> KHeader {
         let s = super::scalar::unpack_scales_q3k(&self.scales);
         KHeader {
@@ -637,6 +779,7 @@ fn k4_nibbles(qs: &[u8; QK_K / 2], c: usize) -> v128 {
 }
 
 impl KQuant for BlockQ4K {
+    const U7: bool = true;
     fn header(&self) -> KHeader {
         k4_header(&self.scales, self.d.to_f32(), self.dmin.to_f32(), false)
     }
@@ -652,6 +795,7 @@ impl KQuant for BlockQ4K {
 }
 
 impl KQuant for BlockQ5K {
+    const U7: bool = true;
     fn header(&self) -> KHeader {
         k4_header(&self.scales, self.d.to_f32(), self.dmin.to_f32(), true)
     }
@@ -670,6 +814,7 @@ impl KQuant for BlockQ5K {
 }
 
 impl KQuant for BlockQ6K {
+    const U7: bool = false;
     fn header(&self) -> KHeader {
         let sc = load16(bytemuck::cast_slice::<i8, u8>(&self.scales), 0);
         KHeader {
