@@ -108,6 +108,7 @@ fn attend_row_impl(
         let k = &kv.k[j * ks + kv_head * hd..j * ks + (kv_head + 1) * hd];
         let v = &kv.v[j * vs + kv_head * dv..j * vs + (kv_head + 1) * dv];
         let dot = if simd {
+            #[cfg(target_arch = "x86_64")]
             let np = hd / DOT_F16_STEP * DOT_F16_STEP;
             #[cfg(target_arch = "x86_64")]
             if np == 0 && hd % 8 == 0 {
