@@ -24,10 +24,35 @@ unsafe fn round_f16(x: __m256) -> __m256 {
     _mm256_cvtph_ps(_mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x))
 }
 
-/// 8 lanes of [`f16_arith::fma_f16`](super::f16_arith::fma_f16): `f16(a*b + c)` rounded once
-/// (the same TwoSum, rounding to odd and conversion, lane-wise). a, b, c f16-exact.
+/// 8 lanes of [`f16_arith::fma_f16`](super::f16_arith::fma_f16): `f16(a*b + c)` rounded once.
+/// a, b, c f16-exact.
+///
+/// Fast path: `s = f32(a*b + c)` (one hardware FMA; `a*b` is exact) rounded to f16 is already
+/// the once-rounded result unless `s` is an f16 midpoint. Why: if the exact sum and `s`
+/// rounded to different f16 values, an f16 midpoint `m` would lie between them (inclusive);
+/// `m` is an f32, and `s` is the f32 nearest the exact sum, so `m` can only be `s` itself.
+/// A midpoint has at most 12 significant bits (its low 12 f32 mantissa bits are zero) and is
+/// not itself an f16; only lanes like that (and NaNs or f16 overflows) take the exact path,
+/// [`fma_f16x8_exact`]. An `s` that is an f16 is the answer: the exact sum is within half an
+/// f32 ulp of it, thousands of ulps from the next midpoint.
 #[inline(always)]
 unsafe fn fma_f16x8(a: __m256, b: __m256, c: __m256) -> __m256 {
+    let s = _mm256_fmadd_ps(a, b, c);
+    let r = round_f16(s);
+    let low = _mm256_and_si256(_mm256_castps_si256(s), _mm256_set1_epi32(0xfff));
+    let low_zero = _mm256_castsi256_ps(_mm256_cmpeq_epi32(low, _mm256_setzero_si256()));
+    let not_f16 = _mm256_cmp_ps::<_CMP_NEQ_UQ>(r, s);
+    if _mm256_testz_ps(low_zero, not_f16) != 0 {
+        r
+    } else {
+        fma_f16x8_exact(a, b, c)
+    }
+}
+
+/// [`fma_f16x8`] for any lanes: the same TwoSum, rounding to odd and conversion as the scalar
+/// emulation, lane-wise.
+#[inline(always)]
+unsafe fn fma_f16x8_exact(a: __m256, b: __m256, c: __m256) -> __m256 {
     let p = _mm256_mul_ps(a, b); // exact
     let s = _mm256_add_ps(p, c);
     let bb = _mm256_sub_ps(s, p);
@@ -263,6 +288,32 @@ mod tests {
                     v[2][l]
                 );
             }
+        }
+    }
+
+    /// The fast path's blind spot: `a*b + c` whose f32 rounding lands exactly on an f16
+    /// midpoint. (1 + 2^-10)(1 - 2^-10) + 2050 = 2051 - 2^-20 rounds in f32 to 2051, the midpoint
+    /// of 2050 and 2052; ties-to-even of that would give 2052, the exact sum rounds to 2050.
+    #[test]
+    fn an_f32_sum_on_an_f16_midpoint_is_rounded_from_the_exact_sum() {
+        if !available() {
+            return;
+        }
+        let (a, b) = (1.0 + 2f32.powi(-10), 1.0 - 2f32.powi(-10));
+        for (c, want) in [
+            (2050.0f32, 2050.0f32),
+            (-2050.0, -2050.0),
+            (2048.0, 2048.0),
+            (2047.0, 2048.0),
+        ] {
+            assert_eq!(f16_arith::fma_f16(a, b, c), want, "scalar, c = {c}");
+            let mut got = [0.0f32; 8];
+            // SAFETY: checked `available()`.
+            unsafe {
+                let r = fma_f16x8(_mm256_set1_ps(a), _mm256_set1_ps(b), _mm256_set1_ps(c));
+                _mm256_storeu_ps(got.as_mut_ptr(), r);
+            }
+            assert_eq!(got, [want; 8], "c = {c}");
         }
     }
 
