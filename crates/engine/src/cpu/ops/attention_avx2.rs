@@ -110,16 +110,12 @@ pub unsafe fn dot_f16_steps(k: &[f16], q: &[f16]) -> f32 {
     let y0 = add_f16x8(x[0], x[2]);
     let y1 = add_f16x8(x[1], x[3]);
     let z = add_f16x8(y0, y1);
-    let mut t = [0.0f32; 8];
-    _mm256_storeu_ps(t.as_mut_ptr(), z);
-    let mut w = 4;
-    while w >= 1 {
-        for i in 0..w {
-            t[i] = super::f16_arith::add_f16(t[i], t[i + w]);
-        }
-        w /= 2;
-    }
-    t[0]
+    // Then lanes i + i+4, i + i+2, i + i+1 (lane 0 ends with the sum; the other lanes' sums
+    // are not used).
+    let z = add_f16x8(z, _mm256_permute2f128_ps::<0x01>(z, z));
+    let z = add_f16x8(z, _mm256_permute_ps::<0b01_00_11_10>(z));
+    let z = add_f16x8(z, _mm256_permute_ps::<0b10_11_00_01>(z));
+    _mm256_cvtss_f32(z)
 }
 
 /// [`f16_arith::mad_steps`](super::f16_arith::mad_steps): `y = f16(x·f16(v) + y)`;
