@@ -228,31 +228,8 @@ pub unsafe fn mad_f16(acc: &mut [f32], v: &[f16], vs: f32) {
 #[cfg(test)]
 mod tests {
     use super::super::f16_arith;
+    use super::super::f16_arith::tests::Rng;
     use super::*;
-
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        /// Any finite f16 (subnormals, huge values) or one of moderate size.
-        fn f16(&mut self) -> f16 {
-            let r = self.next();
-            let x = match r % 3 {
-                0 => f16::from_bits((r >> 16) as u16),
-                1 => f16::from_bits((r >> 16) as u16 & 0x87ff),
-                _ => f16::from_f32(((r >> 20) % 4001) as f32 / 1000.0 - 2.0),
-            };
-            if x.is_finite() {
-                x
-            } else {
-                f16::ONE
-            }
-        }
-    }
 
     #[test]
     fn fma_lanes_equal_the_scalar_emulation() {

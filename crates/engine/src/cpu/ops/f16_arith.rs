@@ -177,9 +177,10 @@ pub(crate) mod tests {
         f16::from_bits(bits | if neg { 0x8000 } else { 0 })
     }
 
-    struct Rng(u64);
+    /// xorshift64: the random operands of these tests and of `attention_avx2`'s.
+    pub(crate) struct Rng(pub(crate) u64);
     impl Rng {
-        fn next(&mut self) -> u64 {
+        pub(crate) fn next(&mut self) -> u64 {
             self.0 ^= self.0 << 13;
             self.0 ^= self.0 >> 7;
             self.0 ^= self.0 << 17;
@@ -187,7 +188,7 @@ pub(crate) mod tests {
         }
         /// A finite f16: random bits, or values of a similar scale (where cancellation and
         /// ties are common), or tiny ones.
-        fn f16(&mut self) -> f16 {
+        pub(crate) fn f16(&mut self) -> f16 {
             let r = self.next();
             let x = match r % 4 {
                 0 => f16::from_bits((r >> 16) as u16),
