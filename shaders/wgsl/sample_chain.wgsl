@@ -33,6 +33,13 @@ struct Params {
 
 const WG: u32 = 256u;
 const NEG_INF_BITS: u32 = 0xff800000u;
+
+// -inf built at run time: a constant infinity is a WGSL error in browsers (Tint: "value -inf
+// cannot be represented as 'f32'"), while naga accepts it.
+fn neg_inf() -> f32 {
+    var bits = NEG_INF_BITS;
+    return bitcast<f32>(bits);
+}
 var<workgroup> red_f: array<f32, WG>;
 var<workgroup> red_u: array<u32, WG>;
 var<workgroup> red_i: array<u32, WG>;
@@ -254,7 +261,7 @@ fn sample(@builtin(local_invocation_index) lid: u32) {
 
     // top-k on the whole row: the k-th candidate's rank.
     var row = Set(0u, width, 0u, 0u, -3.4e38, true, 1.0, 0.0);
-    row.min_l = bitcast<f32>(NEG_INF_BITS);
+    row.min_l = neg_inf();
     let top_k = spec[0];
     var cut = vec2<u32>(0u, 0u);
     if (top_k > 0u && top_k < valid) {
@@ -296,7 +303,7 @@ fn sample(@builtin(local_invocation_index) lid: u32) {
 
     // top-p over the softmax (before temperature) of the top-k candidates.
     var cands = Set(1u, n, 0u, 0u, -3.4e38, false, 1.0, m);
-    cands.min_l = bitcast<f32>(NEG_INF_BITS);
+    cands.min_l = neg_inf();
     let top_p = bitcast<f32>(spec[1]);
     if (top_p < 1.0) {
         let total = mass(cands, 0u, 0u, false);
