@@ -200,7 +200,8 @@ fn gemv_rows4(
 }
 
 /// A gemm from a kernel's x4 function: activation rows in groups of four, each weight row read
-/// once per group (the remainder one by one); every element is the x4 kernel's, i.e. `single`'s.
+/// once per group (the remaining rows by [`gemm_looped`]); every element is the x4 kernel's,
+/// i.e. `single`'s.
 #[cfg_attr(
     not(all(target_arch = "wasm32", target_feature = "simd128")),
     allow(dead_code)
@@ -230,11 +231,15 @@ fn gemm_by_x4(
             }
         }
     }
-    for t in full..n_acts {
-        for r in 0..n_rows {
-            out[t * n_rows + r] = single(n, &w[r * wb..(r + 1) * wb], act(t));
-        }
-    }
+    gemm_looped(
+        single,
+        n,
+        w,
+        n_rows,
+        &acts[full * ab..],
+        n_acts - full,
+        &mut out[full * n_rows..],
+    );
 }
 
 /// The kernels chosen for this CPU, one per weight type.
