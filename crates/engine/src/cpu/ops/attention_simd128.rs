@@ -91,12 +91,12 @@ pub fn mad_f16(acc: &mut [f32], v: &[f16], vs: f32) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use wasm_bindgen_test::wasm_bindgen_test as test;
 
-    /// splitmix64.
-    fn next(state: &mut u64) -> u64 {
+    /// splitmix64 (also the glu_simd128 tests' operands).
+    pub(crate) fn next(state: &mut u64) -> u64 {
         *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = *state;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

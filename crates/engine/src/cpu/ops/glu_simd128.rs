@@ -67,16 +67,9 @@ pub fn swiglu(gate: &[f32], up: &[f32], out: &mut [f32]) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use super::super::attention_simd128::tests::next;
     use super::super::glu::swiglu_scalar;
     use wasm_bindgen_test::wasm_bindgen_test as test;
-
-    fn next(state: &mut u64) -> u64 {
-        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = *state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
 
     fn check(g: &[f32], u: &[f32]) {
         let mut a = vec![0.0; g.len()];
