@@ -32,8 +32,8 @@ unsafe fn round_f16(x: __m256) -> __m256 {
 /// rounded to different f16 values, an f16 midpoint `m` would lie between them (inclusive);
 /// `m` is an f32, and `s` is the f32 nearest the exact sum, so `m` can only be `s` itself.
 /// A midpoint has at most 12 significant bits (its low 12 f32 mantissa bits are zero) and is
-/// not itself an f16; only lanes like that (and NaNs or f16 overflows) take the exact path,
-/// [`fma_f16x8_exact`]. An `s` that is an f16 is the answer: the exact sum is within half an
+/// not itself an f16; only lanes like that take the exact path, [`fma_f16x8_exact`] (a NaN
+/// or an f16 overflow comes out the same on either path). An `s` that is an f16 is the answer: the exact sum is within half an
 /// f32 ulp of it, thousands of ulps from the next midpoint.
 #[inline(always)]
 unsafe fn fma_f16x8(a: __m256, b: __m256, c: __m256) -> __m256 {
