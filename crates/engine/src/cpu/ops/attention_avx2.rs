@@ -74,10 +74,17 @@ unsafe fn fma_f16x8_exact(a: __m256, b: __m256, c: __m256) -> __m256 {
     round_f16(_mm256_castsi256_ps(odd))
 }
 
-/// `f16(a + b)` for f16-exact lanes (one rounding).
+/// `f16(a + b)` for f16-exact lanes, rounded once: the f32 sum rounded to f16 is always that.
+/// Why: where the f32 sum is exact, this is one rounding. It is inexact only when the smaller
+/// operand `b` lies below the f32 ulp of the larger `a` (exponent `E`): f16 `b` is a multiple
+/// of its own ulp `2^(Eb-10)`, so `Eb < E - 13` and `|b| < 2^(E-13)`, a quarter of the distance
+/// from `a` to its nearest f16 midpoint (`2^(E-12)` even where `a` is a power of two and the
+/// sum falls into the binade below). The exact sum and its f32 rounding then both lie strictly
+/// between `a` and that midpoint and round to `a`. (Two f16 subnormals add exactly in f32;
+/// an f16 overflow rounds to infinity either way.)
 #[inline(always)]
 unsafe fn add_f16x8(a: __m256, b: __m256) -> __m256 {
-    fma_f16x8(a, _mm256_set1_ps(1.0), b)
+    round_f16(_mm256_add_ps(a, b))
 }
 
 /// [`f16_arith::dot_steps`](super::f16_arith::dot_steps) (the f16 arithmetic of an
@@ -91,13 +98,23 @@ pub unsafe fn dot_f16_steps(k: &[f16], q: &[f16]) -> f32 {
     // acc[r]: lanes 8r..8r+8 of the 128 (the 4 registers of 32 halves are acc[4R..4R+4]).
     let mut acc = [_mm256_setzero_ps(); 16];
     let (kp, qp) = (k.as_ptr(), q.as_ptr());
-    for i in (0..k.len()).step_by(128) {
-        for (r, a) in acc.iter_mut().enumerate() {
-            // SAFETY: i + 8r + 8 <= k.len() <= q.len().
-            let kv = load_f16x8(kp.add(i + 8 * r));
-            let qv = load_f16x8(qp.add(i + 8 * r));
-            *a = fma_f16x8(kv, qv, *a);
+    for (r, a) in acc.iter_mut().enumerate() {
+        // SAFETY (both loads): i + 8r + 8 <= k.len() <= q.len(), i a multiple of 128.
+        // The first step adds to +0 (a -0 product gives +0, as there): the product is exact
+        // in f32, so one rounding.
+        let mut x = round_f16(_mm256_fmadd_ps(
+            load_f16x8(kp.add(8 * r)),
+            load_f16x8(qp.add(8 * r)),
+            _mm256_setzero_ps(),
+        ));
+        for i in (128..k.len()).step_by(128) {
+            x = fma_f16x8(
+                load_f16x8(kp.add(i + 8 * r)),
+                load_f16x8(qp.add(i + 8 * r)),
+                x,
+            );
         }
+        *a = x;
     }
     // x0 += x2, x1 += x3, x0 += x1 (registers of 32 lanes).
     let x: [__m256; 4] = std::array::from_fn(|j| {
@@ -126,12 +143,21 @@ pub unsafe fn dot_f16_steps(k: &[f16], q: &[f16]) -> f32 {
 #[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn mad_f16_steps(y: &mut [f32], x: &[f16], v: f32) {
     debug_assert!(y.len() % 8 == 0 && x.len() >= y.len());
-    let v = _mm256_set1_ps(super::f16_arith::round_f16(v));
+    let v = super::f16_arith::round_f16(v);
+    // A factor of 1 (each new running maximum) makes this an addition of two f16, where the
+    // fast path's midpoint check would fire on about half the lanes and is not needed.
+    let one = v == 1.0;
+    let v = _mm256_set1_ps(v);
     for (i, c) in y.chunks_exact_mut(8).enumerate() {
         let a = _mm256_loadu_ps(c.as_ptr());
         // SAFETY: 8i + 8 <= y.len() <= x.len().
         let xv = load_f16x8(x.as_ptr().add(8 * i));
-        _mm256_storeu_ps(c.as_mut_ptr(), fma_f16x8(xv, v, a));
+        let r = if one {
+            add_f16x8(xv, a)
+        } else {
+            fma_f16x8(xv, v, a)
+        };
+        _mm256_storeu_ps(c.as_mut_ptr(), r);
     }
 }
 
@@ -264,6 +290,43 @@ mod tests {
         }
     }
 
+    /// The plain f32 sum rounded once, against the f64 sum rounded once, on f16 pairs of every
+    /// exponent (random bit patterns, NaN and infinities included) and on near-equal pairs.
+    #[test]
+    fn add_lanes_equal_the_scalar_emulation() {
+        if !available() {
+            return;
+        }
+        let mut rng = Rng(0x5eed_0add);
+        for case in 0..250_000 {
+            let a: [f32; 8] = std::array::from_fn(|_| rng.f16().to_f32());
+            let b: [f32; 8] = std::array::from_fn(|l| match case % 2 {
+                0 => rng.f16().to_f32(),
+                // Same binade, opposite sign or not: the sums that cancel or need 12 bits.
+                _ => f16::from_bits(
+                    rng.f16().to_bits() & 0x83ff | f16::from_f32(a[l]).to_bits() & 0x7c00,
+                )
+                .to_f32(),
+            });
+            let mut got = [0.0f32; 8];
+            // SAFETY: checked `available()`.
+            unsafe {
+                let r = add_f16x8(_mm256_loadu_ps(a.as_ptr()), _mm256_loadu_ps(b.as_ptr()));
+                _mm256_storeu_ps(got.as_mut_ptr(), r);
+            }
+            for l in 0..8 {
+                let want = f16_arith::add_f16(a[l], b[l]);
+                assert!(
+                    got[l].to_bits() == want.to_bits() || (got[l].is_nan() && want.is_nan()),
+                    "{} + {}: {} vs {want}",
+                    a[l],
+                    b[l],
+                    got[l]
+                );
+            }
+        }
+    }
+
     /// The fast path's blind spot: `a*b + c` whose f32 rounding lands exactly on an f16
     /// midpoint. (1 + 2^-10)(1 - 2^-10) + 2050 = 2051 - 2^-20 rounds in f32 to 2051, the midpoint
     /// of 2050 and 2052; ties-to-even of that would give 2052, the exact sum rounds to 2050.
@@ -313,7 +376,11 @@ mod tests {
                 "dot case {case}: {got} vs {want}"
             );
             let y0: Vec<f32> = (0..n).map(|i| k[i].to_f32()).collect();
-            let vs = (rng.next() % 1000) as f32 / 997.0;
+            // Factors as the softmax gives them, and 1 (each new running maximum).
+            let vs = match case % 4 {
+                3 => 1.0,
+                _ => (rng.next() % 1000) as f32 / 997.0,
+            };
             let (mut a, mut b) = (y0.clone(), y0.clone());
             f16_arith::mad_steps(&mut a, &q, vs);
             // SAFETY: as above.
