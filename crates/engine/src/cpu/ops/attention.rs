@@ -5,19 +5,33 @@
 //! the f32 running sum at the end. Masked keys are skipped.
 //!
 //! Each (token, head) row is computed alone, in key order, so results do not depend on the
-//! batch or the thread split.
+//! batch or the thread split. The heads of one GQA group are walked together only so that each
+//! K/V row is widened to f32 once for all of them; every head keeps its own state.
+//!
+//! Rows of f16 values (q, K, V) are handled as f32 slices holding f16-exact values.
 
 use half::f16;
 
 use super::f16_arith;
 
 use crate::cpu::kv_cache::LayerKv;
-use crate::cpu::parallel::{for_each_chunk, SharedOut};
+use crate::cpu::parallel::SharedOut;
 use crate::graph::AttentionParams;
 use crate::threading::ThreadPool;
 
 /// Largest head dimension the stack scratch holds.
 pub const MAX_HEAD_DIM: usize = 512;
+
+/// Most query rows (tokens × heads of one KV head) one walk over the keys serves.
+pub const MAX_ROWS: usize = 16;
+
+/// Consecutive tokens whose rows walk the keys together (their causal ranges differ by at
+/// most this many keys, the only keys computed for nothing).
+const TOKEN_BLOCK: usize = 4;
+
+/// Keys whose scores are computed together before the softmax consumes them (the AVX2 dot
+/// kernel takes four keys).
+const KEY_BLOCK: usize = 4;
 
 /// Elements of a head that the reference build's `ggml_vec_dot_f16` handles in its SIMD loop:
 /// whole steps of 128 (an AVX512-FP16 build: 4 registers of 32 halves). The rest of the row is
@@ -33,21 +47,21 @@ pub const DOT_F16_STEP: usize = f16_arith::STEP;
 /// logits to the last printed digit, where the 16-lane order of an AVX-512F build (or the
 /// 8-lane order of an AVX2 build) moves the top-10 logprobs by up to 0.3.
 #[inline]
-pub fn dot_f16(k: &[f16], q: &[f16]) -> f32 {
+pub fn dot_f16(k: &[f32], q: &[f32]) -> f32 {
     let np = k.len() / DOT_F16_STEP * DOT_F16_STEP;
     let head = if np > 0 {
         dot_f16_steps(&k[..np], &q[..np]) as f64
     } else {
         0.0
     };
-    head_plus_leftovers(head, &k[np..], &q[np..np + (k.len() - np)])
+    head_plus_leftovers(head, &k[np..], &q[np..k.len()])
 }
 
 /// The scalar tail of ggml's `ggml_vec_dot_f16`: each exact f32 product added in f64.
 #[inline]
-pub fn head_plus_leftovers(mut sum: f64, k: &[f16], q: &[f16]) -> f32 {
+pub fn head_plus_leftovers(mut sum: f64, k: &[f32], q: &[f32]) -> f32 {
     for (a, b) in k.iter().zip(q) {
-        sum += (a.to_f32() * b.to_f32()) as f64;
+        sum += (a * b) as f64;
     }
     sum as f32
 }
@@ -56,178 +70,305 @@ pub fn head_plus_leftovers(mut sum: f64, k: &[f16], q: &[f16]) -> f32 {
 /// 4 × 32 f16 accumulators, each fused multiply-add rounded once to f16, reduced in f16
 /// ([`f16_arith::dot_steps`]). Used for heads of 128 and more (Gemma 3: 256).
 #[inline]
-pub fn dot_f16_steps(k: &[f16], q: &[f16]) -> f32 {
+pub fn dot_f16_steps(k: &[f32], q: &[f32]) -> f32 {
     f16_arith::dot_steps(k, q)
 }
 
-/// One query row against keys `lo ..= hi` of one KV head; writes `out` (head_dim_v floats).
-#[allow(clippy::too_many_arguments)]
-pub fn attend_row(
-    q: &[f32],
-    kv: &LayerKv,
-    kv_head: usize,
-    lo: usize,
-    hi: usize,
-    scale: f32,
-    softcap: Option<f32>,
-    out: &mut [f32],
-) {
-    #[cfg(target_arch = "x86_64")]
-    let simd = kv.layout.head_dim_v % 8 == 0 && super::attention_avx2::available();
-    #[cfg(not(target_arch = "x86_64"))]
-    let simd = false;
-    attend_row_impl(q, kv, kv_head, lo, hi, scale, softcap, out, simd);
+/// One query row of [`attend_rows`]: row `row` of the q matrix (head_dim values from
+/// `row * head_dim`, and of the output from `row * head_dim_v`), seeing keys `lo ..= hi`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QueryRow {
+    pub row: usize,
+    pub lo: usize,
+    pub hi: usize,
 }
 
-/// The row kernel; `simd` picks the AVX2 inner loops (bit-identical to the scalar ones).
+/// Query rows (at most [`MAX_ROWS`]) that share KV head `kv_head` — a GQA group's heads, of
+/// one or several tokens — each against its own keys, walked together so that every K/V row
+/// is loaded and widened once for all of them. Each row's result is what it gets alone.
 #[allow(clippy::too_many_arguments)]
-fn attend_row_impl(
+pub fn attend_rows(
     q: &[f32],
+    rows: &[QueryRow],
     kv: &LayerKv,
     kv_head: usize,
-    lo: usize,
-    hi: usize,
     scale: f32,
     softcap: Option<f32>,
-    out: &mut [f32],
+    out: &SharedOut<f32>,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if kv.layout.head_dim_v % 8 == 0 && super::attention_avx2::available() {
+        // SAFETY: the CPU has AVX2/FMA/F16C (checked just above).
+        return unsafe { attend_rows_avx2(q, rows, kv, kv_head, scale, softcap, out) };
+    }
+    attend_rows_impl(q, rows, kv, kv_head, scale, softcap, out, false);
+}
+
+/// [`attend_rows_impl`] compiled for AVX2 (so its softmax bookkeeping inlines the kernels and
+/// uses the hardware FMA).
+///
+/// # Safety
+/// The CPU must support AVX2, FMA and F16C; `head_dim_v % 8 == 0`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn attend_rows_avx2(
+    q: &[f32],
+    rows: &[QueryRow],
+    kv: &LayerKv,
+    kv_head: usize,
+    scale: f32,
+    softcap: Option<f32>,
+    out: &SharedOut<f32>,
+) {
+    attend_rows_impl(q, rows, kv, kv_head, scale, softcap, out, true);
+}
+
+/// The kernel; `simd` picks the AVX2 inner loops (bit-identical to the scalar ones) and may
+/// only be set on a CPU that has them, with `head_dim_v % 8 == 0`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn attend_rows_impl(
+    q: &[f32],
+    rows: &[QueryRow],
+    kv: &LayerKv,
+    kv_head: usize,
+    scale: f32,
+    softcap: Option<f32>,
+    out: &SharedOut<f32>,
     simd: bool,
 ) {
     let hd = kv.layout.head_dim_k;
     let dv = kv.layout.head_dim_v;
     let (ks, vs) = (kv.k_stride(), kv.v_stride());
-    let mut q16 = [f16::ZERO; MAX_HEAD_DIM];
-    for (d, &s) in q16.iter_mut().zip(q) {
-        *d = f16::from_f32(s);
+    let n = rows.len();
+    assert!(n <= MAX_ROWS && hd <= MAX_HEAD_DIM && dv <= MAX_HEAD_DIM);
+    let (Some(lo), Some(hi)) = (
+        rows.iter().map(|r| r.lo).min(),
+        rows.iter().map(|r| r.hi).max(),
+    ) else {
+        return;
+    };
+    let mut q16 = [0.0f32; MAX_ROWS * MAX_HEAD_DIM];
+    for (d, r) in q16.chunks_exact_mut(hd).zip(rows) {
+        for (d, &s) in d.iter_mut().zip(&q[r.row * hd..(r.row + 1) * hd]) {
+            *d = f16_arith::round_f16(s);
+        }
     }
-    // The f16 accumulator, held as f32 values that are always exactly representable in f16.
-    let mut acc = [0.0f32; MAX_HEAD_DIM];
-    let acc = &mut acc[..dv];
-    let mut sum = 0.0f32;
-    let mut max = f32::NEG_INFINITY;
-    for j in lo..=hi {
-        let k = &kv.k[j * ks + kv_head * hd..j * ks + (kv_head + 1) * hd];
-        let v = &kv.v[j * vs + kv_head * dv..j * vs + (kv_head + 1) * dv];
-        let dot = if simd {
-            #[cfg(target_arch = "x86_64")]
-            let np = hd / DOT_F16_STEP * DOT_F16_STEP;
-            #[cfg(target_arch = "x86_64")]
-            if np == 0 && hd % 8 == 0 {
-                // SAFETY: `simd` is only set when the CPU has AVX2/FMA/F16C; hd % 8 == 0.
-                let exact = unsafe { super::attention_avx2::dot_f16_exact_f64(k, &q16[..hd]) };
-                if let Some(d) = exact {
-                    d
-                } else {
-                    head_plus_leftovers(0.0, k, &q16[..hd])
+    // The f16 accumulators, held as f32 values that are always exactly representable in f16.
+    let mut acc = [0.0f32; MAX_ROWS * MAX_HEAD_DIM];
+    let acc = &mut acc[..n * dv];
+    let mut sum = [0.0f32; MAX_ROWS];
+    let mut max = [f32::NEG_INFINITY; MAX_ROWS];
+    // Keys go in blocks: all the scores of a block first (independent dot products the CPU
+    // can overlap), then each row's softmax updates in key order.
+    let mut k = [[0.0f32; MAX_HEAD_DIM]; KEY_BLOCK];
+    let mut v = [[0.0f32; MAX_HEAD_DIM]; KEY_BLOCK];
+    let mut scores = [[0.0f32; KEY_BLOCK]; MAX_ROWS];
+    for j0 in (lo..=hi).step_by(KEY_BLOCK) {
+        let nb = KEY_BLOCK.min(hi + 1 - j0);
+        for b in 0..nb {
+            let j = j0 + b;
+            widen(&kv.k[j * ks + kv_head * hd..][..hd], &mut k[b][..hd], simd);
+            widen(&kv.v[j * vs + kv_head * dv..][..dv], &mut v[b][..dv], simd);
+        }
+        for (q16, scores) in q16.chunks_exact(hd).zip(&mut scores[..n]) {
+            *scores = dot_block(&k, nb, q16, simd);
+            for s in &mut scores[..nb] {
+                *s *= scale;
+                if let Some(cap) = softcap {
+                    *s = cap * (*s / cap).tanh();
                 }
-            } else {
-                dot_f16_simd_steps(k, &q16[..hd], np)
             }
-            #[cfg(not(target_arch = "x86_64"))]
-            unreachable!()
-        } else {
-            dot_f16(k, &q16[..hd])
-        };
-        let mut s = dot * scale;
-        if let Some(cap) = softcap {
-            s = cap * (s / cap).tanh();
         }
-        let mut ms = 1.0f32;
-        let mut vscale = 1.0f32;
-        if s > max {
-            let old = max;
-            max = s;
-            ms = (old - max).exp();
-            scale_acc(acc, ms, simd);
-        } else {
-            vscale = (s - max).exp();
+        for (b, v) in v[..nb].iter().enumerate() {
+            let j = j0 + b;
+            let mut vscale = [1.0f32; MAX_ROWS];
+            let mut all_rows = true;
+            for (g, r) in rows.iter().enumerate() {
+                if j < r.lo || j > r.hi {
+                    all_rows = false;
+                    continue;
+                }
+                let s = scores[g][b];
+                let mut ms = 1.0f32;
+                if s > max[g] {
+                    let old = max[g];
+                    max[g] = s;
+                    ms = (old - s).exp();
+                    scale_acc(&mut acc[g * dv..(g + 1) * dv], ms, simd);
+                } else {
+                    vscale[g] = (s - max[g]).exp();
+                }
+                // ggml's `S = S*ms + vs`, which GCC contracts into one fused multiply-add.
+                sum[g] = sum[g].mul_add(ms, vscale[g]);
+            }
+            if all_rows {
+                mad_rows(acc, &v[..dv], &vscale[..n], simd);
+            } else {
+                // Rows whose keys end before or start after this one (ends of a token block).
+                for (g, r) in rows.iter().enumerate() {
+                    if (r.lo..=r.hi).contains(&j) {
+                        mad_rows(
+                            &mut acc[g * dv..(g + 1) * dv],
+                            &v[..dv],
+                            &vscale[g..g + 1],
+                            simd,
+                        );
+                    }
+                }
+            }
         }
-        mad_acc(acc, v, vscale, simd);
-        // ggml's `S = S*ms + vs`, which GCC contracts into one fused multiply-add.
-        sum = sum.mul_add(ms, vscale);
     }
-    let inv = if sum == 0.0 { 0.0 } else { 1.0 / sum };
-    for (o, &a) in out.iter_mut().zip(acc.iter()) {
-        *o = a * inv;
+    for (g, r) in rows.iter().enumerate() {
+        let inv = if sum[g] == 0.0 { 0.0 } else { 1.0 / sum[g] };
+        let o = out.slice(r.row * dv, dv);
+        for (o, &a) in o.iter_mut().zip(&acc[g * dv..(g + 1) * dv]) {
+            *o = a * inv;
+        }
     }
 }
 
-/// [`dot_f16`] with its whole steps (`np` elements, `np > 0`) on AVX2.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn dot_f16_simd_steps(k: &[f16], q: &[f16], np: usize) -> f32 {
-    // SAFETY: only called with `simd` set (AVX2/FMA/F16C present); np % 128 == 0.
-    let head = unsafe { super::attention_avx2::dot_f16_steps(&k[..np], &q[..np]) } as f64;
-    head_plus_leftovers(head, &k[np..], &q[np..k.len()])
+/// An f16 row widened (exactly) to f32.
+#[inline(always)]
+fn widen(src: &[f16], dst: &mut [f32], simd: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if simd && src.len() % 8 == 0 {
+        // SAFETY: `simd` is only set when the CPU has AVX2/FMA/F16C; lengths checked.
+        unsafe { super::attention_avx2::widen(src, dst) };
+        return;
+    }
+    let _ = simd;
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    let (src, dst) = {
+        let done = super::attention_simd128::widen(src, dst);
+        (&src[done..], &mut dst[done..])
+    };
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d = s.to_f32();
+    }
+}
+
+/// [`dot_f16`] of the first `nb` keys of a block against `q` (head_dim long), on AVX2 when
+/// `simd` is set.
+#[inline(always)]
+fn dot_block(
+    k: &[[f32; MAX_HEAD_DIM]; KEY_BLOCK],
+    nb: usize,
+    q: &[f32],
+    simd: bool,
+) -> [f32; KEY_BLOCK] {
+    let hd = q.len();
+    let mut out = [0.0f32; KEY_BLOCK];
+    #[cfg(target_arch = "x86_64")]
+    if simd {
+        use super::attention_avx2 as avx2;
+        let np = hd / DOT_F16_STEP * DOT_F16_STEP;
+        if np > 0 {
+            // Slots past `nb` repeat the last key (their scores are not used).
+            let rows: [&[f32]; KEY_BLOCK] = std::array::from_fn(|b| &k[b.min(nb - 1)][..np]);
+            // SAFETY: `simd` is only set when the CPU has AVX2/FMA/F16C; np % 128 == 0.
+            let heads = unsafe { avx2::dot_f16_steps_x4(rows, &q[..np]) };
+            for b in 0..nb {
+                out[b] = head_plus_leftovers(heads[b] as f64, &k[b][np..hd], &q[np..]);
+            }
+            return out;
+        }
+        if hd % 8 == 0 {
+            for b in 0..nb {
+                // SAFETY: as above; hd % 8 == 0.
+                out[b] = unsafe { avx2::dot_f16_exact_f64(&k[b][..hd], q) }
+                    .unwrap_or_else(|| head_plus_leftovers(0.0, &k[b][..hd], q));
+            }
+            return out;
+        }
+    }
+    let _ = simd;
+    for b in 0..nb {
+        out[b] = dot_f16(&k[b][..hd], q);
+    }
+    out
 }
 
 /// ggml_vec_scale_f16: whole steps of 128 in f16 arithmetic (`acc = f16(acc * f16(ms))`,
 /// [`f16_arith::scale_steps`]), the rest as its scalar loop: `acc = f16(acc * ms)` in f32.
-#[inline]
+#[inline(always)]
 fn scale_acc(acc: &mut [f32], ms: f32, simd: bool) {
     let np = acc.len() / DOT_F16_STEP * DOT_F16_STEP;
     let (steps, acc) = acc.split_at_mut(np);
-    if np > 0 {
-        #[cfg(target_arch = "x86_64")]
-        if simd {
-            // SAFETY: `simd` is only set when the CPU has AVX2/FMA/F16C; np % 128 == 0.
-            unsafe { super::attention_avx2::scale_f16_steps(steps, ms) }
-        } else {
-            f16_arith::scale_steps(steps, ms);
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        f16_arith::scale_steps(steps, ms);
-    }
+    #[cfg(target_arch = "x86_64")]
     if simd {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: see `attend_row_impl`; dv % 8 == 0 was checked with `simd`.
+        // SAFETY: `simd` is only set when the CPU has AVX2/FMA/F16C and head_dim_v % 8 == 0.
         unsafe {
-            super::attention_avx2::scale_f16(acc, ms)
+            super::attention_avx2::scale_f16_steps(steps, ms);
+            super::attention_avx2::scale_f16(acc, ms);
         }
-    } else {
-        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        let acc = {
-            let done = super::attention_simd128::scale_f16(acc, ms);
-            &mut acc[done..]
-        };
-        for a in acc.iter_mut() {
-            *a = f16::from_f32(*a * ms).to_f32();
-        }
+        return;
+    }
+    let _ = simd;
+    f16_arith::scale_steps(steps, ms);
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    let acc = {
+        let done = super::attention_simd128::scale_f16(acc, ms);
+        &mut acc[done..]
+    };
+    for a in acc.iter_mut() {
+        *a = f16_arith::round_f16(*a * ms);
     }
 }
 
-/// ggml_vec_mad_f16: whole steps of 128 in f16 arithmetic (`acc = f16(v * f16(vs) + acc)`, one
-/// rounding, [`f16_arith::mad_steps`]), the rest as its scalar loop: one fused multiply-add in
-/// f32, rounded to f16.
-#[inline]
-fn mad_acc(acc: &mut [f32], v: &[f16], vs: f32, simd: bool) {
-    let np = acc.len() / DOT_F16_STEP * DOT_F16_STEP;
-    let (steps, acc) = acc.split_at_mut(np);
-    if np > 0 {
-        #[cfg(target_arch = "x86_64")]
-        if simd {
-            // SAFETY: as in `scale_acc`; v.len() >= np.
-            unsafe { super::attention_avx2::mad_f16_steps(steps, &v[..np], vs) }
-        } else {
-            f16_arith::mad_steps(steps, &v[..np], vs);
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        f16_arith::mad_steps(steps, &v[..np], vs);
-    }
-    let v = &v[np..];
+/// ggml_vec_mad_f16 for each row's accumulator (`acc`: rows of `v.len()`, contiguous) with
+/// its own factor `vs[r]`, over one V row: whole steps of 128 in f16 arithmetic (`acc =
+/// f16(v * f16(vs) + acc)`, one rounding, [`f16_arith::mad_steps`]), the rest as its scalar
+/// loop: one fused multiply-add in f32, rounded to f16.
+#[inline(always)]
+fn mad_rows(acc: &mut [f32], v: &[f32], vs: &[f32], simd: bool) {
+    let dv = v.len();
+    let np = dv / DOT_F16_STEP * DOT_F16_STEP;
+    let (v_steps, v_rest) = v.split_at(np);
+    #[cfg(target_arch = "x86_64")]
     if simd {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: see `attend_row_impl`.
-        unsafe {
-            super::attention_avx2::mad_f16(acc, v, vs)
+        use super::attention_avx2 as avx2;
+        // SAFETY (all calls): `simd` is only set when the CPU has AVX2/FMA/F16C and
+        // head_dim_v % 8 == 0; np % 128 == 0.
+        if np > 0 {
+            for (acc, vs) in acc.chunks_mut(4 * dv).zip(vs.chunks(4)) {
+                let mut r = acc.chunks_exact_mut(dv).map(|a| &mut a[..np]);
+                unsafe {
+                    match (r.next(), r.next(), r.next(), r.next()) {
+                        (Some(a), None, _, _) => avx2::mad_f16_steps([a], v_steps, [vs[0]]),
+                        (Some(a), Some(b), None, _) => {
+                            avx2::mad_f16_steps([a, b], v_steps, [vs[0], vs[1]])
+                        }
+                        (Some(a), Some(b), Some(c), None) => {
+                            avx2::mad_f16_steps([a, b, c], v_steps, [vs[0], vs[1], vs[2]])
+                        }
+                        (Some(a), Some(b), Some(c), Some(d)) => {
+                            avx2::mad_f16_steps([a, b, c, d], v_steps, [vs[0], vs[1], vs[2], vs[3]])
+                        }
+                        _ => unreachable!("a chunk holds 1 to 4 rows"),
+                    }
+                }
+            }
         }
-    } else {
+        if np < dv {
+            for (acc, &vs) in acc.chunks_exact_mut(dv).zip(vs) {
+                unsafe { avx2::mad_f16(&mut acc[np..], v_rest, vs) };
+            }
+        }
+        return;
+    }
+    let _ = simd;
+    for (acc, &vs) in acc.chunks_exact_mut(dv).zip(vs) {
+        let (steps, rest) = acc.split_at_mut(np);
+        f16_arith::mad_steps(steps, v_steps, vs);
         #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        let (acc, v) = {
-            let done = super::attention_simd128::mad_f16(acc, v, vs);
-            (&mut acc[done..], &v[done..])
+        let (rest, v_rest) = {
+            let done = super::attention_simd128::mad_f16(rest, v_rest, vs);
+            (&mut rest[done..], &v_rest[done..])
         };
-        for (a, &x) in acc.iter_mut().zip(v) {
-            *a = f16::from_f32(x.to_f32().mul_add(vs, *a)).to_f32();
+        for (a, &x) in rest.iter_mut().zip(v_rest) {
+            *a = f16_arith::round_f16(x.mul_add(vs, *a));
         }
     }
 }
@@ -242,31 +383,53 @@ pub fn attention(
     p: &AttentionParams,
     out: &mut [f32],
 ) {
-    let hd = p.head_dim;
-    let dv = kv.layout.head_dim_v;
-    let n_rows = q.len() / hd; // T * n_head
+    let n_tokens = q.len() / (p.head_dim * p.n_head);
     let group = p.n_head / p.n_head_kv;
+    // Work items: `tokens` consecutive tokens × `heads` heads of one KV head, at most
+    // MAX_ROWS rows; halved while that leaves fewer than two items per thread (decoding one
+    // token of a model with one KV head).
+    let mut heads = group.min(MAX_ROWS);
+    let mut tokens = (MAX_ROWS / heads).min(TOKEN_BLOCK).min(n_tokens).max(1);
+    let items = |tokens: usize, heads: usize| {
+        n_tokens.div_ceil(tokens) * p.n_head_kv * group.div_ceil(heads)
+    };
+    while items(tokens, heads) < 2 * pool.n_threads() && tokens * heads > 1 {
+        if tokens > 1 {
+            tokens = tokens.div_ceil(2);
+        } else {
+            heads = heads.div_ceil(2);
+        }
+    }
+    let chunks = group.div_ceil(heads);
     let shared = SharedOut::new(out);
-    for_each_chunk(pool, n_rows, pool.n_threads() * 2, 1, &|rows| {
-        for row in rows {
-            let (t, h) = (row / p.n_head, row % p.n_head);
+    let n_items = items(tokens, heads);
+    // One task per item, the last tokens (the most keys) first, so that the threads finish
+    // together.
+    pool.run(n_items, &|task| {
+        let item = n_items - 1 - task;
+        let per_block = p.n_head_kv * chunks;
+        let (t0, rest) = ((item / per_block) * tokens, item % per_block);
+        let (kv_head, chunk) = (rest / chunks, rest % chunks);
+        let h0 = kv_head * group + chunk * heads;
+        let h1 = (h0 + heads).min((kv_head + 1) * group);
+        let mut rows = [QueryRow::default(); MAX_ROWS];
+        let mut n = 0;
+        for t in t0..(t0 + tokens).min(n_tokens) {
             let pos = pos0 + t;
             let lo = match p.window {
                 Some(w) => (pos + 1).saturating_sub(w),
                 None => 0,
             };
-            let o = shared.slice(row * dv, dv);
-            attend_row(
-                &q[row * hd..(row + 1) * hd],
-                kv,
-                h / group,
-                lo,
-                pos,
-                p.scale,
-                p.softcap,
-                o,
-            );
+            for h in h0..h1 {
+                rows[n] = QueryRow {
+                    row: t * p.n_head + h,
+                    lo,
+                    hi: pos,
+                };
+                n += 1;
+            }
         }
+        attend_rows(q, &rows[..n], kv, kv_head, p.scale, p.softcap, &shared);
     });
 }
 
@@ -276,6 +439,7 @@ mod tests {
     use crate::backend::KvLayerLayout;
     use crate::graph::{RopeMode, RopeParams};
     use crate::threading::SequentialPool;
+    use f16_arith::tests::widen;
 
     fn layer(n_ctx: usize, n_head_kv: usize, hd: usize) -> LayerKv {
         LayerKv {
@@ -387,12 +551,14 @@ mod tests {
             for i in 0..n {
                 want += (k[i].to_f32() * q[i].to_f32()) as f64;
             }
-            assert_eq!(dot_f16(&k, &q), want as f32, "n = {n}");
+            assert_eq!(dot_f16(&widen(&k), &widen(&q)), want as f32, "n = {n}");
         }
         // Whole steps keep their SIMD order; the rest is added to them in f64.
-        let k: Vec<f16> = (0..192).map(|i| f16::from_f32(i as f32 * 0.01)).collect();
-        let q: Vec<f16> = (0..192)
-            .map(|i| f16::from_f32(1.0 - i as f32 * 0.003))
+        let k: Vec<f32> = (0..192)
+            .map(|i| f16_arith::round_f16(i as f32 * 0.01))
+            .collect();
+        let q: Vec<f32> = (0..192)
+            .map(|i| f16_arith::round_f16(1.0 - i as f32 * 0.003))
             .collect();
         let head = dot_f16_steps(&k[..128], &q[..128]) as f64;
         assert_eq!(
@@ -401,21 +567,72 @@ mod tests {
         );
     }
 
+    /// `rows` of `q` attended together (on the AVX2 path where the CPU has it, or on the
+    /// scalar path when `scalar`); the output rows in the order of `rows`.
+    fn run_rows(q: &[f32], rows: &[QueryRow], kv: &LayerKv, scalar: bool) -> Vec<Vec<f32>> {
+        let dv = kv.layout.head_dim_v;
+        let mut out = vec![f32::NAN; (rows.iter().map(|r| r.row).max().unwrap() + 1) * dv];
+        let shared = SharedOut::new(&mut out);
+        if scalar {
+            attend_rows_impl(q, rows, kv, 1, 0.1, Some(3.0), &shared, false);
+        } else {
+            attend_rows(q, rows, kv, 1, 0.1, Some(3.0), &shared);
+        }
+        rows.iter()
+            .map(|r| out[r.row * dv..(r.row + 1) * dv].to_vec())
+            .collect()
+    }
+
+    /// Rows of a token block: 4 tokens at positions 10..14 (causal), 3 heads each, the first
+    /// tokens' keys ending before the block's last keys, and windows of 6 keys.
+    fn block_rows(window: bool) -> Vec<QueryRow> {
+        let mut rows = Vec::new();
+        for t in 0..4 {
+            let hi = 10 + t;
+            let lo = if window { hi - 5 } else { 0 };
+            for h in 0..3 {
+                rows.push(QueryRow {
+                    row: t * 3 + h,
+                    lo,
+                    hi,
+                });
+            }
+        }
+        rows
+    }
+
     #[test]
     fn simd_rows_are_bit_identical_to_scalar_rows() {
         #[cfg(target_arch = "x86_64")]
         if crate::cpu::ops::attention_avx2::available() {
             for hd in [64, 192, 256] {
                 let kv = layer(24, 2, hd);
-                let q: Vec<f32> = (0..hd)
+                let q: Vec<f32> = (0..12 * hd)
                     .map(|i| ((i * 29 % 83) as f32 / 20.0) - 2.0)
                     .collect();
-                for (lo, hi) in [(0, 0), (0, 23), (5, 17)] {
-                    let mut a = vec![0.0; hd];
-                    let mut b = vec![0.0; hd];
-                    attend_row_impl(&q, &kv, 1, lo, hi, 0.1, None, &mut a, false);
-                    attend_row_impl(&q, &kv, 1, lo, hi, 0.1, None, &mut b, true);
-                    assert_eq!(a, b, "hd {hd} keys {lo}..={hi}");
+                for window in [false, true] {
+                    let rows = block_rows(window);
+                    let a = run_rows(&q, &rows, &kv, true);
+                    let b = run_rows(&q, &rows, &kv, false);
+                    assert_eq!(a, b, "hd {hd} window {window}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rows_walked_together_equal_rows_alone() {
+        for hd in [64, 256] {
+            let kv = layer(24, 2, hd);
+            let q: Vec<f32> = (0..12 * hd)
+                .map(|i| ((i * 37 % 101) as f32 / 25.0) - 2.0)
+                .collect();
+            for window in [false, true] {
+                let rows = block_rows(window);
+                let together = run_rows(&q, &rows, &kv, false);
+                for (r, want) in rows.iter().zip(&together) {
+                    let alone = run_rows(&q, &[*r], &kv, false);
+                    assert_eq!(&alone[0], want, "hd {hd} window {window} row {}", r.row);
                 }
             }
         }
@@ -453,8 +670,8 @@ mod tests {
                         ),
                     }
                 };
-                let k: Vec<f16> = (0..n).map(&mut gen).collect();
-                let q: Vec<f16> = (0..n).map(&mut gen).collect();
+                let k = widen(&(0..n).map(&mut gen).collect::<Vec<_>>());
+                let q = widen(&(0..n).map(&mut gen).collect::<Vec<_>>());
                 let want = head_plus_leftovers(0.0, &k, &q);
                 // SAFETY: checked `available()` above; n % 8 == 0.
                 match unsafe { dot_f16_exact_f64(&k, &q) } {
@@ -471,11 +688,11 @@ mod tests {
             }
             // A row whose sequential sum rounds: 2^30 + 2^-28 is 2^30 in f64, so the sequential
             // sum ends at 0 while summing the lanes apart would give 2^-28.
-            let mut k = vec![f16::ZERO; 8];
-            let mut q = vec![f16::ZERO; 8];
-            (k[0], q[0]) = (f16::from_f32(32768.0), f16::from_f32(32768.0));
-            (k[1], q[1]) = (f16::from_f32(2f32.powi(-14)), f16::from_f32(2f32.powi(-14)));
-            (k[4], q[4]) = (f16::from_f32(-32768.0), f16::from_f32(32768.0));
+            let mut k = vec![0.0f32; 8];
+            let mut q = vec![0.0f32; 8];
+            (k[0], q[0]) = (32768.0, 32768.0);
+            (k[1], q[1]) = (2f32.powi(-14), 2f32.powi(-14));
+            (k[4], q[4]) = (-32768.0, 32768.0);
             assert_eq!(head_plus_leftovers(0.0, &k, &q), 0.0);
             // SAFETY: as above.
             assert_eq!(unsafe { dot_f16_exact_f64(&k, &q) }, None);

@@ -18,35 +18,60 @@ unsafe fn load_f16x8(p: *const f16) -> __m256 {
     _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i))
 }
 
+/// `dst = src` widened to f32; `src.len() % 8 == 0`, `dst.len() >= src.len()`.
+///
+/// # Safety
+/// As [`dot_f16_steps_x4`].
+#[target_feature(enable = "avx2,fma,f16c")]
+pub unsafe fn widen(src: &[f16], dst: &mut [f32]) {
+    debug_assert!(src.len() % 8 == 0 && dst.len() >= src.len());
+    for (i, d) in dst[..src.len()].chunks_exact_mut(8).enumerate() {
+        // SAFETY: 8i + 8 <= src.len().
+        _mm256_storeu_ps(d.as_mut_ptr(), load_f16x8(src.as_ptr().add(8 * i)));
+    }
+}
+
 /// Rounds 8 floats to f16 precision (round to nearest even) and back.
 #[inline(always)]
 unsafe fn round_f16(x: __m256) -> __m256 {
     _mm256_cvtph_ps(_mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x))
 }
 
-/// 8 lanes of [`f16_arith::fma_f16`](super::f16_arith::fma_f16): `f16(a*b + c)` rounded once.
-/// a, b, c f16-exact.
+/// 8 lanes of [`f16_arith::fma_f16`]: `f16(a*b + c)` rounded once, a, b, c f16-exact —
+/// where the returned `need_exact` mask is all zero; lanes it marks must be redone with
+/// [`fma_f16x8_exact`].
 ///
 /// Fast path: `s = f32(a*b + c)` (one hardware FMA; `a*b` is exact) rounded to f16 is already
 /// the once-rounded result unless `s` is an f16 midpoint. Why: if the exact sum and `s`
 /// rounded to different f16 values, an f16 midpoint `m` would lie between them (inclusive);
 /// `m` is an f32, and `s` is the f32 nearest the exact sum, so `m` can only be `s` itself.
 /// A midpoint has at most 12 significant bits (its low 12 f32 mantissa bits are zero) and is
-/// not itself an f16; only lanes like that take the exact path, [`fma_f16x8_exact`] (a NaN
-/// or an f16 overflow comes out the same on either path). An `s` that is an f16 is the answer: the exact sum is within half an
+/// not itself an f16; only lanes like that need marking (a NaN or an f16 overflow comes out the
+/// same on either path). An `s` that is an f16 is the answer: the exact sum is within half an
 /// f32 ulp of it, thousands of ulps from the next midpoint.
+///
+/// The mark is cheaper than that: every lane whose low 12 bits are zero, which includes the
+/// (harmless) lanes where `s` is an f16 already.
 #[inline(always)]
-unsafe fn fma_f16x8(a: __m256, b: __m256, c: __m256) -> __m256 {
+unsafe fn fma_f16x8_fast(a: __m256, b: __m256, c: __m256) -> (__m256, __m256) {
     let s = _mm256_fmadd_ps(a, b, c);
-    let r = round_f16(s);
     let low = _mm256_and_si256(_mm256_castps_si256(s), _mm256_set1_epi32(0xfff));
-    let low_zero = _mm256_castsi256_ps(_mm256_cmpeq_epi32(low, _mm256_setzero_si256()));
-    let not_f16 = _mm256_cmp_ps::<_CMP_NEQ_UQ>(r, s);
-    if _mm256_testz_ps(low_zero, not_f16) != 0 {
-        r
-    } else {
-        fma_f16x8_exact(a, b, c)
-    }
+    let low_zero = _mm256_cmpeq_epi32(low, _mm256_setzero_si256());
+    (round_f16(s), _mm256_castsi256_ps(low_zero))
+}
+
+/// `round_f16` of one value, with F16C.
+#[inline(always)]
+unsafe fn round_f16_1(x: f32) -> f32 {
+    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(
+        _mm_set_ss(x),
+    )))
+}
+
+/// Whether a `need_exact` mask of [`fma_f16x8_fast`] marks any lane.
+#[inline(always)]
+unsafe fn any_lane(mask: __m256) -> bool {
+    _mm256_testz_ps(mask, mask) == 0
 }
 
 /// [`fma_f16x8`] for any lanes: the same TwoSum, rounding to odd and conversion as the scalar
@@ -88,76 +113,120 @@ unsafe fn add_f16x8(a: __m256, b: __m256) -> __m256 {
 }
 
 /// [`f16_arith::dot_steps`](super::f16_arith::dot_steps) (the f16 arithmetic of an
-/// AVX512-FP16 build), bit for bit; `k.len()` must be a multiple of 128.
+/// AVX512-FP16 build), bit for bit, for four keys against one query: `k[b]` and `q` hold
+/// f16-exact values, all of one length, a multiple of 128. Four independent dot products keep
+/// the CPU busy through the rounding latencies, and their last reduction steps share registers.
 ///
 /// # Safety
 /// The CPU must support AVX2, FMA and F16C (see [`available`]).
 #[target_feature(enable = "avx2,fma,f16c")]
-pub unsafe fn dot_f16_steps(k: &[f16], q: &[f16]) -> f32 {
-    debug_assert!(k.len() % 128 == 0 && q.len() >= k.len());
-    // acc[r]: lanes 8r..8r+8 of the 128 (the 4 registers of 32 halves are acc[4R..4R+4]).
-    let mut acc = [_mm256_setzero_ps(); 16];
-    let (kp, qp) = (k.as_ptr(), q.as_ptr());
-    for (r, a) in acc.iter_mut().enumerate() {
-        // SAFETY (both loads): i + 8r + 8 <= k.len() <= q.len(), i a multiple of 128.
-        // The first step adds to +0 (a -0 product gives +0, as there): the product is exact
-        // in f32, so one rounding.
-        let mut x = round_f16(_mm256_fmadd_ps(
-            load_f16x8(kp.add(8 * r)),
-            load_f16x8(qp.add(8 * r)),
-            _mm256_setzero_ps(),
-        ));
-        for i in (128..k.len()).step_by(128) {
-            x = fma_f16x8(
-                load_f16x8(kp.add(i + 8 * r)),
-                load_f16x8(qp.add(i + 8 * r)),
-                x,
-            );
+pub unsafe fn dot_f16_steps_x4(k: [&[f32]; 4], q: &[f32]) -> [f32; 4] {
+    let n = q.len();
+    debug_assert!(n % 128 == 0 && n > 0 && k.iter().all(|k| k.len() == n));
+    let (kp, qp) = (k.map(|k| k.as_ptr()), q.as_ptr());
+    // acc[b][r]: lanes 8r..8r+8 of key b's 128 (the 4 registers of 32 halves are
+    // acc[b][4R..4R+4]).
+    let mut acc = [[_mm256_setzero_ps(); 16]; 4];
+    // SAFETY (every load below): i + 8r + 8 <= n, the length of q and of each k[b].
+    // The first step adds to +0 (a -0 product gives +0, as there): the product is exact in
+    // f32, so one rounding.
+    for r in 0..16 {
+        let qv = _mm256_loadu_ps(qp.add(8 * r));
+        for b in 0..4 {
+            let kv = _mm256_loadu_ps(kp[b].add(8 * r));
+            acc[b][r] = round_f16(_mm256_fmadd_ps(kv, qv, _mm256_setzero_ps()));
         }
-        *a = x;
     }
-    // x0 += x2, x1 += x3, x0 += x1 (registers of 32 lanes).
-    let x: [__m256; 4] = std::array::from_fn(|j| {
-        add_f16x8(
-            add_f16x8(acc[j], acc[8 + j]),
-            add_f16x8(acc[4 + j], acc[12 + j]),
-        )
+    for i in (128..n).step_by(128) {
+        for r in 0..16 {
+            let qv = _mm256_loadu_ps(qp.add(i + 8 * r));
+            let kv: [__m256; 4] = std::array::from_fn(|b| _mm256_loadu_ps(kp[b].add(i + 8 * r)));
+            let fast: [(__m256, __m256); 4] =
+                std::array::from_fn(|b| fma_f16x8_fast(kv[b], qv, acc[b][r]));
+            let need_exact = _mm256_or_ps(
+                _mm256_or_ps(fast[0].1, fast[1].1),
+                _mm256_or_ps(fast[2].1, fast[3].1),
+            );
+            for b in 0..4 {
+                acc[b][r] = if any_lane(need_exact) {
+                    fma_f16x8_exact(kv[b], qv, acc[b][r])
+                } else {
+                    fast[b].0
+                };
+            }
+        }
+    }
+    // Per key: x0 += x2, x1 += x3, x0 += x1 (registers of 32 lanes), then
+    // _mm512_reduce_add_ph's lanes i + i+16 and i + i+8: 8 lanes left per key.
+    let z = acc.map(|a| {
+        let x: [__m256; 4] = std::array::from_fn(|j| {
+            add_f16x8(add_f16x8(a[j], a[8 + j]), add_f16x8(a[4 + j], a[12 + j]))
+        });
+        add_f16x8(add_f16x8(x[0], x[2]), add_f16x8(x[1], x[3]))
     });
-    // _mm512_reduce_add_ph: lanes i + i+16, then i + i+8, then within 8 lanes.
-    let y0 = add_f16x8(x[0], x[2]);
-    let y1 = add_f16x8(x[1], x[3]);
-    let z = add_f16x8(y0, y1);
-    // Then lanes i + i+4, i + i+2, i + i+1 (lane 0 ends with the sum; the other lanes' sums
-    // are not used).
-    let z = add_f16x8(z, _mm256_permute2f128_ps::<0x01>(z, z));
-    let z = add_f16x8(z, _mm256_permute_ps::<0b01_00_11_10>(z));
-    let z = add_f16x8(z, _mm256_permute_ps::<0b10_11_00_01>(z));
-    _mm256_cvtss_f32(z)
+    // Then lanes i + i+4, i + i+2, i + i+1 of each key, two or four keys per register:
+    // [z0 lo | z1 lo] + [z0 hi | z1 hi] = [a0..a3 | b0..b3] (a, b: the 4-lane sums of keys 0, 1).
+    let ab = add_f16x8(
+        _mm256_permute2f128_ps::<0x20>(z[0], z[1]),
+        _mm256_permute2f128_ps::<0x31>(z[0], z[1]),
+    );
+    let cd = add_f16x8(
+        _mm256_permute2f128_ps::<0x20>(z[2], z[3]),
+        _mm256_permute2f128_ps::<0x31>(z[2], z[3]),
+    );
+    // [a0 a1 c0 c1 | b0 b1 d0 d1] + [a2 a3 c2 c3 | b2 b3 d2 d3]
+    let w = add_f16x8(
+        _mm256_shuffle_ps::<0b01_00_01_00>(ab, cd),
+        _mm256_shuffle_ps::<0b11_10_11_10>(ab, cd),
+    );
+    // Pairs (0,1), (2,3), ... swapped and added: lanes 0, 2, 4, 6 hold keys 0, 2, 1, 3.
+    let t = add_f16x8(w, _mm256_permute_ps::<0b10_11_00_01>(w));
+    let mut lanes = [0.0f32; 8];
+    _mm256_storeu_ps(lanes.as_mut_ptr(), t);
+    [lanes[0], lanes[4], lanes[2], lanes[6]]
 }
 
-/// [`f16_arith::mad_steps`](super::f16_arith::mad_steps): `y = f16(x·f16(v) + y)`;
-/// `y.len() % 8 == 0`, `x.len() >= y.len()`.
+/// [`f16_arith::mad_steps`](super::f16_arith::mad_steps) for `N` heads that share one V row:
+/// `y[h] = f16(x·f16(v[h]) + y[h])`; every `y[h].len() % 64 == 0` and `<= x.len()`, `x`
+/// f16-exact. The heads' accumulators are independent streams the CPU can overlap.
 ///
 /// # Safety
-/// As [`dot_f16_steps`].
+/// As [`dot_f16_steps_x4`].
 #[target_feature(enable = "avx2,fma,f16c")]
-pub unsafe fn mad_f16_steps(y: &mut [f32], x: &[f16], v: f32) {
-    debug_assert!(y.len() % 8 == 0 && x.len() >= y.len());
-    let v = super::f16_arith::round_f16(v);
-    // A factor of 1 (each new running maximum) makes this an addition of two f16, where the
-    // fast path's midpoint check would fire on about half the lanes and is not needed.
-    let one = v == 1.0;
-    let v = _mm256_set1_ps(v);
-    for (i, c) in y.chunks_exact_mut(8).enumerate() {
-        let a = _mm256_loadu_ps(c.as_ptr());
-        // SAFETY: 8i + 8 <= y.len() <= x.len().
-        let xv = load_f16x8(x.as_ptr().add(8 * i));
-        let r = if one {
-            add_f16x8(xv, a)
-        } else {
-            fma_f16x8(xv, v, a)
-        };
-        _mm256_storeu_ps(c.as_mut_ptr(), r);
+pub unsafe fn mad_f16_steps<const N: usize>(y: [&mut [f32]; N], x: &[f32], v: [f32; N]) {
+    let n = x.len().min(y.iter().map(|y| y.len()).min().unwrap_or(0));
+    debug_assert!(n % 64 == 0);
+    let v = v.map(|v| round_f16_1(v));
+    // A factor of 1 (each new running maximum) or 0 (an underflowed weight) makes the f32 sum
+    // exact, so no lane needs the exact path there (the mark would fire on about half the lanes
+    // for a factor of 1).
+    let check: [__m256; N] = std::array::from_fn(|h| {
+        let exact_sum = v[h] == 1.0 || v[h] == 0.0;
+        _mm256_castsi256_ps(_mm256_set1_epi32(if exact_sum { 0 } else { -1 }))
+    });
+    let vv = v.map(|v| _mm256_set1_ps(v));
+    let yp = y.map(|y| y.as_mut_ptr());
+    for i in (0..n).step_by(64) {
+        // SAFETY (all loads and stores): i + 8r + 8 <= n, within x and every y[h].
+        let xv: [__m256; 8] = std::array::from_fn(|r| _mm256_loadu_ps(x.as_ptr().add(i + 8 * r)));
+        for h in 0..N {
+            let a: [__m256; 8] = std::array::from_fn(|r| _mm256_loadu_ps(yp[h].add(i + 8 * r)));
+            let mut out = [_mm256_setzero_ps(); 8];
+            let mut need_exact = _mm256_setzero_ps();
+            for r in 0..8 {
+                let (o, m) = fma_f16x8_fast(xv[r], vv[h], a[r]);
+                out[r] = o;
+                need_exact = _mm256_or_ps(need_exact, m);
+            }
+            if any_lane(_mm256_and_ps(need_exact, check[h])) {
+                for r in 0..8 {
+                    out[r] = fma_f16x8_exact(xv[r], vv[h], a[r]);
+                }
+            }
+            for (r, o) in out.iter().enumerate() {
+                _mm256_storeu_ps(yp[h].add(i + 8 * r), *o);
+            }
+        }
     }
 }
 
@@ -165,10 +234,10 @@ pub unsafe fn mad_f16_steps(y: &mut [f32], x: &[f16], v: f32) {
 /// product is exact in f32, so one rounding); `y.len() % 8 == 0`.
 ///
 /// # Safety
-/// As [`dot_f16_steps`].
+/// As [`dot_f16_steps_x4`].
 #[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn scale_f16_steps(y: &mut [f32], v: f32) {
-    scale_f16(y, super::f16_arith::round_f16(v))
+    scale_f16(y, round_f16_1(v))
 }
 
 /// `attention::head_plus_leftovers(0.0, k, q)` — the sequential f64 sum of the exact f16
@@ -184,9 +253,9 @@ pub unsafe fn scale_f16_steps(y: &mut [f32], v: f32) {
 /// the rounding of the computed `Σ|a·b|`. Products of non-finite or huge values fail the check.
 ///
 /// # Safety
-/// As [`dot_f16_steps`].
+/// As [`dot_f16_steps_x4`].
 #[target_feature(enable = "avx2,fma,f16c")]
-pub unsafe fn dot_f16_exact_f64(k: &[f16], q: &[f16]) -> Option<f32> {
+pub unsafe fn dot_f16_exact_f64(k: &[f32], q: &[f32]) -> Option<f32> {
     debug_assert!(k.len() % 8 == 0 && q.len() >= k.len());
     let (kp, qp) = (k.as_ptr(), q.as_ptr());
     let abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fff_ffff));
@@ -196,7 +265,7 @@ pub unsafe fn dot_f16_exact_f64(k: &[f16], q: &[f16]) -> Option<f32> {
     let mut pmin = inf;
     for i in (0..k.len()).step_by(8) {
         // SAFETY: i + 8 <= k.len() <= q.len().
-        let p = _mm256_mul_ps(load_f16x8(kp.add(i)), load_f16x8(qp.add(i))); // exact
+        let p = _mm256_mul_ps(_mm256_loadu_ps(kp.add(i)), _mm256_loadu_ps(qp.add(i))); // exact
         let a = _mm256_and_ps(p, abs_mask);
         let zero = _mm256_cmp_ps::<_CMP_EQ_OQ>(a, _mm256_setzero_ps());
         pmin = _mm256_min_ps(pmin, _mm256_blendv_ps(a, inf, zero));
@@ -225,7 +294,7 @@ pub unsafe fn dot_f16_exact_f64(k: &[f16], q: &[f16]) -> Option<f32> {
 /// `acc = f16(acc * ms)` on values that are already f16-exact; `acc.len() % 8 == 0`.
 ///
 /// # Safety
-/// As [`dot_f16_steps`].
+/// As [`dot_f16_steps_x4`].
 #[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn scale_f16(acc: &mut [f32], ms: f32) {
     let m = _mm256_set1_ps(ms);
@@ -238,15 +307,15 @@ pub unsafe fn scale_f16(acc: &mut [f32], ms: f32) {
 /// `acc = f16(fma(v, vs, acc))`; `acc.len() % 8 == 0`, `v.len() >= acc.len()`.
 ///
 /// # Safety
-/// As [`dot_f16_steps`].
+/// As [`dot_f16_steps_x4`].
 #[target_feature(enable = "avx2,fma,f16c")]
-pub unsafe fn mad_f16(acc: &mut [f32], v: &[f16], vs: f32) {
+pub unsafe fn mad_f16(acc: &mut [f32], v: &[f32], vs: f32) {
     debug_assert!(v.len() >= acc.len());
     let s = _mm256_set1_ps(vs);
     for (i, c) in acc.chunks_exact_mut(8).enumerate() {
         let a = _mm256_loadu_ps(c.as_ptr());
         // SAFETY: 8i + 8 <= acc.len() <= v.len().
-        let x = load_f16x8(v.as_ptr().add(8 * i));
+        let x = _mm256_loadu_ps(v.as_ptr().add(8 * i));
         _mm256_storeu_ps(c.as_mut_ptr(), round_f16(_mm256_fmadd_ps(x, s, a)));
     }
 }
@@ -256,6 +325,16 @@ mod tests {
     use super::super::f16_arith;
     use super::super::f16_arith::tests::Rng;
     use super::*;
+
+    /// One fused multiply-add as the kernels do it: the fast path, redone exactly if marked.
+    unsafe fn fma_f16x8(a: __m256, b: __m256, c: __m256) -> __m256 {
+        let (r, need_exact) = fma_f16x8_fast(a, b, c);
+        if any_lane(need_exact) {
+            fma_f16x8_exact(a, b, c)
+        } else {
+            r
+        }
+    }
 
     #[test]
     fn fma_lanes_equal_the_scalar_emulation() {
@@ -353,6 +432,23 @@ mod tests {
         }
     }
 
+    /// The midpoint case of the test above inside a dot product (key 2, lane 37 of step 2).
+    #[test]
+    fn a_dot_with_an_f32_midpoint_takes_the_exact_path() {
+        if !available() {
+            return;
+        }
+        let mut keys = vec![vec![0.0f32; 256]; 4];
+        let mut q = vec![0.0f32; 256];
+        (keys[2][37], q[37]) = (2050.0, 1.0);
+        (keys[2][128 + 37], q[128 + 37]) = (1.0 + 2f32.powi(-10), 1.0 - 2f32.powi(-10));
+        keys[1][5] = 3.0; // q[5] = 0: the other keys stay at zero
+                          // SAFETY: checked `available()`.
+        let got = unsafe { dot_f16_steps_x4(std::array::from_fn(|b| &keys[b][..]), &q) };
+        assert_eq!(got, [0.0, 0.0, 2050.0, 0.0]);
+        assert_eq!(f16_arith::dot_steps(&keys[2], &q), 2050.0);
+    }
+
     #[test]
     fn steps_equal_the_scalar_emulation() {
         if !available() {
@@ -364,28 +460,47 @@ mod tests {
             // Moderate magnitudes (as attention sees) with some tiny and some random values.
             let mut gen = |_| {
                 let x = rng.f16().to_f32();
-                f16::from_f32(if case % 2 == 0 { x.clamp(-4.0, 4.0) } else { x })
+                f16_arith::round_f16(if case % 2 == 0 { x.clamp(-4.0, 4.0) } else { x })
             };
-            let k: Vec<f16> = (0..n).map(&mut gen).collect();
-            let q: Vec<f16> = (0..n).map(&mut gen).collect();
-            let want = f16_arith::dot_steps(&k, &q);
+            let keys: Vec<Vec<f32>> = (0..4).map(|_| (0..n).map(&mut gen).collect()).collect();
+            let q: Vec<f32> = (0..n).map(&mut gen).collect();
             // SAFETY: checked `available()`; n % 128 == 0.
-            let got = unsafe { dot_f16_steps(&k, &q) };
-            assert!(
-                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
-                "dot case {case}: {got} vs {want}"
-            );
-            let y0: Vec<f32> = (0..n).map(|i| k[i].to_f32()).collect();
+            let got = unsafe { dot_f16_steps_x4(std::array::from_fn(|b| &keys[b][..]), &q) };
+            for (b, k) in keys.iter().enumerate() {
+                let want = f16_arith::dot_steps(k, &q);
+                assert!(
+                    got[b].to_bits() == want.to_bits() || (got[b].is_nan() && want.is_nan()),
+                    "dot case {case} key {b}: {} vs {want}",
+                    got[b]
+                );
+            }
+            let y0 = keys[0].clone();
             // Factors as the softmax gives them, and 1 (each new running maximum).
-            let vs = match case % 4 {
+            // Factors as the softmax gives them, 1 (each new running maximum) and 0.
+            let mut factor = || match rng.next() % 5 {
                 3 => 1.0,
+                4 => 0.0,
                 _ => (rng.next() % 1000) as f32 / 997.0,
             };
+            let vs = factor();
             let (mut a, mut b) = (y0.clone(), y0.clone());
             f16_arith::mad_steps(&mut a, &q, vs);
             // SAFETY: as above.
-            unsafe { mad_f16_steps(&mut b, &q, vs) };
+            unsafe { mad_f16_steps([&mut b[..]], &q, [vs]) };
             assert_eq!(a, b, "mad case {case}");
+            // Three heads over the same V row, each with its own factor and accumulator.
+            let factors = [factor(), factor(), factor()];
+            let mut want: Vec<Vec<f32>> = keys[1..].to_vec();
+            let mut got = want.clone();
+            for (w, &f) in want.iter_mut().zip(&factors) {
+                f16_arith::mad_steps(w, &q, f);
+            }
+            let [g0, g1, g2] = &mut got[..] else {
+                unreachable!()
+            };
+            // SAFETY: as above.
+            unsafe { mad_f16_steps([&mut g0[..], &mut g1[..], &mut g2[..]], &q, factors) };
+            assert_eq!(want, got, "3-head mad case {case}, factors {factors:?}");
             let (mut a, mut b) = (y0.clone(), y0);
             f16_arith::scale_steps(&mut a, vs);
             // SAFETY: as above.

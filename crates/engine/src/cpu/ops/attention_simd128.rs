@@ -73,15 +73,29 @@ pub fn scale_f16(acc: &mut [f32], ms: f32) -> usize {
     done
 }
 
+/// `dst = src` widened to f32 over the leading multiple of 4 elements of
+/// `min(src.len(), dst.len())`; returns how many were done.
+pub fn widen(src: &[f16], dst: &mut [f32]) -> usize {
+    let n = src.len().min(dst.len()) / 4 * 4;
+    for i in (0..n).step_by(4) {
+        // SAFETY: i + 4 <= n <= src.len(), dst.len(); the f16 load reads 8 bytes = 4 values.
+        unsafe {
+            let x = f16x4_to_f32(v128_load64_zero(src.as_ptr().add(i) as *const u64));
+            v128_store(dst.as_mut_ptr().add(i) as *mut v128, x);
+        }
+    }
+    n
+}
+
 /// `acc = f16(fma(v, vs, acc))` over the leading multiple of 4 elements of
-/// `min(acc.len(), v.len())`; returns how many were done.
-pub fn mad_f16(acc: &mut [f32], v: &[f16], vs: f32) -> usize {
+/// `min(acc.len(), v.len())`; returns how many were done. `v` holds f16-exact values.
+pub fn mad_f16(acc: &mut [f32], v: &[f32], vs: f32) -> usize {
     let n = acc.len().min(v.len()) / 4 * 4;
     let s = f32x4_splat(vs);
     for i in (0..n).step_by(4) {
-        // SAFETY: i + 4 <= n <= acc.len(), v.len(); the f16 load reads 8 bytes = 4 values.
+        // SAFETY: i + 4 <= n <= acc.len(), v.len().
         unsafe {
-            let x = f16x4_to_f32(v128_load64_zero(v.as_ptr().add(i) as *const u64));
+            let x = v128_load(v.as_ptr().add(i) as *const v128);
             let p = acc.as_mut_ptr().add(i) as *mut v128;
             let r = quant::vec_dot::fma_f32x4(x, s, v128_load(p));
             v128_store(p, round_f16(r));
@@ -209,8 +223,16 @@ pub(crate) mod tests {
                 2 => (-((next(&mut s) % 2000) as f32) * 0.01).exp(),
                 _ => 0.0,
             };
+            let mut vf = vec![f32::NAN; len];
+            assert_eq!(widen(&v, &mut vf), len / 4 * 4);
+            for (w, x) in vf.iter().zip(&v).take(len / 4 * 4) {
+                assert!(same(*w, x.to_f32()), "widen {x:?}");
+            }
+            for (w, x) in vf.iter_mut().zip(&v).skip(len / 4 * 4) {
+                *w = x.to_f32();
+            }
             let (mut a, mut b) = (acc0.clone(), acc0.clone());
-            let done = mad_f16(&mut a, &v, vs);
+            let done = mad_f16(&mut a, &vf, vs);
             assert_eq!(done, len / 4 * 4);
             mad_scalar(&mut b[..done], &v, vs);
             for i in 0..done {

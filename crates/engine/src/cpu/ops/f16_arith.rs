@@ -60,13 +60,14 @@ fn round_to_odd(s: f32, e: f32) -> f32 {
 /// `ggml_vec_dot_f16`'s SIMD part over `k.len()` elements (a multiple of [`STEP`]): 4 × 32
 /// f16 accumulators, `x0 += x2; x1 += x3; x0 += x1`, then GCC's `_mm512_reduce_add_ph`
 /// (halves: 32 → 16 → 8 → 4 → 2 → 1, each lane `x[i] + x[i + w]`). The result is an f16 value.
-pub fn dot_steps(k: &[f16], q: &[f16]) -> f32 {
+/// `k` and `q` hold f16-exact values.
+pub fn dot_steps(k: &[f32], q: &[f32]) -> f32 {
     let n = k.len();
     debug_assert!(n % STEP == 0 && q.len() >= n);
     let mut acc = [0.0f32; STEP];
     for i in (0..n).step_by(STEP) {
         for (l, a) in acc.iter_mut().enumerate() {
-            *a = fma_f16(k[i + l].to_f32(), q[i + l].to_f32(), *a);
+            *a = fma_f16(k[i + l], q[i + l], *a);
         }
     }
     reduce(&acc)
@@ -92,12 +93,12 @@ pub fn reduce(acc: &[f32; STEP]) -> f32 {
 }
 
 /// `ggml_vec_mad_f16`'s SIMD part: `y = f16(x * f16(v) + y)` for `y.len()` (a multiple of
-/// [`STEP`]) elements.
-pub fn mad_steps(y: &mut [f32], x: &[f16], v: f32) {
+/// [`STEP`]) elements; `x` holds f16-exact values.
+pub fn mad_steps(y: &mut [f32], x: &[f32], v: f32) {
     debug_assert!(y.len() % STEP == 0 && x.len() >= y.len());
     let v = round_f16(v);
     for (a, &b) in y.iter_mut().zip(x) {
-        *a = fma_f16(b.to_f32(), v, *a);
+        *a = fma_f16(b, v, *a);
     }
 }
 
@@ -258,6 +259,10 @@ pub(crate) mod tests {
         }
     }
 
+    pub(crate) fn widen(x: &[f16]) -> Vec<f32> {
+        x.iter().map(|v| v.to_f32()).collect()
+    }
+
     #[test]
     fn dot_steps_follows_the_register_order() {
         // A row where f16 accumulation loses what f32 keeps: lane 0 sums 2048 + 1 + 1 (each +1
@@ -267,7 +272,7 @@ pub(crate) mod tests {
         k[0] = f16::from_f32(2048.0);
         k[128] = f16::ONE;
         k[1] = f16::ONE; // lane 1 of register 0
-        let got = dot_steps(&k, &q);
+        let got = dot_steps(&widen(&k), &widen(&q));
         // lane 0: 2048 (+1 lost); lane 1: 1. Reduction: 2048 + 1 = 2049 → 2048 (tie, even).
         assert_eq!(got, 2048.0);
         // Brute force: the same operations with exact integer rounding at every step.
@@ -304,7 +309,7 @@ pub(crate) mod tests {
                 w /= 2;
             }
             let want = exact_to_f16(x[0], 24).to_f32();
-            let got = dot_steps(&k, &q);
+            let got = dot_steps(&widen(&k), &widen(&q));
             assert_eq!(got.to_bits(), want.to_bits(), "{got} vs {want}");
         }
     }
