@@ -38,26 +38,44 @@ unsafe fn round_f16(x: __m256) -> __m256 {
 }
 
 /// 8 lanes of [`f16_arith::fma_f16`]: `f16(a*b + c)` rounded once, a, b, c f16-exact —
-/// where the returned `need_exact` mask is all zero; lanes it marks must be redone with
-/// [`fma_f16x8_exact`].
+/// unless a lane of the returned mark is zero: such lanes must be redone with
+/// [`fma_f16x8_exact`]. Marks of several calls combine with [`combine_marks`] and are tested
+/// with [`any_marked`].
 ///
 /// Fast path: `s = f32(a*b + c)` (one hardware FMA; `a*b` is exact) rounded to f16 is already
 /// the once-rounded result unless `s` is an f16 midpoint. Why: if the exact sum and `s`
 /// rounded to different f16 values, an f16 midpoint `m` would lie between them (inclusive);
 /// `m` is an f32, and `s` is the f32 nearest the exact sum, so `m` can only be `s` itself.
-/// A midpoint has at most 12 significant bits (its low 12 f32 mantissa bits are zero) and is
-/// not itself an f16; only lanes like that need marking (a NaN or an f16 overflow comes out the
-/// same on either path). An `s` that is an f16 is the answer: the exact sum is within half an
-/// f32 ulp of it, thousands of ulps from the next midpoint.
-///
-/// The mark is cheaper than that: every lane whose low 12 bits are zero, which includes the
-/// (harmless) lanes where `s` is an f16 already.
+/// A midpoint has at most 12 significant bits: its low 12 f32 mantissa bits are zero. The
+/// mark is those 12 bits (shifted to the top), so it is zero for every midpoint, and also
+/// for (harmless) lanes where `s` is an f16 already; a NaN or an f16 overflow comes out the
+/// same on either path.
 #[inline(always)]
-unsafe fn fma_f16x8_fast(a: __m256, b: __m256, c: __m256) -> (__m256, __m256) {
+unsafe fn fma_f16x8_fast(a: __m256, b: __m256, c: __m256) -> (__m256, __m256i) {
     let s = _mm256_fmadd_ps(a, b, c);
-    let low = _mm256_and_si256(_mm256_castps_si256(s), _mm256_set1_epi32(0xfff));
-    let low_zero = _mm256_cmpeq_epi32(low, _mm256_setzero_si256());
-    (round_f16(s), _mm256_castsi256_ps(low_zero))
+    (
+        round_f16(s),
+        _mm256_slli_epi32::<20>(_mm256_castps_si256(s)),
+    )
+}
+
+/// The marks of no call yet.
+#[inline(always)]
+unsafe fn no_marks() -> __m256i {
+    _mm256_set1_epi32(-1)
+}
+
+/// Two marks of [`fma_f16x8_fast`] combined: a lane is zero where either is.
+#[inline(always)]
+unsafe fn combine_marks(a: __m256i, b: __m256i) -> __m256i {
+    _mm256_min_epu32(a, b)
+}
+
+/// Whether combined marks ask for the exact path in some lane.
+#[inline(always)]
+unsafe fn any_marked(marks: __m256i) -> bool {
+    let zero = _mm256_cmpeq_epi32(marks, _mm256_setzero_si256());
+    _mm256_testz_si256(zero, zero) == 0
 }
 
 /// `round_f16` of one value, with F16C.
@@ -66,12 +84,6 @@ unsafe fn round_f16_1(x: f32) -> f32 {
     _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(
         _mm_set_ss(x),
     )))
-}
-
-/// Whether a `need_exact` mask of [`fma_f16x8_fast`] marks any lane.
-#[inline(always)]
-unsafe fn any_lane(mask: __m256) -> bool {
-    _mm256_testz_ps(mask, mask) == 0
 }
 
 /// [`fma_f16x8`] for any lanes: the same TwoSum, rounding to odd and conversion as the scalar
@@ -141,14 +153,15 @@ pub unsafe fn dot_f16_steps_x4(k: [&[f32]; 4], q: &[f32]) -> [f32; 4] {
         for r in 0..16 {
             let qv = _mm256_loadu_ps(qp.add(i + 8 * r));
             let kv: [__m256; 4] = std::array::from_fn(|b| _mm256_loadu_ps(kp[b].add(i + 8 * r)));
-            let fast: [(__m256, __m256); 4] =
+            let fast: [(__m256, __m256i); 4] =
                 std::array::from_fn(|b| fma_f16x8_fast(kv[b], qv, acc[b][r]));
-            let need_exact = _mm256_or_ps(
-                _mm256_or_ps(fast[0].1, fast[1].1),
-                _mm256_or_ps(fast[2].1, fast[3].1),
+            let marks = combine_marks(
+                combine_marks(fast[0].1, fast[1].1),
+                combine_marks(fast[2].1, fast[3].1),
             );
+            let exact = any_marked(marks);
             for b in 0..4 {
-                acc[b][r] = if any_lane(need_exact) {
+                acc[b][r] = if exact {
                     fma_f16x8_exact(kv[b], qv, acc[b][r])
                 } else {
                     fast[b].0
@@ -156,14 +169,13 @@ pub unsafe fn dot_f16_steps_x4(k: [&[f32]; 4], q: &[f32]) -> [f32; 4] {
             }
         }
     }
-    // Per key: x0 += x2, x1 += x3, x0 += x1 (registers of 32 lanes), then
-    // _mm512_reduce_add_ph's lanes i + i+16 and i + i+8: 8 lanes left per key.
-    let z = acc.map(|a| {
-        let x: [__m256; 4] = std::array::from_fn(|j| {
-            add_f16x8(add_f16x8(a[j], a[8 + j]), add_f16x8(a[4 + j], a[12 + j]))
-        });
-        add_f16x8(add_f16x8(x[0], x[2]), add_f16x8(x[1], x[3]))
-    });
+    // Per key down to 8 lanes.
+    let z = [
+        reduce_to_8_lanes(&acc[0]),
+        reduce_to_8_lanes(&acc[1]),
+        reduce_to_8_lanes(&acc[2]),
+        reduce_to_8_lanes(&acc[3]),
+    ];
     // Then lanes i + i+4, i + i+2, i + i+1 of each key, two or four keys per register:
     // [z0 lo | z1 lo] + [z0 hi | z1 hi] = [a0..a3 | b0..b3] (a, b: the 4-lane sums of keys 0, 1).
     let ab = add_f16x8(
@@ -186,6 +198,18 @@ pub unsafe fn dot_f16_steps_x4(k: [&[f32]; 4], q: &[f32]) -> [f32; 4] {
     [lanes[0], lanes[4], lanes[2], lanes[6]]
 }
 
+/// One key's 16 accumulator registers summed (in f16) down to 8 lanes: x0 += x2, x1 += x3,
+/// x0 += x1 over registers of 32 lanes, then `_mm512_reduce_add_ph`'s lanes i + i+16 and
+/// i + i+8.
+#[inline(always)]
+unsafe fn reduce_to_8_lanes(a: &[__m256; 16]) -> __m256 {
+    let x0 = add_f16x8(add_f16x8(a[0], a[8]), add_f16x8(a[4], a[12]));
+    let x1 = add_f16x8(add_f16x8(a[1], a[9]), add_f16x8(a[5], a[13]));
+    let x2 = add_f16x8(add_f16x8(a[2], a[10]), add_f16x8(a[6], a[14]));
+    let x3 = add_f16x8(add_f16x8(a[3], a[11]), add_f16x8(a[7], a[15]));
+    add_f16x8(add_f16x8(x0, x2), add_f16x8(x1, x3))
+}
+
 /// [`f16_arith::mad_steps`](super::f16_arith::mad_steps) for `N` heads that share one V row:
 /// `y[h] = f16(x·f16(v[h]) + y[h])`; every `y[h].len() % 64 == 0` and `<= x.len()`, `x`
 /// f16-exact. The heads' accumulators are independent streams the CPU can overlap.
@@ -200,27 +224,26 @@ pub unsafe fn mad_f16_steps<const N: usize>(y: [&mut [f32]; N], x: &[f32], v: [f
     // A factor of 1 (each new running maximum) or 0 (an underflowed weight) makes the f32 sum
     // exact, so no lane needs the exact path there (the mark would fire on about half the lanes
     // for a factor of 1).
-    let check: [__m256; N] = std::array::from_fn(|h| {
-        let exact_sum = v[h] == 1.0 || v[h] == 0.0;
-        _mm256_castsi256_ps(_mm256_set1_epi32(if exact_sum { 0 } else { -1 }))
-    });
+    let check = v.map(|v| v != 1.0 && v != 0.0);
     let vv = v.map(|v| _mm256_set1_ps(v));
     let yp = y.map(|y| y.as_mut_ptr());
+    let xp = x.as_ptr();
     for i in (0..n).step_by(64) {
         // SAFETY (all loads and stores): i + 8r + 8 <= n, within x and every y[h].
-        let xv: [__m256; 8] = std::array::from_fn(|r| _mm256_loadu_ps(x.as_ptr().add(i + 8 * r)));
+        let xv: [__m256; 8] = std::array::from_fn(|r| _mm256_loadu_ps(xp.add(i + 8 * r)));
         for h in 0..N {
-            let a: [__m256; 8] = std::array::from_fn(|r| _mm256_loadu_ps(yp[h].add(i + 8 * r)));
             let mut out = [_mm256_setzero_ps(); 8];
-            let mut need_exact = _mm256_setzero_ps();
+            let mut marks = no_marks();
             for r in 0..8 {
-                let (o, m) = fma_f16x8_fast(xv[r], vv[h], a[r]);
+                let a = _mm256_loadu_ps(yp[h].add(i + 8 * r));
+                let (o, m) = fma_f16x8_fast(xv[r], vv[h], a);
                 out[r] = o;
-                need_exact = _mm256_or_ps(need_exact, m);
+                marks = combine_marks(marks, m);
             }
-            if any_lane(_mm256_and_ps(need_exact, check[h])) {
-                for r in 0..8 {
-                    out[r] = fma_f16x8_exact(xv[r], vv[h], a[r]);
+            if check[h] && any_marked(marks) {
+                for (r, o) in out.iter_mut().enumerate() {
+                    let a = _mm256_loadu_ps(yp[h].add(i + 8 * r));
+                    *o = fma_f16x8_exact(_mm256_loadu_ps(xp.add(i + 8 * r)), vv[h], a);
                 }
             }
             for (r, o) in out.iter().enumerate() {
@@ -328,8 +351,8 @@ mod tests {
 
     /// One fused multiply-add as the kernels do it: the fast path, redone exactly if marked.
     unsafe fn fma_f16x8(a: __m256, b: __m256, c: __m256) -> __m256 {
-        let (r, need_exact) = fma_f16x8_fast(a, b, c);
-        if any_lane(need_exact) {
+        let (r, marks) = fma_f16x8_fast(a, b, c);
+        if any_marked(marks) {
             fma_f16x8_exact(a, b, c)
         } else {
             r
