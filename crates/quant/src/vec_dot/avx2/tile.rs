@@ -23,15 +23,6 @@ struct LegacyTW {
     m: f32,
 }
 
-/// An activation block loaded once per tile column: quants, scale d (broadcast, converted to f32
-/// once per gemm call) and (Q8_1) sum s.
-#[derive(Clone, Copy)]
-struct LegacyA {
-    q: __m256i,
-    d: __m256,
-    s: f32,
-}
-
 #[inline(always)]
 unsafe fn signed_tw(w: LegacyW) -> LegacyTW {
     LegacyTW {
@@ -88,48 +79,6 @@ unsafe fn scales_q8_1(y: &BlockQ8_1) -> [f32; 2] {
 #[inline(always)]
 unsafe fn scales_k(_y: &BlockQ8K) -> [f32; 2] {
     [0.0; 2]
-}
-
-#[inline(always)]
-unsafe fn load_legacy<B>(y: &B, qs: *const i8, sc: &[f32; 2]) -> LegacyA {
-    let _ = y;
-    LegacyA {
-        q: load256(qs as *const u8),
-        d: _mm256_broadcast_ss(&sc[0]),
-        s: sc[1],
-    }
-}
-
-#[inline(always)]
-unsafe fn load_q8_0<'a>(y: &'a BlockQ8_0, sc: &[f32; 2]) -> LegacyA {
-    load_legacy(y, y.qs.as_ptr(), sc)
-}
-
-#[inline(always)]
-unsafe fn load_q8_1<'a>(y: &'a BlockQ8_1, sc: &[f32; 2]) -> LegacyA {
-    load_legacy(y, y.qs.as_ptr(), sc)
-}
-
-/// `acc = fma(d_w * d_a, float(sums), acc)` with the product formed in all 8 lanes at once
-/// (the same single rounding as the scalar product `Acc::fma` broadcasts).
-#[inline(always)]
-unsafe fn fma_dd(w: &LegacyTW, y: &LegacyA, sums: __m256i, acc: &mut Acc) {
-    let dd = _mm256_mul_ps(w.d, y.d);
-    acc.main = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(sums), acc.main);
-}
-
-/// `step_signed_q8_0` with the activation pre-loaded: `mul_sum_i8(q, y)` is
-/// `mul_sum_us8(|q|, sign(y, q))`, the same exact lane sums.
-#[inline(always)]
-unsafe fn tstep_signed(w: &LegacyTW, y: &LegacyA, acc: &mut Acc) {
-    fma_dd(w, y, mul_sum_us8(w.ax, _mm256_sign_epi8(y.q, w.sx)), acc);
-}
-
-/// `step_unsigned_q8_1` with the activation pre-loaded.
-#[inline(always)]
-unsafe fn tstep_unsigned(w: &LegacyTW, y: &LegacyA, acc: &mut Acc) {
-    acc.summs = w.m.mul_add(y.s, acc.summs);
-    fma_dd(w, y, mul_sum_us8(w.ax, y.q), acc);
 }
 
 /// K-quant activations need no pre-loading (step_k reads the groups it needs).
@@ -261,80 +210,254 @@ macro_rules! gemm_kernel {
     };
 }
 
+/// Generates the legacy-quant `$name(n, w, n_rows, a, n_acts, out)` (same contract as
+/// [`gemm_kernel`]), shaped for both prompt batches and the small batches of speculative
+/// verification, where the weights stream from memory once and the per-pair compute must hide
+/// under that stream:
+///
+/// * the products `d_w * d_a` of a tile are formed up front, eight activations per vector
+///   multiply, into a table the pair loop reads with broadcast loads (one multiply per eight
+///   pairs instead of a scalar multiply and a broadcast per pair; each product is the same single
+///   f32 rounding as the single-row kernel's `d_w * d_a`);
+/// * a pair is then one activation load, `sign` (signed types), `maddubs`, `madd`, `cvt` and the
+///   FMA, into its own accumulator, blocks in order: the single-row kernel's float operations;
+/// * one or two activations take tiles of 4 weight rows, so 4 or 8 independent FMA chains hide
+///   the FMA latency; more take tiles of 1 row × up to 8 activations.
+macro_rules! gemm_legacy {
+    ($name:ident, $W:ty, $A:ty, $prep:ident, $scales:ident, $min:literal) => {
+        /// # Safety
+        /// The CPU must support AVX2, FMA and F16C.
+        #[target_feature(enable = "avx2,fma,f16c")]
+        pub unsafe fn $name(
+            n: usize,
+            w: &[$W],
+            n_rows: usize,
+            a: &[$A],
+            n_acts: usize,
+            out: &mut [f32],
+        ) {
+            /// `R` rows × `C` activations from (r0, t0). `d` holds the activation scales
+            /// block-major (`d[i * stride + t]`), `s` the Q8_1 sums act-major (`s[t * nb + i]`),
+            /// `dd` is scratch of `R * nb * 8` floats.
+            #[inline(always)]
+            unsafe fn tile<const R: usize, const C: usize>(
+                nb: usize,
+                w: &[$W],
+                a: &[$A],
+                d: &[f32],
+                stride: usize,
+                s: &[f32],
+                qt: &[__m256i],
+                n_acts: usize,
+                dd: &mut [f32],
+                r0: usize,
+                t0: usize,
+                n_rows: usize,
+                out: &mut [f32],
+            ) {
+                let wp = w.as_ptr().add(r0 * nb);
+                // SAFETY (pointer reads below): rows r0..r0+R and activations t0..t0+C exist
+                // (checked by the caller), each of nb blocks; d has stride >= t0 + 8 per block;
+                // dd has R * nb * 8 floats.
+                let ddp = dd.as_mut_ptr();
+                for r in 0..R {
+                    for i in 0..nb {
+                        let wd = $prep(&*wp.add(r * nb + i)).d;
+                        let dv = _mm256_loadu_ps(d.as_ptr().add(i * stride + t0));
+                        _mm256_storeu_ps(ddp.add((r * nb + i) * 8), _mm256_mul_ps(wd, dv));
+                    }
+                }
+                let mut acc = [[Acc::new(); C]; R];
+                let _ = a;
+                for i in 0..nb {
+                    let qp = qt.as_ptr().add(i * n_acts + t0);
+                    for r in 0..R {
+                        let x = $prep(&*wp.add(r * nb + i));
+                        for c in 0..C {
+                            let q = *qp.add(c);
+                            let sums = if $min {
+                                acc[r][c].summs = x
+                                    .m
+                                    .mul_add(*s.get_unchecked((t0 + c) * nb + i), acc[r][c].summs);
+                                mul_sum_us8(x.ax, q)
+                            } else {
+                                mul_sum_us8(x.ax, _mm256_sign_epi8(q, x.sx))
+                            };
+                            let ddv = _mm256_broadcast_ss(&*ddp.add((r * nb + i) * 8 + c));
+                            acc[r][c].main =
+                                _mm256_fmadd_ps(ddv, _mm256_cvtepi32_ps(sums), acc[r][c].main);
+                        }
+                    }
+                }
+                for r in 0..R {
+                    for c in 0..C {
+                        out[(t0 + c) * n_rows + r0 + r] = if $min {
+                            acc[r][c].finish_summs()
+                        } else {
+                            acc[r][c].finish_plain()
+                        };
+                    }
+                }
+            }
+
+            let nb = n / QK;
+            assert!(
+                n % QK == 0
+                    && w.len() >= nb * n_rows
+                    && a.len() >= nb * n_acts
+                    && out.len() >= n_rows * n_acts,
+                "gemm: rows shorter than {n} elements or output too small"
+            );
+            if n_rows == 0 || n_acts == 0 {
+                return;
+            }
+            const ROW_BLOCK: usize = 16;
+            const R_SMALL: usize = 4;
+            let stride = n_acts + 8;
+            let mut bufs = LEGACY_SCRATCH.with(|s| s.take());
+            let [d, s, dd] = &mut bufs;
+            d.clear();
+            d.resize(nb * stride, 0.0);
+            s.clear();
+            s.resize(nb * n_acts, 0.0);
+            dd.clear();
+            dd.resize(R_SMALL * nb * 8, 0.0);
+            // The activations' quants, block-major and 32-byte aligned: a tile reads each block's
+            // activations as consecutive aligned vectors (the 34/36-byte blocks would split
+            // about half of their loads across cache lines).
+            let mut qt = LEGACY_QUANTS.with(|q| q.take());
+            qt.clear();
+            qt.resize(nb * n_acts, _mm256_setzero_si256());
+            for t in 0..n_acts {
+                for i in 0..nb {
+                    qt[i * n_acts + t] = load256(a[t * nb + i].qs.as_ptr() as *const u8);
+                    let [dt, st] = $scales(&a[t * nb + i]);
+                    d[i * stride + t] = dt;
+                    s[t * nb + i] = st;
+                }
+            }
+            macro_rules! go {
+                ($rr:expr, $cc:literal, $r0:expr, $t0:expr) => {
+                    tile::<$rr, $cc>(
+                        nb, w, a, d, stride, s, &qt, n_acts, dd, $r0, $t0, n_rows, out,
+                    )
+                };
+            }
+            macro_rules! cols {
+                ($rr:expr, $c:expr, $r0:expr, $t0:expr) => {
+                    match $c {
+                        1 => go!($rr, 1, $r0, $t0),
+                        2 => go!($rr, 2, $r0, $t0),
+                        3 => go!($rr, 3, $r0, $t0),
+                        4 => go!($rr, 4, $r0, $t0),
+                        5 => go!($rr, 5, $r0, $t0),
+                        6 => go!($rr, 6, $r0, $t0),
+                        7 => go!($rr, 7, $r0, $t0),
+                        _ => go!($rr, 8, $r0, $t0),
+                    }
+                };
+            }
+            if n_acts <= 2 {
+                // One or two activations: 4 rows per tile (4 or 8 FMA chains instead of 1 or 2).
+                let mut r0 = 0;
+                while r0 + R_SMALL <= n_rows {
+                    match n_acts {
+                        1 => go!(R_SMALL, 1, r0, 0),
+                        _ => go!(R_SMALL, 2, r0, 0),
+                    }
+                    r0 += R_SMALL;
+                }
+                while r0 < n_rows {
+                    cols!(1, n_acts, r0, 0);
+                    r0 += 1;
+                }
+            } else if n_acts <= 4 {
+                // Three or four activations: 2 rows per tile (6 or 8 FMA chains).
+                let mut r0 = 0;
+                while r0 + 2 <= n_rows {
+                    match n_acts {
+                        3 => go!(2, 3, r0, 0),
+                        _ => go!(2, 4, r0, 0),
+                    }
+                    r0 += 2;
+                }
+                while r0 < n_rows {
+                    cols!(1, n_acts, r0, 0);
+                    r0 += 1;
+                }
+            } else {
+                let mut rb = 0;
+                while rb < n_rows {
+                    let re = (rb + ROW_BLOCK).min(n_rows);
+                    let mut t0 = 0;
+                    while t0 < n_acts {
+                        let c = (n_acts - t0).min(8);
+                        for r0 in rb..re {
+                            cols!(1, c, r0, t0);
+                        }
+                        t0 += c;
+                    }
+                    rb = re;
+                }
+            }
+            LEGACY_SCRATCH.with(|s| s.replace(bufs));
+            LEGACY_QUANTS.with(|q| q.replace(qt));
+        }
+    };
+}
+
+thread_local! {
+    /// Per-thread scratch of the legacy gemm: activation scales, Q8_1 sums, d_w * d_a products.
+    static LEGACY_SCRATCH: core::cell::Cell<[Vec<f32>; 3]> =
+        const { core::cell::Cell::new([Vec::new(), Vec::new(), Vec::new()]) };
+    /// Per-thread scratch of the legacy gemm: the activations' quants, block-major.
+    static LEGACY_QUANTS: core::cell::Cell<Vec<__m256i>> = const { core::cell::Cell::new(Vec::new()) };
+}
+
 thread_local! {
     /// Per-thread buffer of the activation blocks' f32 scales (reused between calls).
     static ACT_SCALES: core::cell::Cell<Vec<[f32; 2]>> = const { core::cell::Cell::new(Vec::new()) };
 }
 
-gemm_kernel!(
+gemm_legacy!(
     gemm_q4_0_q8_0,
     BlockQ4_0,
     BlockQ8_0,
-    QK,
     tprep_q4_0,
-    LegacyTW,
     scales_q8_0,
-    load_q8_0,
-    tstep_signed,
-    finish_plain,
-    1,
-    8
+    false
 );
-gemm_kernel!(
+gemm_legacy!(
     gemm_q5_0_q8_0,
     BlockQ5_0,
     BlockQ8_0,
-    QK,
     tprep_q5_0,
-    LegacyTW,
     scales_q8_0,
-    load_q8_0,
-    tstep_signed,
-    finish_plain,
-    1,
-    8
+    false
 );
-gemm_kernel!(
+gemm_legacy!(
     gemm_q8_0_q8_0,
     BlockQ8_0,
     BlockQ8_0,
-    QK,
     tprep_q8_0,
-    LegacyTW,
     scales_q8_0,
-    load_q8_0,
-    tstep_signed,
-    finish_plain,
-    1,
-    8
+    false
 );
-gemm_kernel!(
+gemm_legacy!(
     gemm_q4_1_q8_1,
     BlockQ4_1,
     BlockQ8_1,
-    QK,
     tprep_q4_1,
-    LegacyTW,
     scales_q8_1,
-    load_q8_1,
-    tstep_unsigned,
-    finish_summs,
-    1,
-    8
+    true
 );
-gemm_kernel!(
+gemm_legacy!(
     gemm_q5_1_q8_1,
     BlockQ5_1,
     BlockQ8_1,
-    QK,
     tprep_q5_1,
-    LegacyTW,
     scales_q8_1,
-    load_q8_1,
-    tstep_unsigned,
-    finish_summs,
-    1,
-    8
+    true
 );
 gemm_kernel!(
     gemm_q2_k_q8_k,
