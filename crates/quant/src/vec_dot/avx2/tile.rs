@@ -23,6 +23,15 @@ struct LegacyTW {
     m: f32,
 }
 
+/// An activation block loaded once per tile column: quants, scale d (broadcast, converted to f32
+/// once per gemm call) and (Q8_1) sum s.
+#[derive(Clone, Copy)]
+struct LegacyA {
+    q: __m256i,
+    d: __m256,
+    s: f32,
+}
+
 #[inline(always)]
 unsafe fn signed_tw(w: LegacyW) -> LegacyTW {
     LegacyTW {
@@ -79,6 +88,48 @@ unsafe fn scales_q8_1(y: &BlockQ8_1) -> [f32; 2] {
 #[inline(always)]
 unsafe fn scales_k(_y: &BlockQ8K) -> [f32; 2] {
     [0.0; 2]
+}
+
+#[inline(always)]
+unsafe fn load_legacy<B>(y: &B, qs: *const i8, sc: &[f32; 2]) -> LegacyA {
+    let _ = y;
+    LegacyA {
+        q: load256(qs as *const u8),
+        d: _mm256_broadcast_ss(&sc[0]),
+        s: sc[1],
+    }
+}
+
+#[inline(always)]
+unsafe fn load_q8_0<'a>(y: &'a BlockQ8_0, sc: &[f32; 2]) -> LegacyA {
+    load_legacy(y, y.qs.as_ptr(), sc)
+}
+
+#[inline(always)]
+unsafe fn load_q8_1<'a>(y: &'a BlockQ8_1, sc: &[f32; 2]) -> LegacyA {
+    load_legacy(y, y.qs.as_ptr(), sc)
+}
+
+/// `acc = fma(d_w * d_a, float(sums), acc)` with the product formed in all 8 lanes at once
+/// (the same single rounding as the scalar product `Acc::fma` broadcasts).
+#[inline(always)]
+unsafe fn fma_dd(w: &LegacyTW, y: &LegacyA, sums: __m256i, acc: &mut Acc) {
+    let dd = _mm256_mul_ps(w.d, y.d);
+    acc.main = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(sums), acc.main);
+}
+
+/// `step_signed_q8_0` with the activation pre-loaded: `mul_sum_i8(q, y)` is
+/// `mul_sum_us8(|q|, sign(y, q))`, the same exact lane sums.
+#[inline(always)]
+unsafe fn tstep_signed(w: &LegacyTW, y: &LegacyA, acc: &mut Acc) {
+    fma_dd(w, y, mul_sum_us8(w.ax, _mm256_sign_epi8(y.q, w.sx)), acc);
+}
+
+/// `step_unsigned_q8_1` with the activation pre-loaded.
+#[inline(always)]
+unsafe fn tstep_unsigned(w: &LegacyTW, y: &LegacyA, acc: &mut Acc) {
+    acc.summs = w.m.mul_add(y.s, acc.summs);
+    fma_dd(w, y, mul_sum_us8(w.ax, y.q), acc);
 }
 
 /// K-quant activations need no pre-loading (step_k reads the groups it needs).
@@ -168,7 +219,10 @@ macro_rules! gemm_kernel {
                 let re = (rb + ROW_BLOCK).min(n_rows);
                 let mut t0 = 0;
                 while t0 < n_acts {
-                    let c = (n_acts - t0).min($C);
+                    // Balanced groups of at most $C (9 = 5 + 4, not 8 + 1: a lone activation
+                    // would pay a whole pass over the rows for one pair per block).
+                    let left = n_acts - t0;
+                    let c = left.div_ceil(left.div_ceil($C));
                     let mut r0 = rb;
                     while r0 < re {
                         let r = (re - r0).min($R);
@@ -223,6 +277,11 @@ macro_rules! gemm_kernel {
 ///   FMA, into its own accumulator, blocks in order: the single-row kernel's float operations;
 /// * one or two activations take tiles of 4 weight rows, so 4 or 8 independent FMA chains hide
 ///   the FMA latency; more take tiles of 1 row × up to 8 activations.
+///
+/// Used for Q8_0 (Gemma's 262144-row output matrix): there it measured 10-30% less CPU than
+/// [`gemm_kernel`] for 2..16 tokens (`benches/gemm_small_batch_cpu_time.rs`). For Q5_0 and Q4_1,
+/// whose weight unpacking costs more than Q8_0's, it measured slower on the same machine, so
+/// those keep `gemm_kernel` (the `$min` arm serves Q4_1/Q5_1 should that change).
 macro_rules! gemm_legacy {
     ($name:ident, $W:ty, $A:ty, $prep:ident, $scales:ident, $min:literal) => {
         /// # Safety
@@ -240,10 +299,10 @@ macro_rules! gemm_legacy {
             /// block-major (`d[i * stride + t]`), `s` the Q8_1 sums act-major (`s[t * nb + i]`),
             /// `dd` is scratch of `R * nb * 8` floats.
             #[inline(always)]
+            #[allow(clippy::too_many_arguments)]
             unsafe fn tile<const R: usize, const C: usize>(
                 nb: usize,
                 w: &[$W],
-                a: &[$A],
                 d: &[f32],
                 stride: usize,
                 s: &[f32],
@@ -262,13 +321,14 @@ macro_rules! gemm_legacy {
                 let ddp = dd.as_mut_ptr();
                 for r in 0..R {
                     for i in 0..nb {
-                        let wd = $prep(&*wp.add(r * nb + i)).d;
+                        // The weight scale alone (every legacy block starts with `d: f16`):
+                        // the same exact f16 -> f32 value the prep broadcasts.
+                        let wd = _mm256_set1_ps(f16_to_f32((*wp.add(r * nb + i)).d));
                         let dv = _mm256_loadu_ps(d.as_ptr().add(i * stride + t0));
                         _mm256_storeu_ps(ddp.add((r * nb + i) * 8), _mm256_mul_ps(wd, dv));
                     }
                 }
                 let mut acc = [[Acc::new(); C]; R];
-                let _ = a;
                 for i in 0..nb {
                     let qp = qt.as_ptr().add(i * n_acts + t0);
                     for r in 0..R {
@@ -338,9 +398,7 @@ macro_rules! gemm_legacy {
             }
             macro_rules! go {
                 ($rr:expr, $cc:literal, $r0:expr, $t0:expr) => {
-                    tile::<$rr, $cc>(
-                        nb, w, a, d, stride, s, &qt, n_acts, dd, $r0, $t0, n_rows, out,
-                    )
+                    tile::<$rr, $cc>(nb, w, d, stride, s, &qt, n_acts, dd, $r0, $t0, n_rows, out)
                 };
             }
             macro_rules! cols {
@@ -391,7 +449,10 @@ macro_rules! gemm_legacy {
                     let re = (rb + ROW_BLOCK).min(n_rows);
                     let mut t0 = 0;
                     while t0 < n_acts {
-                        let c = (n_acts - t0).min(8);
+                        // Balanced groups of at most 8 (9 = 5 + 4, not 8 + 1: a lone
+                        // activation would pay a whole row pass for one pair per block).
+                        let left = n_acts - t0;
+                        let c = left.div_ceil(left.div_ceil(8));
                         for r0 in rb..re {
                             cols!(1, c, r0, t0);
                         }
@@ -419,21 +480,33 @@ thread_local! {
     static ACT_SCALES: core::cell::Cell<Vec<[f32; 2]>> = const { core::cell::Cell::new(Vec::new()) };
 }
 
-gemm_legacy!(
+gemm_kernel!(
     gemm_q4_0_q8_0,
     BlockQ4_0,
     BlockQ8_0,
+    QK,
     tprep_q4_0,
+    LegacyTW,
     scales_q8_0,
-    false
+    load_q8_0,
+    tstep_signed,
+    finish_plain,
+    1,
+    8
 );
-gemm_legacy!(
+gemm_kernel!(
     gemm_q5_0_q8_0,
     BlockQ5_0,
     BlockQ8_0,
+    QK,
     tprep_q5_0,
+    LegacyTW,
     scales_q8_0,
-    false
+    load_q8_0,
+    tstep_signed,
+    finish_plain,
+    1,
+    8
 );
 gemm_legacy!(
     gemm_q8_0_q8_0,
@@ -443,21 +516,33 @@ gemm_legacy!(
     scales_q8_0,
     false
 );
-gemm_legacy!(
+gemm_kernel!(
     gemm_q4_1_q8_1,
     BlockQ4_1,
     BlockQ8_1,
+    QK,
     tprep_q4_1,
+    LegacyTW,
     scales_q8_1,
-    true
+    load_q8_1,
+    tstep_unsigned,
+    finish_summs,
+    1,
+    8
 );
-gemm_legacy!(
+gemm_kernel!(
     gemm_q5_1_q8_1,
     BlockQ5_1,
     BlockQ8_1,
+    QK,
     tprep_q5_1,
+    LegacyTW,
     scales_q8_1,
-    true
+    load_q8_1,
+    tstep_unsigned,
+    finish_summs,
+    1,
+    8
 );
 gemm_kernel!(
     gemm_q2_k_q8_k,
