@@ -83,6 +83,12 @@ pub fn act_type(w_ty: GgmlType) -> Result<GgmlType, EngineError> {
 /// Rows of weights handled together: their bytes stay in L1 while all tokens pass by.
 const ROW_BLOCK: usize = 16;
 
+/// Output floats per `gemm` call (weight rows × tokens): small batches (decode, speculative
+/// verification) pass up to 256 rows per call, so the kernel's per-call work (arranging the
+/// activations and their scales) is spread over many rows, while the output tile stays in L1/L2;
+/// long batches keep `ROW_BLOCK` rows.
+const CALL_FLOATS: usize = 4096;
+
 /// `out[t][r] = w_row(r) · act_row(t)` for `m` weight rows of length `k`, `acts.n_rows` tokens.
 pub fn mul_mat_quantized(
     pool: &dyn ThreadPool,
@@ -99,15 +105,16 @@ pub fn mul_mat_quantized(
     let shared = SharedOut::new(out);
     let n_tasks = (pool.n_threads() * 4).min(m.div_ceil(ROW_BLOCK));
     let act_bytes = &acts.bytes()[..n * acts.row_bytes];
+    let call_rows = (CALL_FLOATS / n.max(1)).clamp(ROW_BLOCK, 256) / ROW_BLOCK * ROW_BLOCK;
     for_each_chunk(pool, m, n_tasks, ROW_BLOCK, &|rows| {
         SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
-            if scratch.len() < ROW_BLOCK * n {
-                scratch.resize(ROW_BLOCK * n, 0.0);
+            if scratch.len() < call_rows * n {
+                scratch.resize(call_rows * n, 0.0);
             }
             let mut r0 = rows.start;
             while r0 < rows.end {
-                let r1 = (r0 + ROW_BLOCK).min(rows.end);
+                let r1 = (r0 + call_rows).min(rows.end);
                 let nr = r1 - r0;
                 let tile = &mut scratch[..nr * n];
                 // Tiles of weight rows × tokens; each element bit-identical to vec_dot.
