@@ -386,14 +386,14 @@ pub fn attention(
     let n_tokens = q.len() / (p.head_dim * p.n_head);
     let group = p.n_head / p.n_head_kv;
     // Work items: `tokens` consecutive tokens × `heads` heads of one KV head, at most
-    // MAX_ROWS rows; halved while that leaves fewer than two items per thread (decoding one
-    // token of a model with one KV head).
+    // MAX_ROWS rows; halved while that leaves fewer than four items per thread (decoding, and
+    // speculative verify batches, where a few equal items would leave a thread idle).
     let mut heads = group.min(MAX_ROWS);
     let mut tokens = (MAX_ROWS / heads).min(TOKEN_BLOCK).min(n_tokens).max(1);
     let items = |tokens: usize, heads: usize| {
         n_tokens.div_ceil(tokens) * p.n_head_kv * group.div_ceil(heads)
     };
-    while items(tokens, heads) < 2 * pool.n_threads() && tokens * heads > 1 {
+    while items(tokens, heads) < 4 * pool.n_threads() && tokens * heads > 1 {
         if tokens > 1 {
             tokens = tokens.div_ceil(2);
         } else {
