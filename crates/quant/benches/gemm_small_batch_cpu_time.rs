@@ -10,25 +10,15 @@
 #[path = "../tests/vec_dot_support/mod.rs"]
 mod vec_dot_support;
 
+mod cpu_time;
+
 use quant::vec_dot::gemm;
 use std::hint::black_box;
 use vec_dot_support::*;
 
-fn thread_cpu_ns() -> u64 {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").expect("Linux schedstat");
-    s.split_whitespace().next().unwrap().parse().unwrap()
-}
-
 /// Nanoseconds of CPU per weight row over passes worth `budget_ns` of CPU.
-fn measure(rows: usize, budget_ns: u64, mut f: impl FnMut()) -> f64 {
-    f();
-    let start = thread_cpu_ns();
-    let mut passes = 0u64;
-    while thread_cpu_ns() - start < budget_ns {
-        f();
-        passes += 1;
-    }
-    (thread_cpu_ns() - start) as f64 / (passes as f64 * rows as f64)
+fn measure(rows: usize, budget_ns: u64, f: impl FnMut()) -> f64 {
+    cpu_time::cpu_ns_per_run(budget_ns, f) / rows as f64
 }
 
 const BATCHES: [usize; 9] = [1, 2, 3, 4, 5, 8, 9, 13, 16];

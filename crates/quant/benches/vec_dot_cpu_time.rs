@@ -7,6 +7,8 @@
 #[path = "../tests/vec_dot_support/mod.rs"]
 mod vec_dot_support;
 
+mod cpu_time;
+
 use quant::vec_dot::{kernel_isa, vec_dot, vec_dot_x4};
 use std::hint::black_box;
 use vec_dot_support::*;
@@ -15,24 +17,9 @@ use vec_dot_support::*;
 const K: usize = 2048;
 
 /// Nanoseconds this thread has run on a CPU.
-fn thread_cpu_ns() -> u64 {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").expect("Linux schedstat");
-    s.split_whitespace().next().unwrap().parse().unwrap()
-}
-
 /// Runs `f` (one pass over `bytes` weight bytes) for about `budget_ns` of CPU time; GB/s.
-fn measure(bytes: usize, budget_ns: u64, mut f: impl FnMut()) -> f64 {
-    f(); // warm caches
-    let start = thread_cpu_ns();
-    let mut passes = 0u64;
-    while thread_cpu_ns() - start < budget_ns {
-        for _ in 0..4 {
-            f();
-        }
-        passes += 4;
-    }
-    let ns = (thread_cpu_ns() - start) as f64;
-    bytes as f64 * passes as f64 / ns
+fn measure(bytes: usize, budget_ns: u64, f: impl FnMut()) -> f64 {
+    bytes as f64 / cpu_time::cpu_ns_per_run(budget_ns, f)
 }
 
 fn run<W: WeightBlock, A: ActBlock>(pair: &Pair<W, A>, matrix_bytes: usize, filter: &str) {
