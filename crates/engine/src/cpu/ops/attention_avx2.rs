@@ -114,10 +114,10 @@ unsafe fn fma_f16x8_exact(a: __m256, b: __m256, c: __m256) -> __m256 {
 /// `f16(a + b)` for f16-exact lanes, rounded once: the f32 sum rounded to f16 is always that.
 /// Why: where the f32 sum is exact, this is one rounding. It is inexact only when the smaller
 /// operand `b` lies below the f32 ulp of the larger `a` (exponent `E`): f16 `b` is a multiple
-/// of its own ulp `2^(Eb-10)`, so `Eb < E - 13` and `|b| < 2^(E-13)`, a quarter of the distance
-/// from `a` to its nearest f16 midpoint (`2^(E-12)` even where `a` is a power of two and the
-/// sum falls into the binade below). The exact sum and its f32 rounding then both lie strictly
-/// between `a` and that midpoint and round to `a`. (Two f16 subnormals add exactly in f32;
+/// of its own ulp `2^(Eb-10)`, so `Eb < E - 13` and `|b| < 2^(E-13)`, under half the distance
+/// from `a` to its nearest f16 midpoint (`2^(E-11)`, or `2^(E-12)` where `a` is a power of two
+/// and the sum falls into the binade below). The exact sum and its f32 rounding then both lie
+/// strictly between `a` and that midpoint and round to `a`. (Two f16 subnormals add exactly in f32;
 /// an f16 overflow rounds to infinity either way.)
 #[inline(always)]
 unsafe fn add_f16x8(a: __m256, b: __m256) -> __m256 {
