@@ -96,6 +96,27 @@ describe('SmolLM2 in a plain page (single-threaded build)', () => {
     assert.equal(r.c.choices[0].text, expected);
   });
 
+  test('speculative requests give the plain text, with draft statistics', async () => {
+    const r = await page.evaluate(async () => {
+      const prompt = 'a b c d e f g a b c d e f g a b c d e f g a b c d e f g a b';
+      const req = { prompt, max_tokens: 40, temperature: 0, ignore_eos: true, return_token_ids: true };
+      const plain = await window.engine.completions.create(req);
+      const spec = await window.engine.completions.create({
+        ...req, speculative: { type: 'ngram-simple', ngram_size_n: 3, draft_max: 8 },
+      });
+      const code = (p) => p.then(() => 'resolved', (e) => e.code);
+      const bad = await code(window.engine.completions.create({ ...req, speculative: { type: 'draft' } }));
+      return { plain, spec, bad };
+    });
+    assert.deepEqual(r.spec.choices[0].token_ids, r.plain.choices[0].token_ids);
+    assert.equal(r.spec.choices[0].text, r.plain.choices[0].text);
+    assert.equal(r.plain.timings.draft_n, undefined);
+    assert.ok(r.spec.timings.draft_n_accepted > 0, JSON.stringify(r.spec.timings));
+    assert.ok(r.spec.timings.draft_n >= r.spec.timings.draft_n_accepted);
+    assert.match(r.spec.timings.draft_stats[0], /^draft acceptance rate = /);
+    assert.equal(r.bad, 'INVALID_ARGUMENT');
+  });
+
   test('the SIMD128 build (simd: \'simd128\') gives the same greedy tokens', async () => {
     const fx = fixture('greedy_smollm2.jsonl')[0];
     const r = await page.evaluate(async ({ url, prompt }) => {

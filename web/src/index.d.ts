@@ -78,9 +78,29 @@ export interface SamplingOptions {
   stop?: string | string[];
   /** Never stop at an end-of-generation token. */
   ignore_eos?: boolean;
+  /** Draftless speculative decoding (the wasm backend): the same text, in fewer model passes
+   * when the output repeats what came before (rewriting, quoting, code edits). */
+  speculative?: SpeculativeOptions;
   /** Add the generated token ids as `choices[0].token_ids` (on the last chunk when streaming). */
   return_token_ids?: boolean;
   signal?: AbortSignal;
+}
+
+/** llama.cpp's `--spec-type` and options; absent fields take its defaults. */
+export interface SpeculativeOptions {
+  type: 'none' | 'ngram-simple' | 'ngram-map-k' | 'ngram-map-k4v' | 'ngram-cache';
+  /** Key n-gram length, the sampled token included. Default 12 (3 suits short loops). */
+  ngram_size_n?: number;
+  /** Tokens proposed per draft (ngram-map-*). Default 48. */
+  ngram_size_m?: number;
+  /** Look up only every R tokens. Default 1. */
+  ngram_check_rate?: number;
+  /** Times a key must have been seen before it drafts (ngram-map-*). Default 1. */
+  ngram_min_hits?: number;
+  /** Most draft tokens verified per step. Default 16. */
+  draft_max?: number;
+  /** Shorter drafts are not verified. Default 0. */
+  draft_min?: number;
 }
 
 export interface ChatMessage { role: 'system' | 'user' | 'assistant' | string; content: string }
@@ -95,6 +115,11 @@ export interface Timings {
   generation_ms: number;
   prompt_tokens_per_second: number;
   generation_tokens_per_second: number;
+  /** Speculative requests: draft tokens verified, and accepted. */
+  draft_n?: number;
+  draft_n_accepted?: number;
+  /** Speculative requests: llama.cpp's statistics lines. */
+  draft_stats?: string[];
 }
 
 export interface ChatCompletion {

@@ -11,7 +11,7 @@ const LATER_BACKENDS = ['companion'];
 // The options a generation request may carry to the engine (OpenAI's names).
 const GENERATION_KEYS = [
   'max_tokens', 'temperature', 'top_p', 'top_k', 'min_p', 'seed', 'stop',
-  'repeat_penalty', 'presence_penalty', 'frequency_penalty', 'ignore_eos',
+  'repeat_penalty', 'presence_penalty', 'frequency_penalty', 'ignore_eos', 'speculative',
 ];
 
 function invalid(message) {
@@ -155,14 +155,22 @@ function usageOf(stats) {
   };
 }
 
-function timingsOf(stats) {
-  return {
+function timingsOf(stats, speculative) {
+  const timings = {
     prompt_tokens_evaluated: stats.prompt_tokens_evaluated,
     prompt_ms: stats.prompt_ms,
     generation_ms: stats.generation_ms,
     prompt_tokens_per_second: stats.prompt_tokens_per_s,
     generation_tokens_per_second: stats.generation_tokens_per_s,
   };
+  // Speculative requests: draft tokens verified and accepted (llama-server's names), and
+  // llama.cpp's statistics lines.
+  if (speculative) {
+    timings.draft_n = speculative.drafted;
+    timings.draft_n_accepted = speculative.accepted;
+    timings.draft_stats = speculative.lines;
+  }
+  return timings;
 }
 
 class Engine {
@@ -199,7 +207,7 @@ class Engine {
         if (req.return_token_ids) choice.token_ids = r.stats.tokens;
         return {
           id, object: kind === 'chat' ? 'chat.completion' : 'text_completion', created, model,
-          choices: [choice], usage: usageOf(r.stats), timings: timingsOf(r.stats),
+          choices: [choice], usage: usageOf(r.stats), timings: timingsOf(r.stats, r.speculative),
         };
       });
     }
@@ -231,7 +239,7 @@ class Engine {
         const last = chunk('', r.finish_reason);
         if (payload.returnTokenIds) last.choices[0].token_ids = r.stats.tokens;
         last.usage = usageOf(r.stats);
-        last.timings = timingsOf(r.stats);
+        last.timings = timingsOf(r.stats, r.speculative);
         chunks.push(last);
         chunks.close({ done: true });
       }, (error) => chunks.close({ error }))

@@ -153,7 +153,9 @@ async function generate(id, { prompt, messages, options, stream }) {
       text += step.text;
       if (stream) post({ id, type: 'chunk', text: step.text });
     }
-    if (step.done) return { text, finish_reason: step.finish_reason, stats: step.stats };
+    if (step.done) {
+      return { text, finish_reason: step.finish_reason, stats: step.stats, speculative: step.speculative };
+    }
     await yieldToEvents();
   }
 }

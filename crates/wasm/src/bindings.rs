@@ -301,6 +301,17 @@ struct StepResult {
     stats: Option<Stats>,
     /// The step was submitted to the GPU: await `readBack()`, then call `step` again.
     pending: bool,
+    /// With `done`, when the generation was speculative.
+    speculative: Option<SpeculativeStats>,
+}
+
+#[derive(Serialize)]
+struct SpeculativeStats {
+    /// Draft tokens verified, and accepted.
+    drafted: usize,
+    accepted: usize,
+    /// llama.cpp's statistics lines (`draft acceptance rate = ...`, one per speculator).
+    lines: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -421,8 +432,12 @@ impl Engine {
     pub fn begin(&mut self, ids: Vec<u32>, options: JsValue) -> Result<(), JsValue> {
         let options: GenerateOptions = from_js("generation options", options)?;
         let params = options.to_params().map_err(js_error)?;
+        let spec = match &options.speculative {
+            Some(s) => Some(s.to_params().map_err(js_error)?),
+            None => None,
+        };
         self.session
-            .begin(ids, params, &PerformanceClock)
+            .begin_with(ids, params, spec, &PerformanceClock)
             .map_err(js_error)
     }
 
@@ -442,6 +457,11 @@ impl Engine {
             finish_reason,
             stats,
             pending: step.pending,
+            speculative: step.speculative.map(|s| SpeculativeStats {
+                drafted: s.n_drafted,
+                accepted: s.n_accepted,
+                lines: s.lines,
+            }),
         })
     }
 

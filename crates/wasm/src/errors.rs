@@ -6,6 +6,7 @@
 use engine::chat_template::ChatTemplateError;
 use engine::generate::GenerateError;
 use engine::sampling::SamplingError;
+use engine::speculative::SpecError;
 use engine::EngineError;
 use gguf::GgufError;
 
@@ -113,6 +114,18 @@ impl From<SamplingError> for WasmError {
 impl From<ChatTemplateError> for WasmError {
     fn from(e: ChatTemplateError) -> Self {
         WasmError::new(ErrorCode::ChatTemplate, e.to_string())
+    }
+}
+
+impl From<SpecError> for WasmError {
+    fn from(e: SpecError) -> Self {
+        match e {
+            SpecError::Engine(e) => e.into(),
+            SpecError::Sampling(e) => e.into(),
+            // Bad options, and the states a draftless speculator cannot reach in this host
+            // (no cache files, no draft model).
+            e => WasmError::new(ErrorCode::InvalidArgument, e.to_string()),
+        }
     }
 }
 

@@ -10,6 +10,10 @@
 //! On a backend whose results come back asynchronously (WebGPU in a browser) a step may end
 //! with [`Step::pending`]: the step's work was submitted and nothing else changed; the caller
 //! awaits the backend's read-back and calls [`Session::step`] again, which then completes it.
+//!
+//! With draftless speculative decoding ([`Session::begin_with`], CPU only) a decode step
+//! verifies a draft in one batch and may commit several tokens, exactly the ones plain
+//! decoding gives (`engine::speculative`'s loop, cut into the same steps).
 
 use std::sync::Arc;
 
@@ -19,6 +23,7 @@ use engine::generate::{
     prompt_sampler, tokenize_chat, Clock, GenerateError, GenerateParams, GenerateStats, StopReason,
 };
 use engine::sampling::Sampler;
+use engine::speculative::{verify_draft, SpecParams, SpecType, SpeculatorChain};
 use engine::stop::StopMatcher;
 use engine::tokenizer::StreamDecoder;
 use engine::{Context, ContextParams, EngineError, Model, ThreadPool};
@@ -38,6 +43,8 @@ pub struct Session {
     /// The backend samples greedily on the device (`Backend::compute_greedy`): greedy requests
     /// without penalties or biases read back one token id per step instead of the logits.
     device_greedy: bool,
+    /// The backend reads results back asynchronously (no speculative decoding there yet).
+    async_backend: bool,
 }
 
 enum Phase {
@@ -66,6 +73,27 @@ struct Generation {
     next: Option<u32>,
     t_start: f64,
     t_prompt_done: f64,
+    /// Draftless speculative decoding, when requested.
+    spec: Option<Speculation>,
+}
+
+/// A generation's speculative state.
+struct Speculation {
+    chain: SpeculatorChain,
+    /// The tokens in the KV cache (prompt, then committed tokens), which drafts are looked up in.
+    history: Vec<u32>,
+    n_drafted: usize,
+    n_accepted: usize,
+}
+
+/// Speculative decoding's statistics for one generation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpecReport {
+    /// Draft tokens verified, and accepted.
+    pub n_drafted: usize,
+    pub n_accepted: usize,
+    /// llama.cpp's lines: the acceptance rate, then one line per speculator.
+    pub lines: Vec<String>,
 }
 
 /// What one step produced.
@@ -78,6 +106,8 @@ pub struct Step {
     /// The step's work was submitted to an asynchronous backend and nothing else happened:
     /// await the backend's read-back, then call `step` again.
     pub pending: bool,
+    /// Set with `finished` when the generation was speculative.
+    pub speculative: Option<SpecReport>,
 }
 
 impl Step {
@@ -86,6 +116,7 @@ impl Step {
             text,
             finished: None,
             pending: false,
+            speculative: None,
         }
     }
 }
@@ -101,9 +132,8 @@ fn submitted<T>(r: Result<T, EngineError>) -> Result<Option<T>, WasmError> {
 
 fn pending_step() -> Step {
     Step {
-        text: String::new(),
-        finished: None,
         pending: true,
+        ..Step::text(String::new())
     }
 }
 
@@ -114,7 +144,7 @@ impl Session {
         threads: Arc<dyn ThreadPool>,
     ) -> Result<Session, WasmError> {
         let ctx = Context::new(model.clone(), context_params(options, threads))?;
-        Ok(Session::with_context(model, ctx, false))
+        Ok(Session::with_context(model, ctx, false, false))
     }
 
     /// A session on another backend than the CPU (the browser's WebGPU backend, in
@@ -128,10 +158,15 @@ impl Session {
     ) -> Result<Session, WasmError> {
         let params = context_params(options, Arc::new(engine::SequentialPool));
         let ctx = Context::with_backend(model.clone(), params, backend)?;
-        Ok(Session::with_context(model, ctx, device_greedy))
+        Ok(Session::with_context(model, ctx, device_greedy, true))
     }
 
-    fn with_context(model: Arc<Model>, ctx: Context, device_greedy: bool) -> Session {
+    fn with_context(
+        model: Arc<Model>,
+        ctx: Context,
+        device_greedy: bool,
+        async_backend: bool,
+    ) -> Session {
         // A template that does not parse makes chat unavailable, not the model.
         let template = ChatTemplate::from_gguf(model.weights().file().header(), model.tokenizer())
             .ok()
@@ -142,6 +177,7 @@ impl Session {
             template,
             active: None,
             device_greedy,
+            async_backend,
         }
     }
 
@@ -178,7 +214,46 @@ impl Session {
         params: GenerateParams,
         clock: &dyn Clock,
     ) -> Result<(), WasmError> {
+        self.begin_with(prompt, params, None, clock)
+    }
+
+    /// [`Session::begin`], speculatively with a draftless type when `spec` asks for one (the
+    /// output stays that of plain decoding). Draft models and ngram-cache files are the native
+    /// host's; the CPU backend only.
+    pub fn begin_with(
+        &mut self,
+        prompt: Vec<u32>,
+        params: GenerateParams,
+        spec: Option<SpecParams>,
+        clock: &dyn Clock,
+    ) -> Result<(), WasmError> {
         self.active = None;
+        let spec = match spec {
+            Some(p) if p.spec_type != SpecType::None => {
+                if p.spec_type == SpecType::Draft {
+                    return Err(WasmError::new(
+                        ErrorCode::InvalidArgument,
+                        "speculative.type: draft models are not supported in the browser; \
+                         use ngram-simple, ngram-map-k, ngram-map-k4v or ngram-cache",
+                    ));
+                }
+                if self.async_backend {
+                    return Err(WasmError::new(
+                        ErrorCode::InvalidArgument,
+                        "speculative decoding runs on the wasm (CPU) backend only",
+                    ));
+                }
+                let mut chain = SpeculatorChain::from_params(&p, None, None, None)?;
+                chain.begin(&prompt)?;
+                Some(Speculation {
+                    chain,
+                    history: prompt.clone(),
+                    n_drafted: 0,
+                    n_accepted: 0,
+                })
+            }
+            _ => None,
+        };
         if prompt.is_empty() {
             return Err(GenerateError::EmptyPrompt.into());
         }
@@ -233,6 +308,7 @@ impl Session {
             next: None,
             t_start: now,
             t_prompt_done: now,
+            spec,
         });
         Ok(())
     }
@@ -269,7 +345,8 @@ impl Session {
     }
 
     fn advance(&mut self, g: &mut Generation, clock: &dyn Clock) -> Result<Step, WasmError> {
-        let tokenizer = self.model.tokenizer();
+        let model = self.model.clone();
+        let tokenizer = model.tokenizer();
         match g.phase {
             Phase::Prefill(from) => {
                 // One micro-batch per step at most: a pending step must commit nothing.
@@ -301,6 +378,9 @@ impl Session {
                         clock,
                     ));
                 }
+                if let Some(step) = self.speculative_step(g, token, clock)? {
+                    return Ok(step);
+                }
                 if g.device_greedy {
                     match submitted(self.ctx.decode_greedy(&[token], false))? {
                         Some(ids) => g.next = ids.first().copied(),
@@ -308,6 +388,9 @@ impl Session {
                     }
                 } else if submitted(self.ctx.decode(&[token], false))?.is_none() {
                     return Ok(pending_step());
+                }
+                if let Some(spec) = &mut g.spec {
+                    spec.history.push(token);
                 }
             }
             Phase::FirstToken => {}
@@ -327,33 +410,94 @@ impl Session {
             None => g.sampler.sample(self.ctx.logits())?,
         };
         g.sampler.accept(token);
+        Ok(emit(g, &[token], tokenizer, clock))
+    }
+
+    /// With a speculator, a draft for after `token` verified in one batch: `None` when there
+    /// is no draft (the step decodes `token` alone).
+    fn speculative_step(
+        &mut self,
+        g: &mut Generation,
+        token: u32,
+        clock: &dyn Clock,
+    ) -> Result<Option<Step>, WasmError> {
+        let Some(spec) = &mut g.spec else {
+            return Ok(None);
+        };
+        let n_past = self.ctx.n_past();
+        // Room for the draft: the context, the batch, and the tokens still wanted (a draft of
+        // k commits at most k + 1 tokens).
+        let wanted = g
+            .params
+            .max_tokens
+            .map_or(usize::MAX, |m| m.saturating_sub(g.tokens.len()));
+        let room = (self.ctx.n_ctx() - n_past - 1)
+            .min(self.ctx.n_batch().max(1) - 1)
+            .min(wanted.saturating_sub(1));
+        if room == 0 {
+            return Ok(None);
+        }
+        let draft = spec.chain.draft(&spec.history, token, room)?;
+        if draft.is_empty() {
+            return Ok(None);
+        }
+        let mut batch = Vec::with_capacity(draft.len() + 1);
+        batch.push(token);
+        batch.extend_from_slice(&draft);
+        self.ctx.decode(&batch, true)?;
+        let n_vocab = self.model.n_vocab();
+        let verified = verify_draft(&mut g.sampler, &draft, self.ctx.all_logits(), n_vocab)?;
+        // Keep `token` and the accepted draft tokens; forget the rejected ones.
+        self.ctx.truncate(n_past + 1 + verified.n_accepted);
+        spec.chain.accept(verified.n_accepted);
+        spec.n_drafted += draft.len();
+        spec.n_accepted += verified.n_accepted;
+        spec.history.push(token);
+        spec.history
+            .extend_from_slice(&verified.tokens[..verified.n_accepted]);
+        Ok(Some(emit(
+            g,
+            &verified.tokens,
+            self.model.tokenizer(),
+            clock,
+        )))
+    }
+}
+
+/// Hands out committed tokens (already accepted by the sampler) in order, as plain decoding
+/// would, ending the generation at the first that ends it; the last one is decoded next.
+fn emit(
+    g: &mut Generation,
+    tokens: &[u32],
+    tokenizer: &engine::tokenizer::Tokenizer,
+    clock: &dyn Clock,
+) -> Step {
+    let mut text = String::new();
+    for &token in tokens {
         g.tokens.push(token);
         if tokenizer.is_eog(token) && !g.params.ignore_eos {
-            return Ok(done(
+            return done(
                 g,
                 StopReason::EndOfGeneration(token),
-                String::new(),
+                text,
                 tokenizer,
                 clock,
-            ));
+            );
         }
         let piece = decode_utf8(tokenizer, &mut g.partial_char, token);
         let out = g.stops.push(&piece);
+        text.push_str(&out.text);
         if let Some(i) = out.stopped {
-            return Ok(done(
-                g,
-                StopReason::StopString(i),
-                out.text,
-                tokenizer,
-                clock,
-            ));
+            return done(g, StopReason::StopString(i), text, tokenizer, clock);
         }
-        if max_reached(g) {
-            return Ok(done(g, StopReason::MaxTokens, out.text, tokenizer, clock));
+        if g.params.max_tokens.is_some_and(|m| g.tokens.len() >= m) {
+            return done(g, StopReason::MaxTokens, text, tokenizer, clock);
         }
-        g.phase = Phase::Decode(token);
-        Ok(Step::text(out.text))
     }
+    if let Some(&last) = tokens.last() {
+        g.phase = Phase::Decode(last);
+    }
+    Step::text(text)
 }
 
 fn done(
@@ -364,10 +508,16 @@ fn done(
     clock: &dyn Clock,
 ) -> Step {
     let (text, stats) = finish(g, reason, text, tokenizer, clock);
+    let speculative = g.spec.as_ref().map(|s| SpecReport {
+        n_drafted: s.n_drafted,
+        n_accepted: s.n_accepted,
+        lines: s.chain.stats_lines(),
+    });
     Step {
         text,
         finished: Some(stats),
         pending: false,
+        speculative,
     }
 }
 

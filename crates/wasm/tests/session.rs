@@ -332,3 +332,81 @@ fn pending_steps_on_an_async_backend_give_the_same_generation() {
         assert!(pending.load(std::sync::atomic::Ordering::Relaxed) > 0);
     }
 }
+
+/// A request with `speculative` gives exactly the plain generation (tokens, text, and where a
+/// stop string or the token limit ends it), with drafts verified and accepted on the way.
+#[test]
+fn speculative_steps_give_the_plain_output() {
+    let model = load_in_chunks(&smollm2_bytes(), 1 << 20);
+    let mut s = session(&model);
+    // Repetitive text, so that n-gram drafts are accepted.
+    let prompt = tokenize_prompt(
+        model.tokenizer(),
+        "a b c d e f g a b c d e f g a b c d e f g a b c d e f g a b c d e f g a b",
+    );
+    for (stop, max_tokens) in [(None, 48), (Some(" e f"), 48), (None, 7)] {
+        let options = GenerateOptions {
+            max_tokens: Some(max_tokens),
+            temperature: Some(0.0),
+            stop: stop.map(|t: &str| tessera_wasm::options::StopOption::One(t.into())),
+            ignore_eos: true,
+            ..Default::default()
+        };
+        let plain = run_steps(&mut s, prompt.clone(), options.to_params().unwrap());
+        for spec_type in [
+            "ngram-simple",
+            "ngram-map-k",
+            "ngram-map-k4v",
+            "ngram-cache",
+        ] {
+            let spec = tessera_wasm::options::SpeculativeOptions {
+                spec_type: Some(spec_type.into()),
+                ngram_size_n: Some(3),
+                draft_max: Some(8),
+                ..Default::default()
+            };
+            s.begin_with(
+                prompt.clone(),
+                options.to_params().unwrap(),
+                Some(spec.to_params().unwrap()),
+                &NoClock,
+            )
+            .unwrap();
+            let mut text = String::new();
+            let (stats, report) = loop {
+                let step = s.step(&NoClock).unwrap();
+                text.push_str(&step.text);
+                if let Some(stats) = step.finished {
+                    break (stats, step.speculative.expect("a speculative report"));
+                }
+            };
+            let case = format!("{spec_type}, stop {stop:?}, max {max_tokens}");
+            assert_eq!(stats.tokens, plain.1.tokens, "{case}");
+            assert_eq!(text, plain.0, "{case}");
+            assert_eq!(stats.stop, plain.1.stop, "{case}");
+            if stop.is_none() && max_tokens > 8 {
+                assert!(report.n_accepted > 0, "{case}: nothing accepted");
+            }
+            assert!(report.n_accepted <= report.n_drafted, "{case}");
+            assert!(
+                report.lines[0].starts_with("draft acceptance rate"),
+                "{case}"
+            );
+        }
+    }
+    // Bad options are refused with InvalidArgument before anything runs.
+    for (spec_type, n) in [("draft", 12), ("ngram-simple", 0), ("eagle3", 12)] {
+        let spec = tessera_wasm::options::SpeculativeOptions {
+            spec_type: Some(spec_type.into()),
+            ngram_size_n: Some(n),
+            ..Default::default()
+        };
+        let err = match spec.to_params() {
+            Err(e) => e,
+            Ok(p) => s
+                .begin_with(prompt.clone(), GenerateParams::default(), Some(p), &NoClock)
+                .unwrap_err(),
+        };
+        assert_eq!(err.code, ErrorCode::InvalidArgument, "{spec_type} n={n}");
+    }
+}
