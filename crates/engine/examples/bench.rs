@@ -6,22 +6,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use engine::{Context, ContextParams, Model, ThreadPool};
+use engine::{Context, ContextParams, Model};
 
 /// Runs tasks on the rayon pool the caller is running in: the whole benchmark runs inside
 /// `pool.install`, so each op's tasks are picked up by already-running workers (no cross-thread
 /// wake-up of the caller per op).
-struct RayonPool(usize);
-
-impl ThreadPool for RayonPool {
-    fn n_threads(&self) -> usize {
-        self.0
-    }
-    fn run(&self, n_tasks: usize, task: &(dyn Fn(usize) + Sync)) {
-        use rayon::prelude::*;
-        (0..n_tasks).into_par_iter().for_each(task);
-    }
-}
+#[path = "support/rayon_pool.rs"]
+mod rayon_pool;
+use rayon_pool::RayonPool;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();

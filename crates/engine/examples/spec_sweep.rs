@@ -25,19 +25,11 @@ use engine::speculative::{
     generate, generate_after_prompt, GenerateOptions, SpecContext, SpecError, SpecParams, SpecType,
     SpeculatorChain,
 };
-use engine::{Context, ContextParams, Model, ThreadPool};
+use engine::{Context, ContextParams, Model};
 
-struct RayonPool(usize);
-
-impl ThreadPool for RayonPool {
-    fn n_threads(&self) -> usize {
-        self.0
-    }
-    fn run(&self, n_tasks: usize, task: &(dyn Fn(usize) + Sync)) {
-        use rayon::prelude::*;
-        (0..n_tasks).into_par_iter().for_each(task);
-    }
-}
+#[path = "support/rayon_pool.rs"]
+mod rayon_pool;
+use rayon_pool::RayonPool;
 
 /// Replays a known token sequence (densely renumbered: `seq` holds ids `< n_vocab`).
 struct Oracle {

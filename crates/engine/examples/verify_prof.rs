@@ -9,19 +9,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use engine::{Context, ContextParams, Model, ThreadPool};
+use engine::{Context, ContextParams, Model};
 
-struct RayonPool(usize);
-
-impl ThreadPool for RayonPool {
-    fn n_threads(&self) -> usize {
-        self.0
-    }
-    fn run(&self, n_tasks: usize, task: &(dyn Fn(usize) + Sync)) {
-        use rayon::prelude::*;
-        (0..n_tasks).into_par_iter().for_each(task);
-    }
-}
+#[path = "support/rayon_pool.rs"]
+mod rayon_pool;
+use rayon_pool::RayonPool;
 
 /// CPU time of this thread (Linux schedstat; holds on a loaded machine). With `-t 1` all the
 /// work runs on this thread, so it is the call's whole compute cost.
