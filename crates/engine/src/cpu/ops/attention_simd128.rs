@@ -1,5 +1,6 @@
 //! wasm32 SIMD128 versions of the attention accumulator loops (`attention::scale_acc` and
-//! `attention::mad_acc`), bit-identical to the scalar ones: the f32 fused multiply-add is
+//! `attention::mad_rows`) and of the K/V row widening, bit-identical to the scalar ones: the
+//! f32 fused multiply-add is
 //! computed exactly in f64x2 lanes (`quant::vec_dot::fma_f32x4`; wasm's `f32::mul_add` is a slow
 //! software `fmaf`) and the rounding to f16 precision is done with f32 bit arithmetic. Checked
 //! by the tests in `attention.rs` (run in Node).
