@@ -264,7 +264,7 @@ macro_rules! gemm_kernel {
     };
 }
 
-/// Generates the legacy-quant `$name(n, w, n_rows, a, n_acts, out)` (same contract as
+/// Generates the signed legacy-quant `$name(n, w, n_rows, a, n_acts, out)` (same contract as
 /// [`gemm_kernel`]), shaped for both prompt batches and the small batches of speculative
 /// verification, where the weights stream from memory once and the per-pair compute must hide
 /// under that stream:
@@ -273,7 +273,7 @@ macro_rules! gemm_kernel {
 ///   multiply, into a table the pair loop reads with broadcast loads (one multiply per eight
 ///   pairs instead of a scalar multiply and a broadcast per pair; each product is the same single
 ///   f32 rounding as the single-row kernel's `d_w * d_a`);
-/// * a pair is then one activation load, `sign` (signed types), `maddubs`, `madd`, `cvt` and the
+/// * a pair is then one activation load, `sign`, `maddubs`, `madd`, `cvt` and the
 ///   FMA, into its own accumulator, blocks in order: the single-row kernel's float operations;
 /// * one or two activations take tiles of 4 weight rows, so 4 or 8 independent FMA chains hide
 ///   the FMA latency; more take tiles of 1 row × up to 8 activations.
@@ -281,9 +281,9 @@ macro_rules! gemm_kernel {
 /// Used for Q8_0 (Gemma's 262144-row output matrix): there it measured 10-30% less CPU than
 /// [`gemm_kernel`] for 2..16 tokens (`benches/gemm_small_batch_cpu_time.rs`). For Q5_0 and Q4_1,
 /// whose weight unpacking costs more than Q8_0's, it measured slower on the same machine, so
-/// those keep `gemm_kernel` (the `$min` arm serves Q4_1/Q5_1 should that change).
+/// those keep `gemm_kernel`.
 macro_rules! gemm_legacy {
-    ($name:ident, $W:ty, $A:ty, $prep:ident, $scales:ident, $min:literal) => {
+    ($name:ident, $W:ty, $A:ty, $prep:ident, $scales:ident) => {
         /// # Safety
         /// The CPU must support AVX2, FMA and F16C.
         #[target_feature(enable = "avx2,fma,f16c")]
@@ -296,8 +296,7 @@ macro_rules! gemm_legacy {
             out: &mut [f32],
         ) {
             /// `R` rows × `C` activations from (r0, t0). `d` holds the activation scales
-            /// block-major (`d[i * stride + t]`), `s` the Q8_1 sums act-major (`s[t * nb + i]`),
-            /// `dd` is scratch of `R * nb * 8` floats.
+            /// block-major (`d[i * stride + t]`), `dd` is scratch of `R * nb * 8` floats.
             #[inline(always)]
             #[allow(clippy::too_many_arguments)]
             unsafe fn tile<const R: usize, const C: usize>(
@@ -305,7 +304,6 @@ macro_rules! gemm_legacy {
                 w: &[$W],
                 d: &[f32],
                 stride: usize,
-                s: &[f32],
                 qt: &[__m256i],
                 n_acts: usize,
                 dd: &mut [f32],
@@ -335,14 +333,7 @@ macro_rules! gemm_legacy {
                         let x = $prep(&*wp.add(r * nb + i));
                         for c in 0..C {
                             let q = *qp.add(c);
-                            let sums = if $min {
-                                acc[r][c].summs = x
-                                    .m
-                                    .mul_add(*s.get_unchecked((t0 + c) * nb + i), acc[r][c].summs);
-                                mul_sum_us8(x.ax, q)
-                            } else {
-                                mul_sum_us8(x.ax, _mm256_sign_epi8(q, x.sx))
-                            };
+                            let sums = mul_sum_us8(x.ax, _mm256_sign_epi8(q, x.sx));
                             let ddv = _mm256_broadcast_ss(&*ddp.add((r * nb + i) * 8 + c));
                             acc[r][c].main =
                                 _mm256_fmadd_ps(ddv, _mm256_cvtepi32_ps(sums), acc[r][c].main);
@@ -351,11 +342,7 @@ macro_rules! gemm_legacy {
                 }
                 for r in 0..R {
                     for c in 0..C {
-                        out[(t0 + c) * n_rows + r0 + r] = if $min {
-                            acc[r][c].finish_summs()
-                        } else {
-                            acc[r][c].finish_plain()
-                        };
+                        out[(t0 + c) * n_rows + r0 + r] = acc[r][c].finish_plain();
                     }
                 }
             }
@@ -375,11 +362,9 @@ macro_rules! gemm_legacy {
             const R_SMALL: usize = 4;
             let stride = n_acts + 8;
             let mut bufs = LEGACY_SCRATCH.with(|s| s.take());
-            let [d, s, dd] = &mut bufs;
+            let [d, dd] = &mut bufs;
             d.clear();
             d.resize(nb * stride, 0.0);
-            s.clear();
-            s.resize(nb * n_acts, 0.0);
             dd.clear();
             dd.resize(R_SMALL * nb * 8, 0.0);
             // The activations' quants, block-major and 32-byte aligned: a tile reads each block's
@@ -391,14 +376,12 @@ macro_rules! gemm_legacy {
             for t in 0..n_acts {
                 for i in 0..nb {
                     qt[i * n_acts + t] = load256(a[t * nb + i].qs.as_ptr() as *const u8);
-                    let [dt, st] = $scales(&a[t * nb + i]);
-                    d[i * stride + t] = dt;
-                    s[t * nb + i] = st;
+                    d[i * stride + t] = $scales(&a[t * nb + i])[0];
                 }
             }
             macro_rules! go {
                 ($rr:expr, $cc:literal, $r0:expr, $t0:expr) => {
-                    tile::<$rr, $cc>(nb, w, d, stride, s, &qt, n_acts, dd, $r0, $t0, n_rows, out)
+                    tile::<$rr, $cc>(nb, w, d, stride, &qt, n_acts, dd, $r0, $t0, n_rows, out)
                 };
             }
             macro_rules! cols {
@@ -468,9 +451,9 @@ macro_rules! gemm_legacy {
 }
 
 thread_local! {
-    /// Per-thread scratch of the legacy gemm: activation scales, Q8_1 sums, d_w * d_a products.
-    static LEGACY_SCRATCH: core::cell::Cell<[Vec<f32>; 3]> =
-        const { core::cell::Cell::new([Vec::new(), Vec::new(), Vec::new()]) };
+    /// Per-thread scratch of the legacy gemm: activation scales, d_w * d_a products.
+    static LEGACY_SCRATCH: core::cell::Cell<[Vec<f32>; 2]> =
+        const { core::cell::Cell::new([Vec::new(), Vec::new()]) };
     /// Per-thread scratch of the legacy gemm: the activations' quants, block-major.
     static LEGACY_QUANTS: core::cell::Cell<Vec<__m256i>> = const { core::cell::Cell::new(Vec::new()) };
 }
@@ -513,8 +496,7 @@ gemm_legacy!(
     BlockQ8_0,
     BlockQ8_0,
     tprep_q8_0,
-    scales_q8_0,
-    false
+    scales_q8_0
 );
 gemm_kernel!(
     gemm_q4_1_q8_1,
