@@ -11,6 +11,8 @@ use engine::{Context, ContextParams, Model};
 /// Runs tasks on the rayon pool the caller is running in: the whole benchmark runs inside
 /// `pool.install`, so each op's tasks are picked up by already-running workers (no cross-thread
 /// wake-up of the caller per op).
+#[path = "support/args.rs"]
+mod args;
 #[path = "support/rayon_pool.rs"]
 mod rayon_pool;
 use rayon_pool::RayonPool;
@@ -20,13 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = args
         .first()
         .ok_or("usage: bench MODEL.gguf [-p N] [-n N] [-t N] [-r N]")?;
-    let opt = |flag: &str, default: usize| -> usize {
-        args.iter()
-            .position(|a| a == flag)
-            .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
+    let opt = |flag: &str, default: usize| args::usize_flag(&args, flag, default);
     let (n_p, n_g, threads, reps) = (opt("-p", 512), opt("-n", 128), opt("-t", 2), opt("-r", 3));
     let model = Arc::new(Model::load(
         Arc::new(gguf::GgufFile::open(path)?),

@@ -27,6 +27,8 @@ use engine::speculative::{
 };
 use engine::{Context, ContextParams, Model};
 
+#[path = "support/args.rs"]
+mod args;
 #[path = "support/rayon_pool.rs"]
 mod rayon_pool;
 use rayon_pool::RayonPool;
@@ -87,13 +89,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "usage: spec_sweep MODEL.gguf PROMPT.txt [-n N] [-t N] [--chat] [--reps N]".into(),
         );
     }
-    let opt = |flag: &str, default: usize| -> usize {
-        args.iter()
-            .position(|a| a == flag)
-            .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
+    let opt = |flag: &str, default: usize| args::usize_flag(&args, flag, default);
     let (n_predict, threads, reps) = (opt("-n", 512), opt("-t", 2), opt("--reps", 5));
     let chat = args.iter().any(|a| a == "--chat");
     let model = Arc::new(Model::load(

@@ -11,6 +11,8 @@ use std::time::Instant;
 
 use engine::{Context, ContextParams, Model};
 
+#[path = "support/args.rs"]
+mod args;
 #[path = "support/rayon_pool.rs"]
 mod rayon_pool;
 use rayon_pool::RayonPool;
@@ -29,13 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if args.is_empty() {
         return Err("usage: verify_prof MODEL.gguf [-b 4] [-pos 600] [-iters 100] [-t 2]".into());
     }
-    let opt = |flag: &str, default: usize| -> usize {
-        args.iter()
-            .position(|a| a == flag)
-            .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
+    let opt = |flag: &str, default: usize| args::usize_flag(&args, flag, default);
     let (b, pos, iters, threads) = (
         opt("-b", 4),
         opt("-pos", 600),

@@ -1,4 +1,5 @@
-//! The examples' thread pool: tasks on the global rayon pool (the CLI has its own, tuned pool).
+//! The examples' and the model tests' thread pool: tasks on the global rayon pool (the CLI
+//! has its own, tuned pool).
 
 use engine::ThreadPool;
 

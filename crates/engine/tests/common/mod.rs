@@ -38,18 +38,10 @@ pub fn load_model(file: &str) -> Arc<Model> {
     Arc::new(Model::load(Arc::new(gguf), &mut |_| {}).expect("load model"))
 }
 
-/// A pool on rayon's global threads, like the native host's.
-pub struct RayonPool(pub usize);
-
-impl ThreadPool for RayonPool {
-    fn n_threads(&self) -> usize {
-        self.0
-    }
-    fn run(&self, n_tasks: usize, task: &(dyn Fn(usize) + Sync)) {
-        use rayon::prelude::*;
-        (0..n_tasks).into_par_iter().for_each(task);
-    }
-}
+/// A pool on rayon's global threads (the examples' own).
+#[path = "../../examples/support/rayon_pool.rs"]
+mod rayon_pool;
+pub use rayon_pool::RayonPool;
 
 pub fn pool(n: usize) -> Arc<dyn ThreadPool> {
     Arc::new(RayonPool(n))
