@@ -8,7 +8,7 @@ use engine::{Context, ContextParams, Model};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::args::ComputeArgs;
-use crate::pool::{default_threads, RayonPool};
+use crate::pool::{default_threads, spin_pool};
 
 pub fn open_gguf(path: &Path) -> anyhow::Result<gguf::GgufFile> {
     gguf::GgufFile::open(path).map_err(|e| {
@@ -42,10 +42,8 @@ pub fn load_model(path: &Path) -> anyhow::Result<Arc<Model>> {
     Ok(Arc::new(model))
 }
 
-pub fn thread_pool(threads: Option<usize>) -> anyhow::Result<Arc<RayonPool>> {
-    Ok(Arc::new(RayonPool::new(
-        threads.unwrap_or_else(default_threads),
-    )?))
+pub fn thread_pool(threads: Option<usize>) -> anyhow::Result<Arc<engine::SpinPool>> {
+    Ok(Arc::new(spin_pool(threads.unwrap_or_else(default_threads))?))
 }
 
 pub fn new_context(model: &Arc<Model>, compute: &ComputeArgs) -> anyhow::Result<Context> {

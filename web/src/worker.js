@@ -73,7 +73,8 @@ async function loadWasm(threads, simd) {
     }
   }
   module ??= await init(base);
-  if (threaded) await module.initThreadPool(threads);
+  // The engine's pool counts this worker as its first thread (crates/wasm/src/rayon_pool.rs).
+  if (threaded) await module.initThreadPool(threads - 1);
   return module;
 }
 

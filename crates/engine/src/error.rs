@@ -33,6 +33,8 @@ pub enum EngineError {
     BadToken { id: u32, n_vocab: usize },
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    #[error("cannot start the thread pool's workers: {0}")]
+    Threads(String),
     #[error("quantization: {0}")]
     Quant(#[from] quant::QuantError),
     /// A device backend's own typed error (e.g. `backend_wgpu::WgpuError`), kept whole so

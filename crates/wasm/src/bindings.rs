@@ -139,7 +139,7 @@ impl JsModelLoader {
         })?;
         let file = loader.finish().map_err(js_error)?;
         let model = Model::load(file, &mut |_| {}).map_err(|e| js_error(e.into()))?;
-        let session = Session::new(Arc::new(model), &options, thread_pool()).map_err(js_error)?;
+        let session = Session::new(Arc::new(model), &options, thread_pool()?).map_err(js_error)?;
         Ok(Engine {
             session,
             backend: Backend::Cpu,
@@ -190,7 +190,7 @@ impl JsModelLoader {
                 fallback: None,
             }),
             Err(e) if fallback => {
-                let session = Session::new(model, &options, thread_pool()).map_err(js_error)?;
+                let session = Session::new(model, &options, thread_pool()?).map_err(js_error)?;
                 Ok(Engine {
                     session,
                     backend: Backend::Cpu,
@@ -244,13 +244,13 @@ impl Default for JsModelLoader {
 }
 
 #[cfg(feature = "threads")]
-fn thread_pool() -> Arc<dyn ThreadPool> {
-    Arc::new(crate::rayon_pool::RayonGlobalPool)
+fn thread_pool() -> Result<Arc<dyn ThreadPool>, JsValue> {
+    crate::rayon_pool::shared_pool().map_err(|e| js_error(e.into()))
 }
 
 #[cfg(not(feature = "threads"))]
-fn thread_pool() -> Arc<dyn ThreadPool> {
-    Arc::new(engine::SequentialPool)
+fn thread_pool() -> Result<Arc<dyn ThreadPool>, JsValue> {
+    Ok(Arc::new(engine::SequentialPool))
 }
 
 /// A loaded model and its context.
@@ -364,7 +364,7 @@ impl Engine {
             has_chat_template: self.session.has_chat_template(),
             build: build_kind(),
             threads: match self.backend {
-                Backend::Cpu => thread_pool().n_threads(),
+                Backend::Cpu => thread_pool()?.n_threads(),
                 #[cfg(feature = "webgpu")]
                 Backend::WebGpu { .. } => 1,
             },
