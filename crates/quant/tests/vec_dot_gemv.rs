@@ -8,6 +8,10 @@ mod vec_dot_support;
 use quant::vec_dot::{gemm, vec_dot};
 use vec_dot_support::*;
 
+// On wasm32 (the simd128 four-rows kernels) these run in Node through wasm-bindgen-test-runner.
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+
 fn check<W: WeightBlock, A: ActBlock>(pair: &Pair<W, A>, block_counts: &[usize]) {
     for mode in MODES {
         for &nb in block_counts {

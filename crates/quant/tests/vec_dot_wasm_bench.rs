@@ -1,6 +1,7 @@
 //! Speed of the wasm vec-dot kernels in ns per block (per 32-element block for the legacy types,
 //! per 256-element super-block for the K-quants): the dispatched simd128 kernels (single row,
-//! and x4 per activation row) against the portable ggml-order kernels (what a build without
+//! x4 per activation row, and decode's `gemm` of four weight rows × one activation row per
+//! weight row) against the portable ggml-order kernels (what a build without
 //! simd128 runs; their FMAs are software `fmaf`) and the plain scalar references.
 //!
 //! Ignored by default; run in Node (figures in docs/BENCHMARKS.md):
@@ -13,7 +14,7 @@
 
 mod vec_dot_support;
 
-use quant::vec_dot::{ggml_order, kernel_isa, vec_dot, vec_dot_x4};
+use quant::vec_dot::{gemm, ggml_order, kernel_isa, vec_dot, vec_dot_x4};
 use std::hint::black_box;
 use vec_dot_support::*;
 use wasm_bindgen_test::{console_log, wasm_bindgen_test};
@@ -68,7 +69,10 @@ type Kernel<W, A> = fn(usize, &[W], &[A]) -> f32;
 fn bench<W: WeightBlock, A: ActBlock>(pair: &Pair<W, A>, ggml: Kernel<W, A>) {
     let nb = N / pair.block_size;
     let mut rng = rng(42);
-    let w: Vec<W> = generate_row(&mut rng, nb, |r| W::generate(r, Mode::Random));
+    let w4: Vec<W> = (0..4)
+        .flat_map(|_| generate_row(&mut rng, nb, |r| W::generate(r, Mode::Random)))
+        .collect();
+    let w = w4[..nb].to_vec();
     let acts: Vec<Vec<A>> = (0..4)
         .map(|_| generate_row(&mut rng, nb, |r| A::generate(r, Mode::Random)))
         .collect();
@@ -87,6 +91,12 @@ fn bench<W: WeightBlock, A: ActBlock>(pair: &Pair<W, A>, ggml: Kernel<W, A>) {
             [ab[0], ab[1], ab[2], ab[3]],
         ));
     })) / 4.0;
+    let w4b: &[u8] = bytemuck::cast_slice(&w4);
+    let mut out = [0.0f32; 4];
+    let rows4 = per_block(ns_per_call(|| {
+        gemm(W::TYPE, N, black_box(w4b), 4, black_box(ab[0]), 1, &mut out);
+        black_box(&out);
+    })) / 4.0;
     let portable = per_block(ns_per_call(|| {
         black_box(ggml(N, black_box(&w), black_box(&acts[0])));
     }));
@@ -94,10 +104,11 @@ fn bench<W: WeightBlock, A: ActBlock>(pair: &Pair<W, A>, ggml: Kernel<W, A>) {
         black_box((pair.reference)(N, black_box(&w), black_box(&acts[0])));
     }));
     console_log!(
-        "{:<5} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>7.1}x",
+        "{:<5} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>7.1}x",
         format!("{}", W::TYPE),
         simd,
         x4,
+        rows4,
         portable,
         plain,
         portable / simd
@@ -108,14 +119,15 @@ fn bench<W: WeightBlock, A: ActBlock>(pair: &Pair<W, A>, ggml: Kernel<W, A>) {
 #[ignore]
 fn vec_dot_ns_per_block() {
     console_log!(
-        "ns/block, rows of {N} ({}); x4 = per activation row; speedup = ggml-order / {}",
+        "ns/block, rows of {N} ({}); x4 = per activation row; rows4 = per weight row; speedup = ggml-order / {}",
         kernel_isa(),
         kernel_isa()
     );
     console_log!(
-        "type  {:>9} {:>9} {:>9} {:>9} {:>8}",
+        "type  {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
         kernel_isa(),
         "x4",
+        "rows4",
         "ggml-ord",
         "scalar",
         "speedup"
@@ -130,6 +142,59 @@ fn vec_dot_ns_per_block() {
     bench(&Q4_K, ggml_order::vec_dot_q4_k_q8_k);
     bench(&Q5_K, ggml_order::vec_dot_q5_k_q8_k);
     bench(&Q6_K, ggml_order::vec_dot_q6_k_q8_k);
+}
+
+/// Decode's matrix-vector product at model shapes (SmolLM2's FFN and output matrix), whose
+/// weights stream from memory instead of sitting in L1: ns per weight block.
+#[wasm_bindgen_test]
+#[ignore]
+fn gemv_ns_per_block_at_model_shapes() {
+    fn run<W: WeightBlock, A: ActBlock>(pair: &Pair<W, A>, n: usize, rows: usize) {
+        let nb = n / pair.block_size;
+        let mut rng = rng(7);
+        let w: Vec<W> = generate_row(&mut rng, nb * rows, |r| W::generate(r, Mode::Random));
+        let a: Vec<A> = generate_row(&mut rng, nb, |r| A::generate(r, Mode::Random));
+        let (wb, ab): (&[u8], &[u8]) = (bytemuck::cast_slice(&w), bytemuck::cast_slice(&a));
+        let mut out = vec![0.0f32; rows];
+        let ns = ns_per_call(|| {
+            gemm(W::TYPE, n, black_box(wb), rows, black_box(ab), 1, &mut out);
+            black_box(&out);
+        });
+        console_log!(
+            "{:<5} {rows:>6} x {n:<5} {:>6.2} ns/block ({:.1} GB/s)",
+            format!("{}", W::TYPE),
+            ns / (nb * rows) as f64,
+            wb.len() as f64 / ns
+        );
+    }
+    // The floor: one pass of 16-byte loads over 256 MB (no arithmetic but an OR).
+    {
+        use core::arch::wasm32::*;
+        let big = vec![1u8; 256 << 20];
+        let ns = ns_per_call(|| {
+            let mut acc = u8x16_splat(0);
+            for c in big.chunks_exact(64) {
+                // SAFETY: c holds 64 bytes; v128_load has no alignment requirement.
+                unsafe {
+                    let p = c.as_ptr() as *const v128;
+                    acc = v128_or(acc, v128_or(v128_load(p), v128_load(p.add(1))));
+                    acc = v128_or(acc, v128_or(v128_load(p.add(2)), v128_load(p.add(3))));
+                }
+            }
+            black_box(acc);
+        });
+        console_log!("streaming read: {:.1} GB/s", big.len() as f64 / ns);
+    }
+    console_log!("gemv ({}), one activation row", kernel_isa());
+    // SmolLM2's layer matrices and its output matrix (49152 x 576), Gemma 3's output matrix
+    // (262144 x 640, 178 MB: from memory, not cache).
+    run(&Q8_0, 640, 262144);
+    run(&Q4_1, 576, 1536);
+    run(&Q4_1, 1536, 576);
+    run(&Q8_0, 576, 49152);
+    run(&Q5_0, 640, 2048);
+    run(&Q4_K, 640, 2048);
+    run(&Q6_K, 2048, 640);
 }
 
 /// What one f32 FMA costs on wasm: `f32::mul_add` (software `fmaf`), the exact f64 emulation

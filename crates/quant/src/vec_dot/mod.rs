@@ -118,6 +118,9 @@ struct Kernel {
     gemm: GemmFn,
     /// Four weight rows × one activation row at once, where a kernel exists (decode).
     rows4: Option<Rows4Fn>,
+    /// Decode's whole matrix-vector product, where the ISA's file has one (it views the bytes
+    /// once per call instead of once per four rows); else `rows4` or the single kernel serve.
+    gemv: Option<GemmFn>,
 }
 
 /// Weight rows × activation rows: `out[t * n_rows + r] = vec_dot(weight, n, w_row(r),
@@ -139,9 +142,10 @@ pub fn gemm(
     match KERNELS.get(weight) {
         // One token (decode) streams the weights once, in order (which the hardware prefetcher
         // follows best): four rows at a time where a kernel exists, else row by row.
-        Some(k) if n_acts == 1 => match k.rows4 {
-            Some(rows4) => gemv_rows4(rows4, k.single, n, w, n_rows, acts, out),
-            None => gemm_looped(k.single, n, w, n_rows, acts, n_acts, out),
+        Some(k) if n_acts == 1 => match (k.gemv, k.rows4) {
+            (Some(gemv), _) => gemv(n, w, n_rows, acts, 1, out),
+            (None, Some(rows4)) => gemv_rows4(rows4, k.single, n, w, n_rows, acts, out),
+            (None, None) => gemm_looped(k.single, n, w, n_rows, acts, n_acts, out),
         },
         Some(k) => (k.gemm)(n, w, n_rows, acts, n_acts, out),
         None => {
@@ -301,6 +305,7 @@ macro_rules! looped {
                 )
             },
             rows4: None,
+            gemv: None,
         }
     };
 }
@@ -344,6 +349,7 @@ fn avx2_table() -> KernelTable {
                     avx2::$gemm(n, &blocks::<$W>(w), nr, &blocks::<$A>(a), na, out)
                 },
                 rows4: None,
+                gemv: None,
             }
         };
         ($single:ident, $W:ty, $A:ty) => {
@@ -365,6 +371,7 @@ fn avx2_table() -> KernelTable {
                     )
                 },
                 rows4: None,
+                gemv: None,
             }
         };
     }
@@ -492,8 +499,23 @@ fn simd128_table() -> KernelTable {
                     )
                 },
                 rows4: None,
+                gemv: None,
             }
         };
+    }
+    // The legacy types: the typed gemm of `simd128/legacy4.rs` (four weight rows per pass for
+    // one activation row, four activation rows per pass otherwise), which also serves decode.
+    macro_rules! legacy {
+        ($single:ident, $x4:ident, $gemm:ident, $W:ty, $A:ty) => {{
+            let gemm: GemmFn = |n, w, nr, a, na, out| {
+                simd128::$gemm(n, &blocks::<$W>(w), nr, &blocks::<$A>(a), na, out)
+            };
+            Kernel {
+                gemm,
+                gemv: Some(gemm),
+                ..simd!($single, $x4, $W, $A)
+            }
+        }};
     }
     KernelTable {
         isa: if cfg!(target_feature = "relaxed-simd") {
@@ -501,33 +523,38 @@ fn simd128_table() -> KernelTable {
         } else {
             "simd128"
         },
-        q4_0: simd!(
+        q4_0: legacy!(
             vec_dot_q4_0_q8_0,
             vec_dot_q4_0_q8_0_x4,
+            gemm_q4_0_q8_0,
             BlockQ4_0,
             BlockQ8_0
         ),
-        q4_1: simd!(
+        q4_1: legacy!(
             vec_dot_q4_1_q8_1,
             vec_dot_q4_1_q8_1_x4,
+            gemm_q4_1_q8_1,
             BlockQ4_1,
             BlockQ8_1
         ),
-        q5_0: simd!(
+        q5_0: legacy!(
             vec_dot_q5_0_q8_0,
             vec_dot_q5_0_q8_0_x4,
+            gemm_q5_0_q8_0,
             BlockQ5_0,
             BlockQ8_0
         ),
-        q5_1: simd!(
+        q5_1: legacy!(
             vec_dot_q5_1_q8_1,
             vec_dot_q5_1_q8_1_x4,
+            gemm_q5_1_q8_1,
             BlockQ5_1,
             BlockQ8_1
         ),
-        q8_0: simd!(
+        q8_0: legacy!(
             vec_dot_q8_0_q8_0,
             vec_dot_q8_0_q8_0_x4,
+            gemm_q8_0_q8_0,
             BlockQ8_0,
             BlockQ8_0
         ),

@@ -35,6 +35,8 @@ use super::fma_f64::{BELOW_F32_MANTISSA, F32_MIDPOINT_BITS, F32_MIN_NORMAL};
 use crate::blocks::*;
 use core::arch::wasm32::*;
 
+mod legacy4;
+
 fn block_count(n: usize, qk: usize, w_len: usize, a_len: usize) -> usize {
     debug_assert_eq!(n % qk, 0, "row length {n} is not a multiple of {qk}");
     debug_assert!(
@@ -315,35 +317,6 @@ impl Acc {
     }
 }
 
-/// Generates the single-row and 4-activation-row kernels from a `prep` and a `step`.
-macro_rules! kernels {
-    ($single:ident, $x4:ident, $W:ty, $A:ty, $qk:expr, $prep:ident, $step:ident, $finish:ident) => {
-        pub fn $single(n: usize, x: &[$W], y: &[$A]) -> f32 {
-            let nb = block_count(n, $qk, x.len(), y.len());
-            let mut acc = Acc::new();
-            for (x, y) in x[..nb].iter().zip(&y[..nb]) {
-                $step(&$prep(x), y, &mut acc);
-            }
-            acc.$finish()
-        }
-
-        /// One weight row against four activation rows; each result is bit-identical to the
-        /// single-row kernel's.
-        pub fn $x4(n: usize, x: &[$W], ys: [&[$A]; 4]) -> [f32; 4] {
-            let min_act = ys.iter().map(|y| y.len()).min().unwrap_or(0);
-            let nb = block_count(n, $qk, x.len(), min_act);
-            let mut acc = [Acc::new(); 4];
-            for i in 0..nb {
-                let w = $prep(&x[i]);
-                for r in 0..4 {
-                    $step(&w, &ys[r][i], &mut acc[r]);
-                }
-            }
-            acc.map(|a| a.$finish())
-        }
-    };
-}
-
 // ---------------------------------------------------------------------------------------------
 // Legacy quants (32-element blocks)
 
@@ -471,52 +444,84 @@ fn step_q8_1(w: &LegacyW, y: &BlockQ8_1, acc: &mut Acc) {
     acc.fma(w.d * y.d.to_f32(), legacy_lanes_u7(w, &y.qs));
 }
 
-kernels!(
+/// A legacy type's kernels: the single-row one from `prep` and `step`, and from `legacy4` the
+/// four-activation-rows one (`_x4`) and the gemm (four weight rows per pass for decode).
+macro_rules! legacy_kernels {
+    ($single:ident, $x4:ident, $gemm:ident, $T:ident, $W:ty, $A:ty, $prep:ident, $step:ident, $finish:ident) => {
+        pub fn $single(n: usize, x: &[$W], y: &[$A]) -> f32 {
+            let nb = block_count(n, QK, x.len(), y.len());
+            let mut acc = Acc::new();
+            for (x, y) in x[..nb].iter().zip(&y[..nb]) {
+                $step(&$prep(x), y, &mut acc);
+            }
+            acc.$finish()
+        }
+
+        /// One weight row against four activation rows; each result is bit-identical to the
+        /// single-row kernel's.
+        pub fn $x4(n: usize, x: &[$W], ys: [&[$A]; 4]) -> [f32; 4] {
+            legacy4::x4::<legacy4::$T>(n, x, ys)
+        }
+
+        /// `n_rows` weight rows × `n_acts` activation rows (see `legacy4::gemm`); each result
+        /// is bit-identical to the single-row kernel's.
+        pub fn $gemm(n: usize, w: &[$W], n_rows: usize, a: &[$A], n_acts: usize, out: &mut [f32]) {
+            legacy4::gemm::<legacy4::$T>($single, n, w, n_rows, a, n_acts, out)
+        }
+    };
+}
+
+legacy_kernels!(
     vec_dot_q4_0_q8_0,
     vec_dot_q4_0_q8_0_x4,
+    gemm_q4_0_q8_0,
+    Q4_0,
     BlockQ4_0,
     BlockQ8_0,
-    QK,
     prep_q4_0,
     step_q8_0,
     finish_plain
 );
-kernels!(
+legacy_kernels!(
     vec_dot_q4_1_q8_1,
     vec_dot_q4_1_q8_1_x4,
+    gemm_q4_1_q8_1,
+    Q4_1,
     BlockQ4_1,
     BlockQ8_1,
-    QK,
     prep_q4_1,
     step_q8_1,
     finish_summs
 );
-kernels!(
+legacy_kernels!(
     vec_dot_q5_0_q8_0,
     vec_dot_q5_0_q8_0_x4,
+    gemm_q5_0_q8_0,
+    Q5_0,
     BlockQ5_0,
     BlockQ8_0,
-    QK,
     prep_q5_0,
     step_q8_0,
     finish_plain
 );
-kernels!(
+legacy_kernels!(
     vec_dot_q5_1_q8_1,
     vec_dot_q5_1_q8_1_x4,
+    gemm_q5_1_q8_1,
+    Q5_1,
     BlockQ5_1,
     BlockQ8_1,
-    QK,
     prep_q5_1,
     step_q8_1,
     finish_summs
 );
-kernels!(
+legacy_kernels!(
     vec_dot_q8_0_q8_0,
     vec_dot_q8_0_q8_0_x4,
+    gemm_q8_0_q8_0,
+    Q8_0,
     BlockQ8_0,
     BlockQ8_0,
-    QK,
     prep_q8_0,
     step_q8_0,
     finish_plain

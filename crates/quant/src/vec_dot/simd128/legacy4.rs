@@ -1,0 +1,412 @@
+//! The legacy quants' four-output kernels: four weight rows × one activation row (`rows4`,
+//! decode's matrix-vector product) and one weight row × four activation rows (`x4`, batches).
+//! Each output is bit-identical to the single-row kernel's: the same integer lanes per block
+//! (exact, however they are formed) and the same float operations in the same order.
+//!
+//! What they save over four single-row calls, where most of the time went:
+//! - The f16 scales become f32 four at a time in SIMD lanes ([`f16_bits_to_f32`]), not one
+//!   by one in `half`'s branchy software conversion (up to four per block before).
+//! - The shared side is loaded and prepared once per block: the activation bytes (and, for
+//!   Q8_0, their widening to i16) in `rows4`, the weight's unpacked quants in `x4`; the block
+//!   scale products `d_w · d_a` and the min terms `fma(m_w, s_a, summs)` of the four outputs
+//!   take one SIMD operation each.
+//! - Signed 4- and 5-bit weights (Q4_0, Q5_0) use the relaxed build's `relaxed_dot` too: their
+//!   unsigned nibbles `u = q + o` lie in 0..=31, and `Σ a·q = Σ a·u - o·Σ a` (the activation
+//!   sums come from a second `relaxed_dot` against ones, folded into the accumulator input).
+//! - Q8_0 × Q8_0 forms its byte products as i16 dot products (`pmaddwd`), each side widened
+//!   once.
+
+use super::*;
+
+/// Four f16 values, the low 16 bits of each u32 lane, widened exactly to f32, as
+/// `half::f16::to_f32` does (NaNs quieted, payload kept).
+#[inline(always)]
+pub(super) fn f16_bits_to_f32(h: v128) -> v128 {
+    let sign = i32x4_shl(v128_and(h, u32x4_splat(0x8000)), 16);
+    let m = v128_and(h, u32x4_splat(0x7fff));
+    // Normal and subnormal f16: the bits shifted into place are the value times 2^-112, and
+    // the scaling by a power of two is exact (wasm keeps f32 subnormals).
+    let finite = f32x4_mul(
+        i32x4_shl(m, 13),
+        f32x4_splat(f32::from_bits((127 + 112) << 23)),
+    );
+    let quiet = v128_and(u32x4_gt(m, u32x4_splat(0x7c00)), u32x4_splat(0x0040_0000));
+    let special = v128_or(v128_or(i32x4_shl(m, 13), u32x4_splat(0x7f80_0000)), quiet);
+    let is_special = u32x4_ge(m, u32x4_splat(0x7c00));
+    v128_or(sign, v128_bitselect(special, finite, is_special))
+}
+
+/// Lane `L` of `v` in all four lanes.
+#[inline(always)]
+fn splat_lane<const L: usize>(v: v128) -> v128 {
+    i32x4_shuffle::<L, L, L, L>(v, v)
+}
+
+/// A legacy block's two f16 header fields as u32 bits: `d` low, `m` (weights) or `s`
+/// (Q8_1 activations) high; 0 high for the types without one.
+pub(super) trait ScaleBits: Copy {
+    fn scale_bits(&self) -> u32;
+}
+
+impl ScaleBits for BlockQ8_0 {
+    #[inline(always)]
+    fn scale_bits(&self) -> u32 {
+        self.d.to_bits() as u32
+    }
+}
+
+impl ScaleBits for BlockQ8_1 {
+    #[inline(always)]
+    fn scale_bits(&self) -> u32 {
+        self.d.to_bits() as u32 | (self.s.to_bits() as u32) << 16
+    }
+}
+
+/// A legacy weight type as the four-output kernels see it (implemented by the marker types
+/// below): its block and activation partner, the quants unpacked once per block, the
+/// activation block prepared once per block, and the 8 integer lanes of their dot product
+/// (ggml's lane l = bytes 4l..4l+4 of every 32).
+pub(super) trait LegacyWeight {
+    type Block: ScaleBits + bytemuck::Pod;
+    type Act: ScaleBits;
+    type Quants: Copy;
+    type Prep: Copy;
+    /// Whether `summs += m_w · s_a` is part of the result (Q4_1, Q5_1).
+    const HAS_MIN: bool;
+    fn quants(w: &Self::Block) -> Self::Quants;
+    fn prep(a: &Self::Act) -> Self::Prep;
+    fn lanes(q: &Self::Quants, a: &Self::Prep) -> [v128; 2];
+}
+
+pub(super) struct Q4_0;
+pub(super) struct Q4_1;
+pub(super) struct Q5_0;
+pub(super) struct Q5_1;
+pub(super) struct Q8_0;
+
+#[inline(always)]
+fn act_bytes(qs: &[i8; QK]) -> [v128; 2] {
+    let a = i8_bytes(qs);
+    [load16(a, 0), load16(a, 16)]
+}
+
+/// Unsigned weights (0..=31) with a min × Q8_1.
+macro_rules! unsigned_with_min {
+    ($T:ty, $W:ty, $quants:expr) => {
+        impl ScaleBits for $W {
+            #[inline(always)]
+            fn scale_bits(&self) -> u32 {
+                self.d.to_bits() as u32 | (self.m.to_bits() as u32) << 16
+            }
+        }
+        impl LegacyWeight for $T {
+            type Block = $W;
+            type Act = BlockQ8_1;
+            type Quants = [v128; 2];
+            type Prep = [v128; 2];
+            const HAS_MIN: bool = true;
+            #[inline(always)]
+            fn quants(w: &$W) -> [v128; 2] {
+                $quants(w)
+            }
+            #[inline(always)]
+            fn prep(a: &BlockQ8_1) -> [v128; 2] {
+                act_bytes(&a.qs)
+            }
+            #[inline(always)]
+            fn lanes(q: &[v128; 2], a: &[v128; 2]) -> [v128; 2] {
+                [quad_sums_u7(q[0], a[0]), quad_sums_u7(q[1], a[1])]
+            }
+        }
+    };
+}
+
+unsigned_with_min!(Q4_1, BlockQ4_1, |x: &BlockQ4_1| nibbles_32(&x.qs));
+unsigned_with_min!(Q5_1, BlockQ5_1, |x: &BlockQ5_1| q5_quants(&x.qs, x.qh));
+
+/// Signed weights stored as unsigned `u = q + OFFSET` (Q4_0: 8, Q5_0: 16) × Q8_0.
+macro_rules! offset_signed {
+    ($T:ty, $W:ty, $offset:expr, $unsigned:expr) => {
+        impl ScaleBits for $W {
+            #[inline(always)]
+            fn scale_bits(&self) -> u32 {
+                self.d.to_bits() as u32
+            }
+        }
+        impl LegacyWeight for $T {
+            type Block = $W;
+            type Act = BlockQ8_0;
+            type Quants = [v128; 2];
+            /// The activation bytes and, in the relaxed build, `-OFFSET · (their 4-byte sums)`.
+            type Prep = ([v128; 2], [v128; 2]);
+            const HAS_MIN: bool = false;
+            #[inline(always)]
+            fn quants(w: &$W) -> [v128; 2] {
+                let u: [v128; 2] = $unsigned(w);
+                if cfg!(target_feature = "relaxed-simd") {
+                    u
+                } else {
+                    let o = i8x16_splat($offset);
+                    [i8x16_sub(u[0], o), i8x16_sub(u[1], o)]
+                }
+            }
+            #[inline(always)]
+            fn prep(a: &BlockQ8_0) -> Self::Prep {
+                let a = act_bytes(&a.qs);
+                #[cfg(target_feature = "relaxed-simd")]
+                {
+                    let ones = i8x16_splat(1);
+                    let neg = |v: v128| {
+                        i32x4_mul(
+                            i32x4_relaxed_dot_i8x16_i7x16_add(v, ones, i32x4_splat(0)),
+                            i32x4_splat(-$offset),
+                        )
+                    };
+                    (a, [neg(a[0]), neg(a[1])])
+                }
+                #[cfg(not(target_feature = "relaxed-simd"))]
+                (a, a)
+            }
+            #[inline(always)]
+            fn lanes(q: &[v128; 2], p: &Self::Prep) -> [v128; 2] {
+                #[cfg(target_feature = "relaxed-simd")]
+                {
+                    // Exact: the i16 pair sums of bytes × 0..=31 cannot saturate.
+                    let (a, neg) = p;
+                    [
+                        i32x4_relaxed_dot_i8x16_i7x16_add(a[0], q[0], neg[0]),
+                        i32x4_relaxed_dot_i8x16_i7x16_add(a[1], q[1], neg[1]),
+                    ]
+                }
+                #[cfg(not(target_feature = "relaxed-simd"))]
+                [quad_sums_i8(q[0], p.0[0]), quad_sums_i8(q[1], p.0[1])]
+            }
+        }
+    };
+}
+
+offset_signed!(Q4_0, BlockQ4_0, 8, |x: &BlockQ4_0| nibbles_32(&x.qs));
+offset_signed!(Q5_0, BlockQ5_0, 16, |x: &BlockQ5_0| q5_quants(&x.qs, x.qh));
+
+/// 32 signed bytes widened to i16: elements 0..8, 8..16, 16..24, 24..32.
+#[inline(always)]
+fn widen_i16(b: [v128; 2]) -> [v128; 4] {
+    [
+        i16x8_extend_low_i8x16(b[0]),
+        i16x8_extend_high_i8x16(b[0]),
+        i16x8_extend_low_i8x16(b[1]),
+        i16x8_extend_high_i8x16(b[1]),
+    ]
+}
+
+/// Q8_0 weights (the same blocks as its activations).
+impl LegacyWeight for Q8_0 {
+    type Block = BlockQ8_0;
+    type Act = BlockQ8_0;
+    type Quants = [v128; 4];
+    type Prep = [v128; 4];
+    const HAS_MIN: bool = false;
+    #[inline(always)]
+    fn quants(w: &BlockQ8_0) -> [v128; 4] {
+        widen_i16(act_bytes(&w.qs))
+    }
+    #[inline(always)]
+    fn prep(a: &BlockQ8_0) -> [v128; 4] {
+        widen_i16(act_bytes(&a.qs))
+    }
+    #[inline(always)]
+    fn lanes(q: &[v128; 4], a: &[v128; 4]) -> [v128; 2] {
+        let pairs = |i: usize| i32x4_dot_i16x8(q[i], a[i]);
+        [quads(pairs(0), pairs(1)), quads(pairs(2), pairs(3))]
+    }
+}
+
+/// Output `R` of a four-output kernel: block scale `splat_lane::<R>(d4)` times the lanes.
+#[inline(always)]
+fn accumulate<const R: usize>(acc: &mut [Acc; 4], d4: v128, lanes: [v128; 2]) {
+    let d = splat_lane::<R>(d4);
+    acc[R].lo = fma_f32x4(d, f32x4_convert_i32x4(lanes[0]), acc[R].lo);
+    acc[R].hi = fma_f32x4(d, f32x4_convert_i32x4(lanes[1]), acc[R].hi);
+}
+
+/// The four results: ggml's 8-lane sum, plus lane r of the min terms where the type has them.
+#[inline(always)]
+fn finish<W: LegacyWeight>(acc: [Acc; 4], summs: v128) -> [f32; 4] {
+    let summs = f32x4_to_array(summs);
+    std::array::from_fn(|r| {
+        if W::HAS_MIN {
+            Acc {
+                summs: summs[r],
+                ..acc[r]
+            }
+            .finish_summs()
+        } else {
+            acc[r].finish_plain()
+        }
+    })
+}
+
+/// Four weight rows × one activation row. `ahead`: the bytes the caller reads next (the
+/// following rows of a gemv, or empty), touched at the pace this loop reads its own.
+#[inline(always)]
+pub(super) fn rows4<W: LegacyWeight>(
+    n: usize,
+    ws: [&[W::Block]; 4],
+    y: &[W::Act],
+    ahead: &[u8],
+) -> [f32; 4] {
+    let min_w = ws.iter().map(|w| w.len()).min().unwrap_or(0);
+    let nb = block_count(n, QK, min_w, y.len());
+    // Slices of exactly `nb` blocks, so that indexing below needs no bounds checks.
+    let (ws, y) = (ws.map(|w| &w[..nb]), &y[..nb]);
+    let mut acc = [Acc::new(); 4];
+    let mut summs = f32x4_splat(0.0);
+    let mut touched = 0u8;
+    let step = 4 * std::mem::size_of::<W::Block>();
+    for i in 0..nb {
+        // wasm has no prefetch instruction, and the hardware prefetcher alone leaves this loop
+        // waiting on memory (Gemma 3's 178 MB output matrix ran at half the speed of the same
+        // rows in cache): plain loads of the next rows' cache lines, one group of four rows
+        // ahead, start those misses early. Their bytes only feed `touched`, never a result.
+        for off in [0, 64, 128] {
+            if let Some(b) = ahead.get(step * i + off) {
+                touched ^= *b;
+            }
+        }
+        let a = &y[i];
+        let prep = W::prep(a);
+        let a_scales = f16_bits_to_f32(u32x4(a.scale_bits() & 0xffff, a.scale_bits() >> 16, 0, 0));
+        let w_bits = u32x4(
+            ws[0][i].scale_bits(),
+            ws[1][i].scale_bits(),
+            ws[2][i].scale_bits(),
+            ws[3][i].scale_bits(),
+        );
+        // d_w · d_a per row (the single-row kernel's `w.d * y.d`).
+        let d4 = f32x4_mul(
+            f16_bits_to_f32(v128_and(w_bits, u32x4_splat(0xffff))),
+            splat_lane::<0>(a_scales),
+        );
+        if W::HAS_MIN {
+            // fma(m_w, s_a, summs) per row.
+            let m4 = f16_bits_to_f32(u32x4_shr(w_bits, 16));
+            summs = fma_f32x4(m4, splat_lane::<1>(a_scales), summs);
+        }
+        accumulate::<0>(&mut acc, d4, W::lanes(&W::quants(&ws[0][i]), &prep));
+        accumulate::<1>(&mut acc, d4, W::lanes(&W::quants(&ws[1][i]), &prep));
+        accumulate::<2>(&mut acc, d4, W::lanes(&W::quants(&ws[2][i]), &prep));
+        accumulate::<3>(&mut acc, d4, W::lanes(&W::quants(&ws[3][i]), &prep));
+    }
+    std::hint::black_box(touched);
+    finish::<W>(acc, summs)
+}
+
+/// One weight row × four activation rows.
+#[inline(always)]
+pub(super) fn x4<W: LegacyWeight>(n: usize, x: &[W::Block], ys: [&[W::Act]; 4]) -> [f32; 4] {
+    let min_act = ys.iter().map(|y| y.len()).min().unwrap_or(0);
+    let nb = block_count(n, QK, x.len(), min_act);
+    let (x, ys) = (&x[..nb], ys.map(|y| &y[..nb]));
+    let mut acc = [Acc::new(); 4];
+    let mut summs = f32x4_splat(0.0);
+    for i in 0..nb {
+        let w = &x[i];
+        let q = W::quants(w);
+        let w_scales = f16_bits_to_f32(u32x4(w.scale_bits() & 0xffff, w.scale_bits() >> 16, 0, 0));
+        let a_bits = u32x4(
+            ys[0][i].scale_bits(),
+            ys[1][i].scale_bits(),
+            ys[2][i].scale_bits(),
+            ys[3][i].scale_bits(),
+        );
+        // d_w · d_a per activation row.
+        let d4 = f32x4_mul(
+            splat_lane::<0>(w_scales),
+            f16_bits_to_f32(v128_and(a_bits, u32x4_splat(0xffff))),
+        );
+        if W::HAS_MIN {
+            // fma(m_w, s_a, summs) per activation row.
+            let s4 = f16_bits_to_f32(u32x4_shr(a_bits, 16));
+            summs = fma_f32x4(splat_lane::<1>(w_scales), s4, summs);
+        }
+        accumulate::<0>(&mut acc, d4, W::lanes(&q, &W::prep(&ys[0][i])));
+        accumulate::<1>(&mut acc, d4, W::lanes(&q, &W::prep(&ys[1][i])));
+        accumulate::<2>(&mut acc, d4, W::lanes(&q, &W::prep(&ys[2][i])));
+        accumulate::<3>(&mut acc, d4, W::lanes(&q, &W::prep(&ys[3][i])));
+    }
+    finish::<W>(acc, summs)
+}
+
+/// A type's single-row kernel on typed blocks.
+type SingleRow<W> = fn(usize, &[<W as LegacyWeight>::Block], &[<W as LegacyWeight>::Act]) -> f32;
+
+/// Weight rows × activation rows on typed blocks (the caller views the bytes once per call,
+/// not once per kernel call): `out[t * n_rows + r]`, each element bit-identical to `single`.
+/// One activation row (decode) goes four weight rows at a time ([`rows4`]); longer batches four
+/// activation rows at a time ([`x4`]); what is left over row by row with `single`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn gemm<W: LegacyWeight>(
+    single: SingleRow<W>,
+    n: usize,
+    w: &[W::Block],
+    n_rows: usize,
+    a: &[W::Act],
+    n_acts: usize,
+    out: &mut [f32],
+) {
+    if n_rows == 0 || n_acts == 0 {
+        return;
+    }
+    let (wb, ab) = (w.len() / n_rows, a.len() / n_acts);
+    let row = |r: usize| &w[r * wb..(r + 1) * wb];
+    let act = |t: usize| &a[t * ab..(t + 1) * ab];
+    if n_acts == 1 {
+        let full = n_rows / 4 * 4;
+        let bytes: &[u8] = bytemuck::cast_slice(w);
+        let group_bytes = 4 * wb * std::mem::size_of::<W::Block>();
+        for r in (0..full).step_by(4) {
+            let next = (r / 4 + 1) * group_bytes;
+            let ahead = &bytes[next.min(bytes.len())..(next + group_bytes).min(bytes.len())];
+            let rows = [row(r), row(r + 1), row(r + 2), row(r + 3)];
+            let d = rows4::<W>(n, rows, act(0), ahead);
+            out[r..r + 4].copy_from_slice(&d);
+        }
+        for (r, o) in out[..n_rows].iter_mut().enumerate().skip(full) {
+            *o = single(n, row(r), act(0));
+        }
+        return;
+    }
+    let full = n_acts / 4 * 4;
+    for t in (0..full).step_by(4) {
+        let group = [act(t), act(t + 1), act(t + 2), act(t + 3)];
+        for r in 0..n_rows {
+            let d = x4::<W>(n, row(r), group);
+            for (i, v) in d.into_iter().enumerate() {
+                out[(t + i) * n_rows + r] = v;
+            }
+        }
+    }
+    for t in full..n_acts {
+        for r in 0..n_rows {
+            out[t * n_rows + r] = single(n, row(r), act(t));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::f16;
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    #[test]
+    fn every_f16_widens_like_half() {
+        for h in (0..=u16::MAX as u32).step_by(4) {
+            let got = f32x4_to_array(f16_bits_to_f32(u32x4(h, h + 1, h + 2, h + 3)));
+            for (k, g) in got.iter().enumerate() {
+                let want = f16::from_bits((h + k as u32) as u16).to_f32();
+                assert_eq!(g.to_bits(), want.to_bits(), "{:#06x}", h + k as u32);
+            }
+        }
+    }
+}
