@@ -197,6 +197,41 @@ fn gemv_ns_per_block_at_model_shapes() {
     run(&Q6_K, 2048, 640);
 }
 
+/// A prompt's matrix products: 64 tokens × 256 weight rows (16-row slices, as the engine calls
+/// `gemm` for long batches): ns per weight block per token.
+#[wasm_bindgen_test]
+#[ignore]
+fn gemm_ns_per_block_for_a_prompt() {
+    fn run<W: WeightBlock, A: ActBlock>(pair: &Pair<W, A>, n: usize) {
+        let (rows, acts, slice) = (256, 64, 16);
+        let nb = n / pair.block_size;
+        let mut rng = rng(9);
+        let w: Vec<W> = generate_row(&mut rng, nb * rows, |r| W::generate(r, Mode::Random));
+        let a: Vec<A> = generate_row(&mut rng, nb * acts, |r| A::generate(r, Mode::Random));
+        let (wb, ab): (&[u8], &[u8]) = (bytemuck::cast_slice(&w), bytemuck::cast_slice(&a));
+        let slice_bytes = wb.len() / rows * slice;
+        let mut out = vec![0.0f32; slice * acts];
+        let ns = ns_per_call(|| {
+            for part in wb.chunks_exact(slice_bytes) {
+                gemm(W::TYPE, n, black_box(part), slice, black_box(ab), acts, &mut out);
+                black_box(&out);
+            }
+        });
+        console_log!(
+            "{:<5} {n:>5} {:>6.2} ns/block/token",
+            format!("{}", W::TYPE),
+            ns / (nb * rows * acts) as f64
+        );
+    }
+    console_log!("gemm ({}), 256 rows x 64 tokens", kernel_isa());
+    run(&Q4_0, 576);
+    run(&Q4_1, 576);
+    run(&Q5_0, 640);
+    run(&Q8_0, 640);
+    run(&Q4_K, 640);
+    run(&Q6_K, 2048);
+}
+
 /// What one f32 FMA costs on wasm: `f32::mul_add` (software `fmaf`), the exact f64 emulation
 /// `fma_f64::fma_f32` (bit-identical), and an unfused `a * b + c` for scale.
 #[wasm_bindgen_test]

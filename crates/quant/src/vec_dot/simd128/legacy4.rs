@@ -301,40 +301,68 @@ pub(super) fn rows4<W: LegacyWeight>(
     finish::<W>(acc, summs)
 }
 
-/// One weight row × four activation rows.
+/// Block `i` of four activation rows, prepared once for every weight row of a gemm: their
+/// scales `d` (and `s`) as f32 lanes and the type's activation preparation.
+#[derive(Clone, Copy)]
+struct ActGroup<P> {
+    d: v128,
+    s: v128,
+    prep: [P; 4],
+}
+
+/// The first `nb` blocks of four activation rows as [`ActGroup`]s, into `out`.
 #[inline(always)]
-pub(super) fn x4<W: LegacyWeight>(n: usize, x: &[W::Block], ys: [&[W::Act]; 4]) -> [f32; 4] {
-    let min_act = ys.iter().map(|y| y.len()).min().unwrap_or(0);
-    let nb = block_count(n, QK, x.len(), min_act);
-    let (x, ys) = (&x[..nb], ys.map(|y| &y[..nb]));
-    let mut acc = [Acc::new(); 4];
-    let mut summs = f32x4_splat(0.0);
-    for i in 0..nb {
-        let w = &x[i];
-        let q = W::quants(w);
-        let w_scales = f16_bits_to_f32(u32x4(w.scale_bits() & 0xffff, w.scale_bits() >> 16, 0, 0));
-        let a_bits = u32x4(
+fn act_groups<W: LegacyWeight>(ys: [&[W::Act]; 4], nb: usize, out: &mut Vec<ActGroup<W::Prep>>) {
+    out.clear();
+    out.extend((0..nb).map(|i| {
+        let bits = u32x4(
             ys[0][i].scale_bits(),
             ys[1][i].scale_bits(),
             ys[2][i].scale_bits(),
             ys[3][i].scale_bits(),
         );
+        ActGroup {
+            d: f16_bits_to_f32(v128_and(bits, u32x4_splat(0xffff))),
+            s: f16_bits_to_f32(u32x4_shr(bits, 16)),
+            prep: std::array::from_fn(|r| W::prep(&ys[r][i])),
+        }
+    }));
+}
+
+/// One weight row × the four activation rows of `groups` (one entry per block).
+#[inline(always)]
+fn x4_groups<W: LegacyWeight>(x: &[W::Block], groups: &[ActGroup<W::Prep>]) -> [f32; 4] {
+    let mut acc = [Acc::new(); 4];
+    let mut summs = f32x4_splat(0.0);
+    for (w, g) in x.iter().zip(groups) {
+        let q = W::quants(w);
+        let w_scales = f16_bits_to_f32(u32x4(
+            w.scale_bits() & 0xffff,
+            w.scale_bits() >> 16,
+            0,
+            0,
+        ));
         // d_w · d_a per activation row.
-        let d4 = f32x4_mul(
-            splat_lane::<0>(w_scales),
-            f16_bits_to_f32(v128_and(a_bits, u32x4_splat(0xffff))),
-        );
+        let d4 = f32x4_mul(splat_lane::<0>(w_scales), g.d);
         if W::HAS_MIN {
             // fma(m_w, s_a, summs) per activation row.
-            let s4 = f16_bits_to_f32(u32x4_shr(a_bits, 16));
-            summs = fma_f32x4(splat_lane::<1>(w_scales), s4, summs);
+            summs = fma_f32x4(splat_lane::<1>(w_scales), g.s, summs);
         }
-        accumulate::<0>(&mut acc, d4, W::lanes(&q, &W::prep(&ys[0][i])));
-        accumulate::<1>(&mut acc, d4, W::lanes(&q, &W::prep(&ys[1][i])));
-        accumulate::<2>(&mut acc, d4, W::lanes(&q, &W::prep(&ys[2][i])));
-        accumulate::<3>(&mut acc, d4, W::lanes(&q, &W::prep(&ys[3][i])));
+        accumulate::<0>(&mut acc, d4, W::lanes(&q, &g.prep[0]));
+        accumulate::<1>(&mut acc, d4, W::lanes(&q, &g.prep[1]));
+        accumulate::<2>(&mut acc, d4, W::lanes(&q, &g.prep[2]));
+        accumulate::<3>(&mut acc, d4, W::lanes(&q, &g.prep[3]));
     }
     finish::<W>(acc, summs)
+}
+
+/// One weight row × four activation rows.
+pub(super) fn x4<W: LegacyWeight>(n: usize, x: &[W::Block], ys: [&[W::Act]; 4]) -> [f32; 4] {
+    let min_act = ys.iter().map(|y| y.len()).min().unwrap_or(0);
+    let nb = block_count(n, QK, x.len(), min_act);
+    let mut groups = Vec::with_capacity(nb);
+    act_groups::<W>(ys, nb, &mut groups);
+    x4_groups::<W>(&x[..nb], &groups)
 }
 
 /// A type's single-row kernel on typed blocks.
@@ -343,7 +371,8 @@ type SingleRow<W> = fn(usize, &[<W as LegacyWeight>::Block], &[<W as LegacyWeigh
 /// Weight rows × activation rows on typed blocks (the caller views the bytes once per call,
 /// not once per kernel call): `out[t * n_rows + r]`, each element bit-identical to `single`.
 /// One activation row (decode) goes four weight rows at a time ([`rows4`]); longer batches four
-/// activation rows at a time ([`x4`]); what is left over row by row with `single`.
+/// activation rows at a time, those four prepared once for all weight rows ([`x4_groups`]);
+/// what is left over row by row with `single`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn gemm<W: LegacyWeight>(
     single: SingleRow<W>,
@@ -377,10 +406,12 @@ pub(super) fn gemm<W: LegacyWeight>(
         return;
     }
     let full = n_acts / 4 * 4;
+    let nb = block_count(n, QK, wb, ab);
+    let mut groups = Vec::with_capacity(nb);
     for t in (0..full).step_by(4) {
-        let group = [act(t), act(t + 1), act(t + 2), act(t + 3)];
+        act_groups::<W>([act(t), act(t + 1), act(t + 2), act(t + 3)], nb, &mut groups);
         for r in 0..n_rows {
-            let d = x4::<W>(n, row(r), group);
+            let d = x4_groups::<W>(&row(r)[..nb], &groups);
             for (i, v) in d.into_iter().enumerate() {
                 out[(t + i) * n_rows + r] = v;
             }

@@ -174,7 +174,7 @@ fn fma_scalar(a: f32, b: f32, c: f32) -> f32 {
 
 /// Whether this engine runs the relaxed-SIMD build exactly: its `f32x4.relaxed_madd` is a fused
 /// multiply-add (one rounding) and its `relaxed_dot_i8x16_i7x16_add` gives the exact dot products
-/// for 7-bit second operands. (Node 20's baseline compiler, for one, gets relaxed_dot wrong, so
+/// for 7-bit second operands (and so does `i16x8_relaxed_dot_i8x16_i7x16`). (Node 20's baseline compiler, for one, gets relaxed_dot wrong, so
 /// this is checked, not assumed.) The loader runs the relaxed-SIMD build only where this holds.
 #[cfg(target_feature = "relaxed-simd")]
 pub fn relaxed_simd_is_exact() -> bool {
@@ -217,7 +217,14 @@ pub fn relaxed_simd_is_exact() -> bool {
             ));
             let w = std::hint::black_box(u8x16(w, w, 0, w, 1, w, w, 2, w, w, w, 15, 0, w, 7, w));
             let got = i32x4_relaxed_dot_i8x16_i7x16_add(a, w, i32x4_splat(0));
+            // The i16 pair sums (the K-quants' form) too.
+            let (lo, hi) = (i16x8_extmul_low_i8x16(a, w), i16x8_extmul_high_i8x16(a, w));
+            let pairs = i16x8_add(
+                i16x8_shuffle::<0, 2, 4, 6, 8, 10, 12, 14>(lo, hi),
+                i16x8_shuffle::<1, 3, 5, 7, 9, 11, 13, 15>(lo, hi),
+            );
             u32x4_all_true(i32x4_eq(got, quad_sums_i8(w, a)))
+                && u16x8_all_true(i16x8_eq(i16x8_relaxed_dot_i8x16_i7x16(a, w), pairs))
         });
     fused && dot_exact
 }
@@ -596,13 +603,16 @@ fn k4_min_lanes(mins: v128, y: &BlockQ8K) -> v128 {
 /// any grouping gives the same lanes; `chunk(c)` gives chunk c's quants and its scale.
 #[inline(always)]
 fn k_lanes<const U7: bool>(chunk: impl Fn(usize) -> (v128, i16), a: &[u8]) -> [v128; 2] {
-    if cfg!(target_feature = "relaxed-simd") && U7 {
-        // Quads of each chunk in one relaxed_dot, scaled in i32.
+    #[cfg(target_feature = "relaxed-simd")]
+    if U7 {
+        // ggml's own order of work: the i16 pair sums of each chunk in one relaxed_dot
+        // (`pmaddubsw`; exact for 7-bit quants: |pair| ≤ 2 · 128 · 127 cannot saturate), then
+        // pairs × scale summed into i32 quads (`pmaddwd`).
         let mut quads = [i32x4_splat(0); 2];
         for c in 0..16 {
             let (q, scale) = chunk(c);
-            let d = quad_sums_u7(q, load16(a, 16 * c));
-            quads[c % 2] = i32x4_add(quads[c % 2], i32x4_mul(d, i32x4_splat(scale as i32)));
+            let pairs = i16x8_relaxed_dot_i8x16_i7x16(load16(a, 16 * c), q);
+            quads[c % 2] = i32x4_add(quads[c % 2], i32x4_dot_i16x8(pairs, i16x8_splat(scale)));
         }
         return quads;
     }
@@ -819,7 +829,8 @@ impl KQuant for BlockQ5K {
 }
 
 impl KQuant for BlockQ6K {
-    const U7: bool = false;
+    // The quants stay unsigned (0..64; the -32 comes from the bsums), so 7-bit.
+    const U7: bool = true;
     fn header(&self) -> KHeader {
         let sc = load16(bytemuck::cast_slice::<i8, u8>(&self.scales), 0);
         KHeader {
