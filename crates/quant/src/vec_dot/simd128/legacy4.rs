@@ -14,7 +14,7 @@
 //!   unsigned nibbles `u = q + o` lie in 0..=31, and `Σ a·q = Σ a·u - o·Σ a` (the activation
 //!   sums come from a second `relaxed_dot` against ones, folded into the accumulator input).
 //! - Q8_0 × Q8_0 forms its byte products as i16 dot products (`pmaddwd`), each side widened
-//!   once.
+//!   once, its bytes reordered so that two pair sums add up to ggml's lanes without shuffles.
 
 use super::*;
 
@@ -188,14 +188,19 @@ macro_rules! offset_signed {
 offset_signed!(Q4_0, BlockQ4_0, 8, |x: &BlockQ4_0| nibbles_32(&x.qs));
 offset_signed!(Q5_0, BlockQ5_0, 16, |x: &BlockQ5_0| q5_quants(&x.qs, x.qh));
 
-/// 32 signed bytes widened to i16: elements 0..8, 8..16, 16..24, 24..32.
+/// 32 signed bytes widened to i16, each 16 in the order that makes ggml's lanes one add:
+/// [0, 1, 4, 5, 8, 9, 12, 13] and [2, 3, 6, 7, 10, 11, 14, 15] of bytes 0..16, then the same
+/// of bytes 16..32. Pair sums (`pmaddwd`) of the first give bytes 4l..4l+2 of lane l, of the
+/// second bytes 4l+2..4l+4.
 #[inline(always)]
-fn widen_i16(b: [v128; 2]) -> [v128; 4] {
+fn widen_i16_paired(b: [v128; 2]) -> [v128; 4] {
+    let split = |v: v128| i8x16_shuffle::<0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15>(v, v);
+    let (lo, hi) = (split(b[0]), split(b[1]));
     [
-        i16x8_extend_low_i8x16(b[0]),
-        i16x8_extend_high_i8x16(b[0]),
-        i16x8_extend_low_i8x16(b[1]),
-        i16x8_extend_high_i8x16(b[1]),
+        i16x8_extend_low_i8x16(lo),
+        i16x8_extend_high_i8x16(lo),
+        i16x8_extend_low_i8x16(hi),
+        i16x8_extend_high_i8x16(hi),
     ]
 }
 
@@ -208,16 +213,19 @@ impl LegacyWeight for Q8_0 {
     const HAS_MIN: bool = false;
     #[inline(always)]
     fn quants(w: &BlockQ8_0) -> [v128; 4] {
-        widen_i16(act_bytes(&w.qs))
+        widen_i16_paired(act_bytes(&w.qs))
     }
     #[inline(always)]
     fn prep(a: &BlockQ8_0) -> [v128; 4] {
-        widen_i16(act_bytes(&a.qs))
+        widen_i16_paired(act_bytes(&a.qs))
     }
     #[inline(always)]
     fn lanes(q: &[v128; 4], a: &[v128; 4]) -> [v128; 2] {
         let pairs = |i: usize| i32x4_dot_i16x8(q[i], a[i]);
-        [quads(pairs(0), pairs(1)), quads(pairs(2), pairs(3))]
+        [
+            i32x4_add(pairs(0), pairs(1)),
+            i32x4_add(pairs(2), pairs(3)),
+        ]
     }
 }
 
