@@ -292,22 +292,22 @@ fn dot_block(
     if simd {
         use super::attention_simd128 as simd128;
         let np = hd / DOT_F16_STEP * DOT_F16_STEP;
-        if np > 0 {
-            // Slots past `nb` repeat the last key (their scores are not used).
-            let rows: [&[f32]; KEY_BLOCK] = std::array::from_fn(|b| &k[b.min(nb - 1)][..np]);
-            let heads = simd128::dot_f16_steps_x4(rows, &q[..np]);
-            for b in 0..nb {
-                out[b] = head_plus_leftovers(heads[b] as f64, &k[b][np..hd], &q[np..]);
-            }
-            return out;
+        // Slots past `nb` repeat the last key (their scores are not used).
+        let keys = |from: usize, to: usize| -> [&[f32]; KEY_BLOCK] {
+            std::array::from_fn(|b| &k[b.min(nb - 1)][from..to])
+        };
+        let heads = if np > 0 {
+            simd128::dot_f16_steps_x4(keys(0, np), &q[..np]).map(f64::from)
+        } else {
+            [0.0; KEY_BLOCK]
+        };
+        if (hd - np) % 4 == 0 {
+            return simd128::head_plus_leftovers_x4(heads, keys(np, hd), &q[np..]);
         }
-        if hd % 4 == 0 {
-            for b in 0..nb {
-                out[b] = simd128::dot_f16_exact_f64(&k[b][..hd], q)
-                    .unwrap_or_else(|| head_plus_leftovers(0.0, &k[b][..hd], q));
-            }
-            return out;
+        for b in 0..nb {
+            out[b] = head_plus_leftovers(heads[b], &k[b][np..hd], &q[np..]);
         }
+        return out;
     }
     let _ = simd;
     for b in 0..nb {
@@ -677,8 +677,9 @@ mod tests {
     #[test]
     fn simd_rows_are_bit_identical_to_scalar_rows() {
         if simd_available() {
-            // 132: a step and 4 leftovers (the x86 kernels need multiples of 8).
-            for hd in [64, 132, 192, 256] {
+            // 66, 130, 132: leftovers that are not a multiple of 4 (of 8: the x86 kernels'),
+            // after no step or one, or that are.
+            for hd in [64, 66, 130, 132, 192, 256] {
                 let kv = layer(24, 2, hd);
                 let q: Vec<f32> = (0..12 * hd)
                     .map(|i| ((i * 29 % 83) as f32 / 20.0) - 2.0)

@@ -10,38 +10,35 @@
 use core::arch::wasm32::*;
 use half::f16;
 
-/// Rounds 4 floats to the nearest f16 value (ties to even), as `f16::from_f32(x).to_f32()`.
-/// Any lane that is NaN or infinite makes the four lanes take the scalar conversion.
+/// Rounds 4 floats to the nearest f16 value (ties to even), as `f16::from_f32(x).to_f32()`,
+/// without a branch.
+///
+/// `|x|` with exponent `e` is rounded to a multiple of its f16 quantum, `2^(e-10)` (f16
+/// subnormals: `2^-24`), by adding and subtracting `c = 2^(max(e, -14) + 13)`: the sum lies in
+/// `[c, 2c)`, where the f32 quantum is exactly that, so the one f32 rounding of the sum is the
+/// f16 rounding, ties to even (the sum's last mantissa bit is the f16 value's), and the
+/// subtraction is exact (Sterbenz). Magnitudes from 65520 (rounding above `f16::MAX`) are
+/// infinite. NaN goes through the add and subtract as a NaN; clearing the low 13 mantissa bits
+/// (zero in every f16 value) then gives `half`'s NaN (quieted, payload truncated to 10 bits).
 #[inline(always)]
 fn round_f16(x: v128) -> v128 {
     let abs = f32x4_abs(x);
-    if !i32x4_all_true(f32x4_lt(abs, f32x4_splat(f32::INFINITY))) {
-        let r = |v: f32| f16::from_f32(v).to_f32();
-        return f32x4(
-            r(f32x4_extract_lane::<0>(x)),
-            r(f32x4_extract_lane::<1>(x)),
-            r(f32x4_extract_lane::<2>(x)),
-            r(f32x4_extract_lane::<3>(x)),
-        );
-    }
-    let sign = v128_and(x, u32x4_splat(0x8000_0000));
-    // f16-normal magnitudes: round the f32 mantissa to 10 bits, ties to even (a carry into
-    // the exponent is the right result); above f16::MAX the result is infinite.
-    let low_bit = v128_and(u32x4_shr(abs, 13), u32x4_splat(1));
-    let normal = v128_and(
-        i32x4_add(i32x4_add(abs, u32x4_splat(0x0fff)), low_bit),
-        u32x4_splat(!0x1fff),
+    let sign = v128_xor(x, abs);
+    let e = i32x4_max(
+        v128_and(abs, u32x4_splat(0x7f80_0000)),
+        u32x4_splat(f16::MIN_POSITIVE.to_f32().to_bits()),
     );
-    let normal = v128_bitselect(
+    let c = i32x4_add(e, u32x4_splat(13 << 23));
+    let r = f32x4_sub(f32x4_add(abs, c), c);
+    // f16::MAX + half its quantum (32) is the first magnitude that rounds to infinity (the sum
+    // gives 65536 there); from 2^115 on `c` is not a power of two, but those lanes are infinite
+    // anyway, as are infinities (`c` is then a tiny negative number).
+    let r = v128_bitselect(
         f32x4_splat(f32::INFINITY),
-        normal,
-        f32x4_gt(normal, f32x4_splat(f16::MAX.to_f32())),
+        r,
+        f32x4_ge(abs, f32x4_splat(65520.0)),
     );
-    // f16-subnormal magnitudes (< 2^-14): multiples of 2^-24. Adding 0.5 (f32 ulp 2^-24 in
-    // [0.5, 1)) rounds once, ties to even; subtracting it again is exact.
-    let sub = f32x4_sub(f32x4_add(abs, f32x4_splat(0.5)), f32x4_splat(0.5));
-    let tiny = f32x4_lt(abs, f32x4_splat(f16::MIN_POSITIVE.to_f32()));
-    v128_or(sign, v128_bitselect(sub, normal, tiny))
+    v128_or(sign, v128_and(r, u32x4_splat(!0x1fff)))
 }
 
 /// 4 f16 values (bits in the low 64 bits of a load) widened exactly to f32.
@@ -312,55 +309,40 @@ pub fn scale_f16_steps(y: &mut [f32], v: f32) {
     debug_assert_eq!(done, y.len());
 }
 
-/// `attention::head_plus_leftovers(0.0, k, q)` — the sequential f64 sum of the exact f16
-/// products — computed out of order (four f64x2 sums) when that provably gives the same value;
-/// `None` otherwise (then the caller runs the sequential loop). `k.len() % 4 == 0`,
-/// `q.len() >= k.len()`.
-///
-/// Why any order gives the same bits (as for `attention_avx2::dot_f16_exact_f64`): each
-/// product `a·b` of two f16 is `ma·mb·2^e` with `ma·mb < 2^22`, a multiple of a power of two
-/// greater than `|a·b| / 2^22`. All the products, so every partial sum in any order, are
-/// multiples of the smallest of those, `G > pmin / 2^22` (`pmin`: the smallest non-zero
-/// `|a·b|`). A multiple of `G` under `2^53·G` in magnitude is an f64, so when
-/// `Σ|a·b| < 2^31·pmin` every addition is exact and the sum is the exact one in any order. The
-/// check uses `2^30` to leave room for the rounding of the computed `Σ|a·b|`. Non-finite or
-/// NaN products fail it. The sum's zero is +0 either way (it starts at +0).
-pub fn dot_f16_exact_f64(k: &[f32], q: &[f32]) -> Option<f32> {
-    let n = k.len();
-    assert!(n % 4 == 0 && q.len() >= n);
-    let (kp, qp) = (k.as_ptr(), q.as_ptr());
-    let inf = f32x4_splat(f32::INFINITY);
-    let (mut sum_lo, mut sum_hi) = (f64x2_splat(0.0), f64x2_splat(0.0));
-    let (mut abs_lo, mut abs_hi) = (f64x2_splat(0.0), f64x2_splat(0.0));
-    let mut pmin = inf;
+/// `attention::head_plus_leftovers(init[b], k[b], q)` for four keys: each key's exact f32
+/// products added to its f64 sum one by one in element order, the same operations in the same
+/// order as the scalar loop (so the same bits, whatever the values), with the four keys' sums
+/// in the two lanes of two f64x2 registers. `q.len() % 4 == 0`, every `k[b]` as long.
+pub fn head_plus_leftovers_x4(init: [f64; 4], k: [&[f32]; 4], q: &[f32]) -> [f32; 4] {
+    let n = q.len();
+    assert!(n % 4 == 0 && k.iter().all(|k| k.len() == n));
+    let (kp, qp) = (k.map(|k| k.as_ptr()), q.as_ptr());
+    let mut s01 = f64x2(init[0], init[1]);
+    let mut s23 = f64x2(init[2], init[3]);
     for i in (0..n).step_by(4) {
-        // SAFETY: i + 4 <= n <= q.len().
-        let p = unsafe { f32x4_mul(load(kp, i), load(qp, i)) }; // exact
-        let a = f32x4_abs(p);
-        // Zero products do not count for pmin (NaN propagates, and then Σ|a·b| is NaN too).
-        pmin = f32x4_min(pmin, v128_bitselect(inf, a, f32x4_eq(a, zero())));
-        let p_hi = i32x4_shuffle::<2, 3, 2, 3>(p, p);
-        let a_hi = i32x4_shuffle::<2, 3, 2, 3>(a, a);
-        sum_lo = f64x2_add(sum_lo, f64x2_promote_low_f32x4(p));
-        sum_hi = f64x2_add(sum_hi, f64x2_promote_low_f32x4(p_hi));
-        abs_lo = f64x2_add(abs_lo, f64x2_promote_low_f32x4(a));
-        abs_hi = f64x2_add(abs_hi, f64x2_promote_low_f32x4(a_hi));
+        // SAFETY: i + 4 <= n, the length of q and of each k[b].
+        let qv = unsafe { load(qp, i) };
+        let p: [v128; 4] = std::array::from_fn(|b| f32x4_mul(unsafe { load(kp[b], i) }, qv));
+        // Element j of keys 0 and 1 (2 and 3) into the low two lanes, widened to f64, added.
+        macro_rules! add_element {
+            ($j:literal, $j4:literal) => {
+                let e01 = i32x4_shuffle::<$j, $j4, $j, $j4>(p[0], p[1]);
+                let e23 = i32x4_shuffle::<$j, $j4, $j, $j4>(p[2], p[3]);
+                s01 = f64x2_add(s01, f64x2_promote_low_f32x4(e01));
+                s23 = f64x2_add(s23, f64x2_promote_low_f32x4(e23));
+            };
+        }
+        add_element!(0, 4);
+        add_element!(1, 5);
+        add_element!(2, 6);
+        add_element!(3, 7);
     }
-    let lanes = |v: v128| (f64x2_extract_lane::<0>(v), f64x2_extract_lane::<1>(v));
-    let (a0, a1) = lanes(f64x2_add(abs_lo, abs_hi));
-    let abs_sum = a0 + a1;
-    let pmin = f32x4_min(pmin, i32x4_shuffle::<2, 3, 0, 1>(pmin, pmin));
-    let pmin = f32x4_min(pmin, i32x4_shuffle::<1, 0, 3, 2>(pmin, pmin));
-    let pmin = f32x4_extract_lane::<0>(pmin) as f64;
-    if pmin == f64::INFINITY {
-        return Some(0.0); // every product is zero
-    }
-    // `abs_sum < pmin * 2^30`, false for NaN and infinities.
-    if !(abs_sum < pmin * (1u64 << 30) as f64) {
-        return None;
-    }
-    let (s0, s1) = lanes(f64x2_add(sum_lo, sum_hi));
-    Some((s0 + s1) as f32)
+    [
+        f64x2_extract_lane::<0>(s01) as f32,
+        f64x2_extract_lane::<1>(s01) as f32,
+        f64x2_extract_lane::<0>(s23) as f32,
+        f64x2_extract_lane::<1>(s23) as f32,
+    ]
 }
 
 #[cfg(test)]
@@ -418,7 +400,26 @@ pub(crate) mod tests {
             2f32.powi(-25),
             3.0 * 2f32.powi(-26),
             f32::MAX,
+            // Where the added power of two stops being one (see round_f16), and beyond.
+            2f32.powi(114) * 1.75,
+            2f32.powi(115),
+            2f32.powi(116) * 1.5,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            f32::from_bits(0x7fff_ffff),
+            f32::from_bits(0xffc0_1fff),
+            // f32 subnormals and the f16 normal/subnormal boundary.
+            f32::from_bits(1),
+            f32::from_bits(0x007f_ffff),
+            f16::MIN_POSITIVE.to_f32() * (1.0 - f32::EPSILON),
+            65519.0,
+            -65519.996,
         ];
+        // Every f16 value rounds to itself.
+        for h in 0..0x7c00u16 {
+            xs.push(f16::from_bits(h).to_f32());
+        }
         let mut s = 7;
         for _ in 0..100_000 {
             xs.push(f32::from_bits(next(&mut s) as u32));
@@ -670,12 +671,11 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn simd128_exact_f64_dot_equals_the_sequential_sum() {
+    fn simd128_leftover_sums_equal_the_sequential_sum() {
         // Random f16 bit patterns cover tiny, subnormal, huge, infinite and NaN values; the
-        // scaled normals are what attention sees. Either the fast path declines or it returns
-        // the sequential sum's bits.
+        // scaled normals are what attention sees, where summing out of order would round
+        // differently. Starting sums as after a step of 128, or 0.
         let mut s = 0x9e37_79b9_7f4a_7c15u64;
-        let (mut taken, mut declined) = (0, 0);
         for case in 0..20_000 {
             let n = [4, 8, 64, 96, 124][case % 5];
             let mut gen = |_| {
@@ -690,19 +690,20 @@ pub(crate) mod tests {
                 }
                 .to_f32()
             };
-            let k: Vec<f32> = (0..n).map(&mut gen).collect();
+            let k: Vec<Vec<f32>> = (0..4).map(|_| (0..n).map(&mut gen).collect()).collect();
             let q: Vec<f32> = (0..n).map(&mut gen).collect();
-            let want = head_plus_leftovers(0.0, &k, &q);
-            match dot_f16_exact_f64(&k, &q) {
-                Some(got) => {
-                    taken += 1;
-                    assert_eq!(
-                        got.to_bits(),
-                        want.to_bits(),
-                        "case {case}: {got} vs {want}"
-                    );
-                }
-                None => declined += 1,
+            let init: [f64; 4] = std::array::from_fn(|b| match case % 4 {
+                0 => 0.0,
+                _ => gen(b) as f64,
+            });
+            let got = head_plus_leftovers_x4(init, std::array::from_fn(|b| &k[b][..]), &q);
+            for b in 0..4 {
+                let want = head_plus_leftovers(init[b], &k[b], &q);
+                assert!(
+                    same(got[b], want),
+                    "case {case} key {b}: {} vs {want}",
+                    got[b]
+                );
             }
         }
         // A row whose sequential sum rounds: 2^30 + 2^-28 is 2^30 in f64, so the sequential
@@ -713,24 +714,7 @@ pub(crate) mod tests {
         (k[1], q[1]) = (2f32.powi(-14), 2f32.powi(-14));
         (k[4], q[4]) = (-32768.0, 32768.0);
         assert_eq!(head_plus_leftovers(0.0, &k, &q), 0.0);
-        assert_eq!(dot_f16_exact_f64(&k, &q), None);
-        // All-zero products (signed zeros too) sum to +0.
-        let z = [0.0, -0.0, 0.0, -0.0];
-        let got = dot_f16_exact_f64(&z, &[1.0, 1.0, -1.0, -1.0]).unwrap();
-        assert_eq!(
-            got.to_bits(),
-            head_plus_leftovers(0.0, &z, &[1.0, 1.0, -1.0, -1.0]).to_bits()
-        );
-        // An infinite product declines.
-        assert_eq!(
-            dot_f16_exact_f64(&[f32::INFINITY, 1.0, 1.0, 1.0], &[1.0; 4]),
-            None
-        );
-        // The check must let ordinary rows through, and must decline some hostile ones.
-        assert!(
-            taken > 10_000 && declined > 100,
-            "taken {taken}, declined {declined}"
-        );
+        assert_eq!(head_plus_leftovers_x4([0.0; 4], [&k[..]; 4], &q), [0.0; 4]);
     }
 
     /// The scalar loops of `attention::mad_acc` / `scale_acc`, as references.
