@@ -121,6 +121,9 @@ pub fn scale_steps(y: &mut [f32], v: f32) {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    // In Node, under wasm-bindgen-test, where `half` converts in software.
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
 
     /// Exact value of an f16 as an integer multiple of 2^-24 (None for inf/NaN).
     fn units24(x: f16) -> Option<i128> {
