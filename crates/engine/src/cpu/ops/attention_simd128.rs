@@ -44,7 +44,12 @@ fn round_f16(x: v128) -> v128 {
 /// 4 f16 values (bits in the low 64 bits of a load) widened exactly to f32.
 #[inline(always)]
 fn f16x4_to_f32(h: v128) -> v128 {
-    let w = u32x4_extend_low_u16x8(h);
+    f16_bits_to_f32(u32x4_extend_low_u16x8(h))
+}
+
+/// 4 f16 values, one in the low 16 bits of each 32-bit lane, widened exactly to f32.
+#[inline(always)]
+fn f16_bits_to_f32(w: v128) -> v128 {
     let sign = i32x4_shl(v128_and(w, u32x4_splat(0x8000)), 16);
     let m = v128_and(w, u32x4_splat(0x7fff));
     // Normal and subnormal f16: the bits shifted into place are the value times 2^-112.
@@ -75,31 +80,108 @@ pub fn scale_f16(acc: &mut [f32], ms: f32) -> usize {
 /// `min(src.len(), dst.len())`; returns how many were done.
 pub fn widen(src: &[f16], dst: &mut [f32]) -> usize {
     let n = src.len().min(dst.len()) / 4 * 4;
-    for i in (0..n).step_by(4) {
-        // SAFETY: i + 4 <= n <= src.len(), dst.len(); the f16 load reads 8 bytes = 4 values.
+    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    let n8 = n / 8 * 8;
+    for i in (0..n8).step_by(8) {
+        // SAFETY: i + 8 <= n <= src.len(), dst.len(); the load reads 16 bytes = 8 f16.
         unsafe {
-            let x = f16x4_to_f32(v128_load64_zero(src.as_ptr().add(i) as *const u64));
-            v128_store(dst.as_mut_ptr().add(i) as *mut v128, x);
+            let h = v128_load(sp.add(i) as *const v128);
+            v128_store(
+                dp.add(i) as *mut v128,
+                f16_bits_to_f32(u32x4_extend_low_u16x8(h)),
+            );
+            v128_store(
+                dp.add(i + 4) as *mut v128,
+                f16_bits_to_f32(u32x4_extend_high_u16x8(h)),
+            );
+        }
+    }
+    if n8 < n {
+        // SAFETY: n8 + 4 = n <= src.len(), dst.len(); the f16 load reads 8 bytes = 4 values.
+        unsafe {
+            let x = f16x4_to_f32(v128_load64_zero(sp.add(n8) as *const u64));
+            v128_store(dp.add(n8) as *mut v128, x);
         }
     }
     n
 }
 
 /// `acc = f16(fma(v, vs, acc))` over the leading multiple of 4 elements of
-/// `min(acc.len(), v.len())`; returns how many were done. `v` holds f16-exact values.
+/// `min(acc.len(), v.len())`; returns how many were done. `v` holds f16-exact values. (Four
+/// vectors per iteration: V8 checks for interrupts at every loop back edge, which costs about
+/// as much as one vector's work.)
 pub fn mad_f16(acc: &mut [f32], v: &[f32], vs: f32) -> usize {
     let n = acc.len().min(v.len()) / 4 * 4;
+    let n16 = n / 16 * 16;
     let s = f32x4_splat(vs);
-    for i in (0..n).step_by(4) {
-        // SAFETY: i + 4 <= n <= acc.len(), v.len().
+    // A factor of 1 (each new running maximum) or 0 leaves the product exact in f32.
+    let exact_product = vs == 1.0 || vs == 0.0;
+    let (ap, vp) = (acc.as_mut_ptr(), v.as_ptr());
+    // SAFETY (all calls): i + 16 <= n16 <= n, and then i + 4 <= n; n <= acc.len(), v.len().
+    for i in (0..n16).step_by(16) {
         unsafe {
-            let x = v128_load(v.as_ptr().add(i) as *const v128);
-            let p = acc.as_mut_ptr().add(i) as *mut v128;
-            let r = quant::vec_dot::fma_f32x4(x, s, v128_load(p));
-            v128_store(p, round_f16(r));
+            mad_f16x4(ap.add(i), vp.add(i), s, exact_product);
+            mad_f16x4(ap.add(i + 4), vp.add(i + 4), s, exact_product);
+            mad_f16x4(ap.add(i + 8), vp.add(i + 8), s, exact_product);
+            mad_f16x4(ap.add(i + 12), vp.add(i + 12), s, exact_product);
         }
     }
+    for i in (n16..n).step_by(4) {
+        unsafe { mad_f16x4(ap.add(i), vp.add(i), s, exact_product) };
+    }
     n
+}
+
+/// `*a = f16(fma(*v, s, *a))` for 4 lanes ([`fma_round_f16`]).
+///
+/// # Safety
+/// `a` and `v` must point to 4 f32 each (unaligned is fine).
+#[inline(always)]
+unsafe fn mad_f16x4(a: *mut f32, v: *const f32, s: v128, exact_product: bool) {
+    let p = a as *mut v128;
+    v128_store(p, fma_round_f16(load(v, 0), s, v128_load(p), exact_product));
+}
+
+/// `f16(fmaf(x, s, a))` (the fused multiply-add rounded to f32, then to f16) for 4 lanes;
+/// `exact_product` may be set where `x*s` is exact in f32: then `fmaf` is the f32 sum.
+#[inline(always)]
+fn fma_round_f16(x: v128, s: v128, a: v128, exact_product: bool) -> v128 {
+    if exact_product {
+        return round_f16(f32x4_add(f32x4_mul(x, s), a));
+    }
+    // The relaxed-SIMD build: one fused multiply-add (see quant's fma_f32x4).
+    #[cfg(target_feature = "relaxed-simd")]
+    return round_f16(quant::vec_dot::fma_f32x4(x, s, a));
+    // Plain SIMD128: `r = x*s + a` in f64 (the product is exact there), one f64 rounding.
+    // Its demotion to f32 is `fmaf`'s rounding unless `r` is an f32 midpoint (if the two
+    // roundings differed, an f32 midpoint would lie between the exact sum and `r`, inclusive;
+    // it is an f64, and `r` is the f64 nearest the exact sum, so it is `r`). A midpoint (f32
+    // subnormal ones and the overflow threshold included) has at most 25 significant bits:
+    // its low 28 f64 mantissa bits are zero. Lanes like that (also exact zeros, rare) go to
+    // quant's exact `fma_f32x4`, which needs those checks only because its result is final.
+    #[cfg(not(target_feature = "relaxed-simd"))]
+    {
+        let wide = |v: v128| {
+            (
+                f64x2_promote_low_f32x4(v),
+                f64x2_promote_low_f32x4(u64x2_shuffle::<1, 1>(v, v)),
+            )
+        };
+        let ((x0, x1), (s0, s1), (a0, a1)) = (wide(x), wide(s), wide(a));
+        let r0 = f64x2_add(f64x2_mul(x0, s0), a0);
+        let r1 = f64x2_add(f64x2_mul(x1, s1), a1);
+        let suspect = v128_or(
+            i64x2_eq(i64x2_shl(r0, 36), i64x2_splat(0)),
+            i64x2_eq(i64x2_shl(r1, 36), i64x2_splat(0)),
+        );
+        if v128_any_true(suspect) {
+            return round_f16(quant::vec_dot::fma_f32x4(x, s, a));
+        }
+        round_f16(u64x2_shuffle::<0, 2>(
+            f32x4_demote_f64x2_zero(r0),
+            f32x4_demote_f64x2_zero(r1),
+        ))
+    }
 }
 
 /// Elements of one step of the reference build's f16 loops (4 registers × 32 halves): 32
@@ -737,15 +819,19 @@ pub(crate) mod tests {
                 f16::from_bits(((bits >> 16) as u16 & 0x83ff) | ((e as u16) << 10))
             }
         };
-        for round in 0..3000 {
+        for round in 0..6000 {
             let len = 4 + (next(&mut s) % 132) as usize;
             let v: Vec<f16> = (0..len).map(|_| rand_f16(&mut s, 20)).collect();
             let acc0: Vec<f32> = (0..len).map(|_| rand_f16(&mut s, 20).to_f32()).collect();
-            let vs = match round % 4 {
+            let vs = match round % 6 {
                 0 => 1.0,
                 1 => f32::from_bits(next(&mut s) as u32 & 0x3f7f_ffff), // (0, 1)
                 2 => (-((next(&mut s) % 2000) as f32) * 0.01).exp(),
-                _ => 0.0,
+                3 => 0.0,
+                // Few significant bits: sums exact in f32 (the plain build's checked lanes).
+                4 => rand_f16(&mut s, 16).to_f32(),
+                // Any finite f32: products that overflow f16 and f32, or vanish.
+                _ => f32::from_bits(next(&mut s) as u32 & 0xff7f_ffff),
             };
             let mut vf = vec![f32::NAN; len];
             assert_eq!(widen(&v, &mut vf), len / 4 * 4);
