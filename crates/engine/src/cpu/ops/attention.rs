@@ -154,7 +154,16 @@ fn attend_rows_impl(
     };
     let mut q16 = [0.0f32; MAX_ROWS * MAX_HEAD_DIM];
     for (d, r) in q16.chunks_exact_mut(hd).zip(rows) {
-        for (d, &s) in d.iter_mut().zip(&q[r.row * hd..(r.row + 1) * hd]) {
+        let q = &q[r.row * hd..(r.row + 1) * hd];
+        // wasm: `half`'s conversion is a software one.
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        let (d, q) = if simd {
+            let done = super::attention_simd128::round_to_f16(q, d);
+            (&mut d[done..], &q[done..])
+        } else {
+            (d, q)
+        };
+        for (d, &s) in d.iter_mut().zip(q) {
             *d = f16_arith::round_f16(s);
         }
     }

@@ -62,6 +62,20 @@ fn f16_bits_to_f32(w: v128) -> v128 {
     v128_or(sign, v128_bitselect(special, finite, is_special))
 }
 
+/// `dst = src` rounded to f16 precision over the leading multiple of 4 elements of
+/// `min(src.len(), dst.len())`; returns how many were done.
+pub fn round_to_f16(src: &[f32], dst: &mut [f32]) -> usize {
+    let n = src.len().min(dst.len()) / 4 * 4;
+    for i in (0..n).step_by(4) {
+        // SAFETY: i + 4 <= n <= src.len(), dst.len().
+        unsafe {
+            let x = round_f16(load(src.as_ptr(), i));
+            v128_store(dst.as_mut_ptr().add(i) as *mut v128, x);
+        }
+    }
+    n
+}
+
 /// `acc = f16(acc * ms)` over the leading multiple of 4 elements; returns how many were done.
 pub fn scale_f16(acc: &mut [f32], ms: f32) -> usize {
     let m = f32x4_splat(ms);
