@@ -285,10 +285,9 @@ pub fn dot_f16_steps_x4(k: [&[f32]; 4], q: &[f32]) -> [f32; 4] {
     let n = q.len();
     assert!(n % STEP == 0 && n > 0 && k.iter().all(|k| k.len() == n));
     let (kp, qp) = (k.map(|k| k.as_ptr()), q.as_ptr());
-    // acc[b][r]: lanes 4r..4r+4 of key b's 128 (the reference's register R of 32 halves is
-    // acc[b][8R..8R+8]).
-    let mut acc = [[zero(); REGS]; 4];
-    for r in 0..REGS {
+    // regs[r][b]: lanes 4r..4r+4 of key b's 128 (the reference's register R of 32 halves is
+    // regs[8R..8R+8][b]).
+    let regs: [[v128; 4]; REGS] = std::array::from_fn(|r| {
         // SAFETY (every load): i + 4r + 4 <= n, the length of q and of each k[b].
         // The first step adds to +0 (a -0 product gives +0, as there); the product is exact,
         // so that is one rounding.
@@ -313,11 +312,10 @@ pub fn dot_f16_steps_x4(k: [&[f32]; 4], q: &[f32]) -> [f32; 4] {
                 fast.map(|f| f.0)
             };
         }
-        for b in 0..4 {
-            acc[b][r] = a[b];
-        }
-    }
-    let z = acc.each_ref().map(reduce_to_4_lanes);
+        a
+    });
+    let z: [v128; 4] =
+        std::array::from_fn(|b| reduce_to_4_lanes(&std::array::from_fn(|r| regs[r][b])));
     // Then `_mm512_reduce_add_ph`'s lanes i + i+2 and i + i+1, two and four keys per register:
     // [z0 lo | z1 lo] + [z0 hi | z1 hi] = [a0 a1 b0 b1] (a, b: keys 0, 1; c, d: keys 2, 3).
     let ab = add_f16x4(
