@@ -341,17 +341,20 @@ fn scale_acc(acc: &mut [f32], ms: f32, simd: bool) {
         return;
     }
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    let acc = if simd {
-        super::attention_simd128::scale_f16_steps(steps, ms);
-        let done = super::attention_simd128::scale_f16(acc, ms);
-        &mut acc[done..]
-    } else {
-        f16_arith::scale_steps(steps, ms);
-        acc
-    };
-    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
-    f16_arith::scale_steps(steps, ms);
+    if simd {
+        use super::attention_simd128 as simd128;
+        simd128::scale_f16_steps(steps, ms);
+        let done = simd128::scale_f16(acc, ms);
+        return scale_scalar(&mut acc[done..], ms);
+    }
     let _ = simd;
+    f16_arith::scale_steps(steps, ms);
+    scale_scalar(acc, ms);
+}
+
+/// ggml_vec_scale_f16's scalar loop: `acc = f16(acc * ms)` in f32.
+#[inline(always)]
+fn scale_scalar(acc: &mut [f32], ms: f32) {
     for a in acc.iter_mut() {
         *a = f16_arith::round_f16(*a * ms);
     }

@@ -1,9 +1,11 @@
-//! wasm32 SIMD128 versions of the attention accumulator loops (`attention::scale_acc` and
-//! `attention::mad_rows`) and of the K/V row widening, bit-identical to the scalar ones: the
-//! f32 fused multiply-add is
-//! computed exactly in f64x2 lanes (`quant::vec_dot::fma_f32x4`; wasm's `f32::mul_add` is a slow
-//! software `fmaf`) and the rounding to f16 precision is done with f32 bit arithmetic. Checked
-//! by the tests in `attention.rs` (run in Node).
+//! wasm32 SIMD128 versions of the attention inner loops (`attention::dot_block`, `scale_acc`,
+//! `mad_rows`, the K/V row widening and the query rounding), bit-identical to the scalar ones,
+//! as `attention_avx2` is on x86: the f16 arithmetic of the reference build's 128-element steps
+//! (`f16_arith`: fused multiply-adds rounded once to f16, with a fast path and an exact one),
+//! the scalar leftovers' in-order f64 sums, and the scalar loops' f32 fused multiply-add
+//! (`fmaf`, then f16: wasm's `f32::mul_add` is a slow software `fmaf`). Rounding to f16
+//! precision is f32 arithmetic (`half` converts in software on wasm). Checked against the
+//! scalar code by the tests here and in `attention.rs` (run in Node).
 
 #![cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 
