@@ -20,13 +20,14 @@ cargo check -p engine --target wasm32-unknown-unknown --locked
 # kernels bit for bit against the portable ggml-order ones.
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   cargo test -p quant --target wasm32-unknown-unknown --locked
-# The engine's simd128 element-wise kernels (SwiGLU, attention accumulators) against scalar.
+# The engine's wasm-bindgen tests: the simd128 kernels (SwiGLU, attention) against scalar,
+# and the attention and f16-arithmetic tests (half converts in software there).
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-  cargo test -p engine --target wasm32-unknown-unknown --locked --lib -- simd128
+  cargo test -p engine --target wasm32-unknown-unknown --locked --lib
 # Both again in the relaxed-SIMD build (fused relaxed_madd, relaxed_dot); Node 20 needs a flag
 # for relaxed SIMD, and its baseline compiler (Liftoff) gets relaxed_dot wrong (Chromium's does
 # not), so its optimising compiler only. Own target dir: other RUSTFLAGS would rebuild the default one's artifacts.
-for pkg in "quant" "engine --lib -- simd128"; do
+for pkg in "quant" "engine --lib"; do
   # shellcheck disable=SC2086
   RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd" NODE_ARGS=--experimental-wasm-relaxed-simd,--no-liftoff \
     CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \

@@ -101,7 +101,9 @@ pub fn attend_rows(
         // SAFETY: the CPU has AVX2/FMA/F16C (checked just above).
         return unsafe { attend_rows_avx2(q, rows, kv, kv_head, scale, softcap, out) };
     }
-    attend_rows_impl(q, rows, kv, kv_head, scale, softcap, out, false);
+    // wasm32: the SIMD128 kernels are compiled in or not.
+    let simd = cfg!(all(target_arch = "wasm32", target_feature = "simd128"));
+    attend_rows_impl(q, rows, kv, kv_head, scale, softcap, out, simd);
 }
 
 /// [`attend_rows_impl`] compiled for AVX2 (so its softmax bookkeeping inlines the kernels and
@@ -124,8 +126,9 @@ unsafe fn attend_rows_avx2(
     attend_rows_impl(q, rows, kv, kv_head, scale, softcap, out, true);
 }
 
-/// The kernel; `simd` picks the AVX2 inner loops (bit-identical to the scalar ones) and may
-/// only be set on a CPU that has them, with `head_dim_v % 8 == 0`.
+/// The kernel; `simd` picks the SIMD inner loops (bit-identical to the scalar ones): on
+/// x86_64 the AVX2 ones, and then it may only be set on a CPU that has them, with
+/// `head_dim_v % 8 == 0`; on wasm32 the SIMD128 ones, where the build has them.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn attend_rows_impl(
@@ -151,7 +154,16 @@ fn attend_rows_impl(
     };
     let mut q16 = [0.0f32; MAX_ROWS * MAX_HEAD_DIM];
     for (d, r) in q16.chunks_exact_mut(hd).zip(rows) {
-        for (d, &s) in d.iter_mut().zip(&q[r.row * hd..(r.row + 1) * hd]) {
+        let q = &q[r.row * hd..(r.row + 1) * hd];
+        // wasm: `half`'s conversion is a software one.
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        let (d, q) = if simd {
+            let done = super::attention_simd128::round_to_f16(q, d);
+            (&mut d[done..], &q[done..])
+        } else {
+            (d, q)
+        };
+        for (d, &s) in d.iter_mut().zip(q) {
             *d = f16_arith::round_f16(s);
         }
     }
@@ -238,19 +250,21 @@ fn widen(src: &[f16], dst: &mut [f32], simd: bool) {
         unsafe { super::attention_avx2::widen(src, dst) };
         return;
     }
-    let _ = simd;
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    let (src, dst) = {
+    let (src, dst) = if simd {
         let done = super::attention_simd128::widen(src, dst);
         (&src[done..], &mut dst[done..])
+    } else {
+        (src, dst)
     };
+    let _ = simd;
     for (d, s) in dst.iter_mut().zip(src) {
         *d = s.to_f32();
     }
 }
 
-/// [`dot_f16`] of the first `nb` keys of a block against `q` (head_dim long), on AVX2 when
-/// `simd` is set.
+/// [`dot_f16`] of the first `nb` keys of a block against `q` (head_dim long), on AVX2 or
+/// SIMD128 when `simd` is set.
 #[inline(always)]
 fn dot_block(
     k: &[[f32; MAX_HEAD_DIM]; KEY_BLOCK],
@@ -283,6 +297,27 @@ fn dot_block(
             return out;
         }
     }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    if simd {
+        use super::attention_simd128 as simd128;
+        let np = hd / DOT_F16_STEP * DOT_F16_STEP;
+        // Slots past `nb` repeat the last key (their scores are not used).
+        let keys = |from: usize, to: usize| -> [&[f32]; KEY_BLOCK] {
+            std::array::from_fn(|b| &k[b.min(nb - 1)][from..to])
+        };
+        let heads = if np > 0 {
+            simd128::dot_f16_steps_x4(keys(0, np), &q[..np]).map(f64::from)
+        } else {
+            [0.0; KEY_BLOCK]
+        };
+        if (hd - np) % 4 == 0 {
+            return simd128::head_plus_leftovers_x4(heads, keys(np, hd), &q[np..]);
+        }
+        for b in 0..nb {
+            out[b] = head_plus_leftovers(heads[b], &k[b][np..hd], &q[np..]);
+        }
+        return out;
+    }
     let _ = simd;
     for b in 0..nb {
         out[b] = dot_f16(&k[b][..hd], q);
@@ -305,16 +340,54 @@ fn scale_acc(acc: &mut [f32], ms: f32, simd: bool) {
         }
         return;
     }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    if simd {
+        use super::attention_simd128 as simd128;
+        simd128::scale_f16_steps(steps, ms);
+        let done = simd128::scale_f16(acc, ms);
+        return scale_scalar(&mut acc[done..], ms);
+    }
     let _ = simd;
     f16_arith::scale_steps(steps, ms);
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    let acc = {
-        let done = super::attention_simd128::scale_f16(acc, ms);
-        &mut acc[done..]
-    };
+    scale_scalar(acc, ms);
+}
+
+/// ggml_vec_scale_f16's scalar loop: `acc = f16(acc * ms)` in f32.
+#[inline(always)]
+fn scale_scalar(acc: &mut [f32], ms: f32) {
     for a in acc.iter_mut() {
         *a = f16_arith::round_f16(*a * ms);
     }
+}
+
+/// Runs `$call` — an expression of `$rows` and `$factors`, arrays of 1 to 4 — over the step
+/// parts (`..$np`) of the accumulator rows (`$acc`: rows of `$dv`) four rows at a time, with
+/// their factors (`$vs`): the multi-row `mad_f16_steps` kernels take arrays of fixed length.
+macro_rules! by_four_rows {
+    ($acc:expr, $dv:expr, $np:expr, $vs:expr, |$rows:ident, $factors:ident| $call:expr) => {
+        for (acc, vs) in $acc.chunks_mut(4 * $dv).zip($vs.chunks(4)) {
+            let mut r = acc.chunks_exact_mut($dv).map(|a| &mut a[..$np]);
+            match (r.next(), r.next(), r.next(), r.next()) {
+                (Some(a), None, _, _) => {
+                    let ($rows, $factors) = ([a], [vs[0]]);
+                    $call
+                }
+                (Some(a), Some(b), None, _) => {
+                    let ($rows, $factors) = ([a, b], [vs[0], vs[1]]);
+                    $call
+                }
+                (Some(a), Some(b), Some(c), None) => {
+                    let ($rows, $factors) = ([a, b, c], [vs[0], vs[1], vs[2]]);
+                    $call
+                }
+                (Some(a), Some(b), Some(c), Some(d)) => {
+                    let ($rows, $factors) = ([a, b, c, d], [vs[0], vs[1], vs[2], vs[3]]);
+                    $call
+                }
+                _ => unreachable!("a chunk holds 1 to 4 rows"),
+            }
+        }
+    };
 }
 
 /// ggml_vec_mad_f16 for each row's accumulator (`acc`: rows of `v.len()`, contiguous) with
@@ -332,24 +405,9 @@ fn mad_rows(acc: &mut [f32], v: &[f32], vs: &[f32], simd: bool) {
         // SAFETY (all calls): `simd` is only set when the CPU has AVX2/FMA/F16C and
         // head_dim_v % 8 == 0; np % 128 == 0.
         if np > 0 {
-            for (acc, vs) in acc.chunks_mut(4 * dv).zip(vs.chunks(4)) {
-                let mut r = acc.chunks_exact_mut(dv).map(|a| &mut a[..np]);
-                unsafe {
-                    match (r.next(), r.next(), r.next(), r.next()) {
-                        (Some(a), None, _, _) => avx2::mad_f16_steps([a], v_steps, [vs[0]]),
-                        (Some(a), Some(b), None, _) => {
-                            avx2::mad_f16_steps([a, b], v_steps, [vs[0], vs[1]])
-                        }
-                        (Some(a), Some(b), Some(c), None) => {
-                            avx2::mad_f16_steps([a, b, c], v_steps, [vs[0], vs[1], vs[2]])
-                        }
-                        (Some(a), Some(b), Some(c), Some(d)) => {
-                            avx2::mad_f16_steps([a, b, c, d], v_steps, [vs[0], vs[1], vs[2], vs[3]])
-                        }
-                        _ => unreachable!("a chunk holds 1 to 4 rows"),
-                    }
-                }
-            }
+            by_four_rows!(acc, dv, np, vs, |rows, factors| unsafe {
+                avx2::mad_f16_steps(rows, v_steps, factors)
+            });
         }
         if np < dv {
             for (acc, &vs) in acc.chunks_exact_mut(dv).zip(vs) {
@@ -358,18 +416,34 @@ fn mad_rows(acc: &mut [f32], v: &[f32], vs: &[f32], simd: bool) {
         }
         return;
     }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    if simd {
+        use super::attention_simd128 as simd128;
+        if np > 0 {
+            by_four_rows!(acc, dv, np, vs, |rows, factors| {
+                simd128::mad_f16_steps(rows, v_steps, factors)
+            });
+        }
+        for (acc, &vs) in acc.chunks_exact_mut(dv).zip(vs) {
+            let rest = &mut acc[np..];
+            let done = simd128::mad_f16(rest, v_rest, vs);
+            mad_scalar(&mut rest[done..], &v_rest[done..], vs);
+        }
+        return;
+    }
     let _ = simd;
     for (acc, &vs) in acc.chunks_exact_mut(dv).zip(vs) {
         let (steps, rest) = acc.split_at_mut(np);
         f16_arith::mad_steps(steps, v_steps, vs);
-        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        let (rest, v_rest) = {
-            let done = super::attention_simd128::mad_f16(rest, v_rest, vs);
-            (&mut rest[done..], &v_rest[done..])
-        };
-        for (a, &x) in rest.iter_mut().zip(v_rest) {
-            *a = f16_arith::round_f16(x.mul_add(vs, *a));
-        }
+        mad_scalar(rest, v_rest, vs);
+    }
+}
+
+/// ggml_vec_mad_f16's scalar loop: one fused multiply-add in f32, rounded to f16.
+#[inline(always)]
+fn mad_scalar(acc: &mut [f32], v: &[f32], vs: f32) {
+    for (a, &x) in acc.iter_mut().zip(v) {
+        *a = f16_arith::round_f16(x.mul_add(vs, *a));
     }
 }
 
@@ -440,6 +514,9 @@ mod tests {
     use crate::graph::{RopeMode, RopeParams};
     use crate::threading::SequentialPool;
     use f16_arith::tests::widen;
+    // In Node, under wasm-bindgen-test (`cargo test --target wasm32-unknown-unknown`).
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
 
     fn layer(n_ctx: usize, n_head_kv: usize, hd: usize) -> LayerKv {
         LayerKv {
@@ -567,7 +644,15 @@ mod tests {
         );
     }
 
-    /// `rows` of `q` attended together (on the AVX2 path where the CPU has it, or on the
+    /// Whether [`attend_rows`] takes SIMD kernels here (AVX2 on this CPU, or a SIMD128 build).
+    fn simd_available() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return crate::cpu::ops::attention_avx2::available();
+        #[cfg(not(target_arch = "x86_64"))]
+        cfg!(all(target_arch = "wasm32", target_feature = "simd128"))
+    }
+
+    /// `rows` of `q` attended together (on the SIMD path where there is one, or on the
     /// scalar path when `scalar`); the output rows in the order of `rows`.
     fn run_rows(q: &[f32], rows: &[QueryRow], kv: &LayerKv, scalar: bool) -> Vec<Vec<f32>> {
         let dv = kv.layout.head_dim_v;
@@ -603,9 +688,10 @@ mod tests {
 
     #[test]
     fn simd_rows_are_bit_identical_to_scalar_rows() {
-        #[cfg(target_arch = "x86_64")]
-        if crate::cpu::ops::attention_avx2::available() {
-            for hd in [64, 192, 256] {
+        if simd_available() {
+            // 66, 130, 132: leftovers that are not a multiple of 4 (of 8: the x86 kernels'),
+            // after no step or one, or that are.
+            for hd in [64, 66, 130, 132, 192, 256] {
                 let kv = layer(24, 2, hd);
                 let q: Vec<f32> = (0..12 * hd)
                     .map(|i| ((i * 29 % 83) as f32 / 20.0) - 2.0)

@@ -35,10 +35,16 @@ pub fn fma_f16(a: f32, b: f32, c: f32) -> f32 {
     round_f16(round_to_odd(s, e))
 }
 
-/// `round_f16(a + b)` (`_mm512_add_ph`): the sum of two f16 is exact in f64.
+/// `round_f16(a + b)` (`_mm512_add_ph`), one rounding of the exact sum. The f32 sum rounded to
+/// f16 is that: where the f32 sum is inexact, the smaller operand lies below a quarter of the
+/// distance from the larger one to its nearest f16 midpoint (the proof is at
+/// `attention_avx2::add_f16x8`), so both round to the larger one. (Not `f16::from_f64` of the
+/// exact f64 sum: `half`'s software f64 conversion, used on wasm and on x86 without F16C,
+/// drops the low 32 mantissa bits before rounding, so a sum just past an f16 midpoint, such as
+/// 0.99902344 - 3150, rounds as a tie.)
 #[inline(always)]
 pub fn add_f16(a: f32, b: f32) -> f32 {
-    f16::from_f64(a as f64 + b as f64).to_f32()
+    round_f16(a + b)
 }
 
 /// `s` (the rounded `s + e`, `e` its exact error) rounded to odd instead: when inexact and `s`
@@ -115,6 +121,9 @@ pub fn scale_steps(y: &mut [f32], v: f32) {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    // In Node, under wasm-bindgen-test, where `half` converts in software.
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
 
     /// Exact value of an f16 as an integer multiple of 2^-24 (None for inf/NaN).
     fn units24(x: f16) -> Option<i128> {
