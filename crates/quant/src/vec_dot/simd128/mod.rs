@@ -415,14 +415,15 @@ fn legacy_lanes(w: &LegacyW, a: &[i8; QK]) -> [v128; 2] {
 }
 
 /// ggml's four lanes of 16 byte products (lane l = bytes 4l..4l+4) where the weights `w` lie in
-/// 0..=127 (Q4_1, Q5_1, and the K-quants' unsigned quants). The relaxed-SIMD build forms them in
-/// one `i32x4.relaxed_dot_i8x16_i7x16_add_s`, which is exact (deterministic) for 7-bit `w`:
-/// its i16 pair sums are at most 2 · 128 · 127 in magnitude and cannot saturate.
+/// 0..=127 (Q4_1, Q5_1, and the K-quants' unsigned quants). The relaxed-SIMD build forms the i16
+/// pair sums in one `i16x8.relaxed_dot_i8x16_i7x16_s` (`pmaddubsw`), exact (deterministic) for
+/// 7-bit `w`: they are at most 2 · 128 · 127 in magnitude and cannot saturate; then pairs of
+/// pairs (`pmaddwd` by ones). That is the i32x4 form without its add of a zero accumulator.
 #[inline(always)]
 fn quad_sums_u7(w: v128, a: v128) -> v128 {
     #[cfg(target_feature = "relaxed-simd")]
     {
-        i32x4_relaxed_dot_i8x16_i7x16_add(a, w, i32x4_splat(0))
+        i32x4_extadd_pairwise_i16x8(i16x8_relaxed_dot_i8x16_i7x16(a, w))
     }
     #[cfg(not(target_feature = "relaxed-simd"))]
     quad_sums_i8(w, a)
