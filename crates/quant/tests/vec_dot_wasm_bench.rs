@@ -213,7 +213,15 @@ fn gemm_ns_per_block_for_a_prompt() {
         let mut out = vec![0.0f32; slice * acts];
         let ns = ns_per_call(|| {
             for part in wb.chunks_exact(slice_bytes) {
-                gemm(W::TYPE, n, black_box(part), slice, black_box(ab), acts, &mut out);
+                gemm(
+                    W::TYPE,
+                    n,
+                    black_box(part),
+                    slice,
+                    black_box(ab),
+                    acts,
+                    &mut out,
+                );
                 black_box(&out);
             }
         });
