@@ -22,18 +22,18 @@ use super::*;
 /// `half::f16::to_f32` does (NaNs quieted, payload kept).
 #[inline(always)]
 pub(super) fn f16_bits_to_f32(h: v128) -> v128 {
-    let sign = i32x4_shl(v128_and(h, u32x4_splat(0x8000)), 16);
     let m = v128_and(h, u32x4_splat(0x7fff));
+    let shifted = i32x4_shl(m, 13);
     // Normal and subnormal f16: the bits shifted into place are the value times 2^-112, and
-    // the scaling by a power of two is exact (wasm keeps f32 subnormals).
-    let finite = f32x4_mul(
-        i32x4_shl(m, 13),
-        f32x4_splat(f32::from_bits((127 + 112) << 23)),
-    );
-    let quiet = v128_and(u32x4_gt(m, u32x4_splat(0x7c00)), u32x4_splat(0x0040_0000));
-    let special = v128_or(v128_or(i32x4_shl(m, 13), u32x4_splat(0x7f80_0000)), quiet);
-    let is_special = u32x4_ge(m, u32x4_splat(0x7c00));
-    v128_or(sign, v128_bitselect(special, finite, is_special))
+    // the scaling by a power of two is exact (wasm keeps f32 subnormals). Infinities and NaNs
+    // (exponent 31) come out as 65536 or more, above every finite f16 (65504), which is how
+    // they are told apart without integer compares (two instructions each on x86).
+    let finite = f32x4_mul(shifted, f32x4_splat(f32::from_bits((127 + 112) << 23)));
+    let two16 = f32x4_splat(65536.0);
+    let quiet = v128_and(f32x4_gt(finite, two16), u32x4_splat(0x0040_0000));
+    let special = v128_or(v128_or(shifted, u32x4_splat(0x7f80_0000)), quiet);
+    let value = v128_bitselect(special, finite, f32x4_ge(finite, two16));
+    v128_or(i32x4_shl(v128_and(h, u32x4_splat(0x8000)), 16), value)
 }
 
 /// Lane `L` of `v` in all four lanes.
@@ -194,7 +194,8 @@ offset_signed!(Q5_0, BlockQ5_0, 16, |x: &BlockQ5_0| q5_quants(&x.qs, x.qh));
 /// second bytes 4l+2..4l+4.
 #[inline(always)]
 fn widen_i16_paired(b: [v128; 2]) -> [v128; 4] {
-    let split = |v: v128| i8x16_shuffle::<0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15>(v, v);
+    let split =
+        |v: v128| i8x16_shuffle::<0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15>(v, v);
     let (lo, hi) = (split(b[0]), split(b[1]));
     [
         i16x8_extend_low_i8x16(lo),
@@ -222,10 +223,7 @@ impl LegacyWeight for Q8_0 {
     #[inline(always)]
     fn lanes(q: &[v128; 4], a: &[v128; 4]) -> [v128; 2] {
         let pairs = |i: usize| i32x4_dot_i16x8(q[i], a[i]);
-        [
-            i32x4_add(pairs(0), pairs(1)),
-            i32x4_add(pairs(2), pairs(3)),
-        ]
+        [i32x4_add(pairs(0), pairs(1)), i32x4_add(pairs(2), pairs(3))]
     }
 }
 
@@ -254,17 +252,21 @@ fn finish<W: LegacyWeight>(acc: [Acc; 4], summs: v128) -> [f32; 4] {
     })
 }
 
-/// Four weight rows × one activation row. `ahead`: the bytes the caller reads next (the
-/// following rows of a gemv, or empty), touched at the pace this loop reads its own.
+/// One activation row's block, prepared once for every weight row of a gemv: its scales `d`
+/// and `s` each in all four lanes, and the type's activation preparation.
+#[derive(Clone, Copy)]
+struct ActOne<P> {
+    d: v128,
+    s: v128,
+    prep: P,
+}
+
+/// Four weight rows × one prepared activation row. `ahead`: the bytes the caller reads next
+/// (the following rows of a gemv, or empty), touched at the pace this loop reads its own.
 #[inline(always)]
-pub(super) fn rows4<W: LegacyWeight>(
-    n: usize,
-    ws: [&[W::Block]; 4],
-    y: &[W::Act],
-    ahead: &[u8],
-) -> [f32; 4] {
+fn rows4<W: LegacyWeight>(ws: [&[W::Block]; 4], y: &[ActOne<W::Prep>], ahead: &[u8]) -> [f32; 4] {
     let min_w = ws.iter().map(|w| w.len()).min().unwrap_or(0);
-    let nb = block_count(n, QK, min_w, y.len());
+    let nb = min_w.min(y.len());
     // Slices of exactly `nb` blocks, so that indexing below needs no bounds checks.
     let (ws, y) = (ws.map(|w| &w[..nb]), &y[..nb]);
     let mut acc = [Acc::new(); 4];
@@ -276,14 +278,12 @@ pub(super) fn rows4<W: LegacyWeight>(
         // waiting on memory (Gemma 3's 178 MB output matrix ran at half the speed of the same
         // rows in cache): plain loads of the next rows' cache lines, one group of four rows
         // ahead, start those misses early. Their bytes only feed `touched`, never a result.
-        for off in [0, 64, 128] {
+        for off in [0, 64] {
             if let Some(b) = ahead.get(step * i + off) {
                 touched ^= *b;
             }
         }
         let a = &y[i];
-        let prep = W::prep(a);
-        let a_scales = f16_bits_to_f32(u32x4(a.scale_bits() & 0xffff, a.scale_bits() >> 16, 0, 0));
         let w_bits = u32x4(
             ws[0][i].scale_bits(),
             ws[1][i].scale_bits(),
@@ -291,19 +291,16 @@ pub(super) fn rows4<W: LegacyWeight>(
             ws[3][i].scale_bits(),
         );
         // d_w · d_a per row (the single-row kernel's `w.d * y.d`).
-        let d4 = f32x4_mul(
-            f16_bits_to_f32(v128_and(w_bits, u32x4_splat(0xffff))),
-            splat_lane::<0>(a_scales),
-        );
+        let d4 = f32x4_mul(f16_bits_to_f32(v128_and(w_bits, u32x4_splat(0xffff))), a.d);
         if W::HAS_MIN {
             // fma(m_w, s_a, summs) per row.
             let m4 = f16_bits_to_f32(u32x4_shr(w_bits, 16));
-            summs = fma_f32x4(m4, splat_lane::<1>(a_scales), summs);
+            summs = fma_f32x4(m4, a.s, summs);
         }
-        accumulate::<0>(&mut acc, d4, W::lanes(&W::quants(&ws[0][i]), &prep));
-        accumulate::<1>(&mut acc, d4, W::lanes(&W::quants(&ws[1][i]), &prep));
-        accumulate::<2>(&mut acc, d4, W::lanes(&W::quants(&ws[2][i]), &prep));
-        accumulate::<3>(&mut acc, d4, W::lanes(&W::quants(&ws[3][i]), &prep));
+        accumulate::<0>(&mut acc, d4, W::lanes(&W::quants(&ws[0][i]), &a.prep));
+        accumulate::<1>(&mut acc, d4, W::lanes(&W::quants(&ws[1][i]), &a.prep));
+        accumulate::<2>(&mut acc, d4, W::lanes(&W::quants(&ws[2][i]), &a.prep));
+        accumulate::<3>(&mut acc, d4, W::lanes(&W::quants(&ws[3][i]), &a.prep));
     }
     std::hint::black_box(touched);
     finish::<W>(acc, summs)
@@ -344,12 +341,7 @@ fn x4_groups<W: LegacyWeight>(x: &[W::Block], groups: &[ActGroup<W::Prep>]) -> [
     let mut summs = f32x4_splat(0.0);
     for (w, g) in x.iter().zip(groups) {
         let q = W::quants(w);
-        let w_scales = f16_bits_to_f32(u32x4(
-            w.scale_bits() & 0xffff,
-            w.scale_bits() >> 16,
-            0,
-            0,
-        ));
+        let w_scales = f16_bits_to_f32(u32x4(w.scale_bits() & 0xffff, w.scale_bits() >> 16, 0, 0));
         // d_w · d_a per activation row.
         let d4 = f32x4_mul(splat_lane::<0>(w_scales), g.d);
         if W::HAS_MIN {
@@ -398,6 +390,19 @@ pub(super) fn gemm<W: LegacyWeight>(
     let row = |r: usize| &w[r * wb..(r + 1) * wb];
     let act = |t: usize| &a[t * ab..(t + 1) * ab];
     if n_acts == 1 {
+        let nb = block_count(n, QK, wb, ab);
+        let prepared: Vec<ActOne<W::Prep>> = act(0)[..nb]
+            .iter()
+            .map(|a| {
+                let scales =
+                    f16_bits_to_f32(u32x4(a.scale_bits() & 0xffff, a.scale_bits() >> 16, 0, 0));
+                ActOne {
+                    d: splat_lane::<0>(scales),
+                    s: splat_lane::<1>(scales),
+                    prep: W::prep(a),
+                }
+            })
+            .collect();
         let full = n_rows / 4 * 4;
         let bytes: &[u8] = bytemuck::cast_slice(w);
         let group_bytes = 4 * wb * std::mem::size_of::<W::Block>();
@@ -405,7 +410,7 @@ pub(super) fn gemm<W: LegacyWeight>(
             let next = (r / 4 + 1) * group_bytes;
             let ahead = &bytes[next.min(bytes.len())..(next + group_bytes).min(bytes.len())];
             let rows = [row(r), row(r + 1), row(r + 2), row(r + 3)];
-            let d = rows4::<W>(n, rows, act(0), ahead);
+            let d = rows4::<W>(rows, &prepared, ahead);
             out[r..r + 4].copy_from_slice(&d);
         }
         for (r, o) in out[..n_rows].iter_mut().enumerate().skip(full) {
@@ -417,7 +422,11 @@ pub(super) fn gemm<W: LegacyWeight>(
     let nb = block_count(n, QK, wb, ab);
     let mut groups = Vec::with_capacity(nb);
     for t in (0..full).step_by(4) {
-        act_groups::<W>([act(t), act(t + 1), act(t + 2), act(t + 3)], nb, &mut groups);
+        act_groups::<W>(
+            [act(t), act(t + 1), act(t + 2), act(t + 3)],
+            nb,
+            &mut groups,
+        );
         for r in 0..n_rows {
             let d = x4_groups::<W>(&row(r)[..nb], &groups);
             for (i, v) in d.into_iter().enumerate() {
