@@ -335,11 +335,20 @@ struct LegacyW {
     m: f32,
 }
 
+/// Bits `shift..` of every byte of `v`, masked by `mask`, which must fit in `8 - shift` bits: a
+/// 16-bit shift and an and. (wasm's `u8x16_shr` is that too on x86, but with a mask V8 builds
+/// anew at every use; this mask is a constant it keeps in a register.)
+#[inline(always)]
+fn byte_bits(v: v128, shift: u32, mask: u8) -> v128 {
+    debug_assert!(shift < 8 && (mask as u32) < 1 << (8 - shift));
+    v128_and(u16x8_shr(v, shift), u8x16_splat(mask))
+}
+
 /// The 32 nibbles of a 4-bit block: low nibbles are elements 0..16, high nibbles 16..32.
 #[inline(always)]
 fn nibbles_32(qs: &[u8; QK / 2]) -> [v128; 2] {
     let raw = load16(qs, 0);
-    [v128_and(raw, u8x16_splat(0x0F)), u8x16_shr(raw, 4)]
+    [v128_and(raw, u8x16_splat(0x0F)), byte_bits(raw, 4, 0x0F)]
 }
 
 /// Nibbles with the 5th bit (from `qh`) as 16.
@@ -713,7 +722,7 @@ macro_rules! k_kernels {
 impl KQuant for BlockQ2K {
     const U7: bool = true;
     fn header(&self) -> KHeader {
-        let mins = u8x16_shr(load16(&self.scales, 0), 4);
+        let mins = byte_bits(load16(&self.scales, 0), 4, 0x0F);
         KHeader {
             scales: std::array::from_fn(|c| (self.scales[c] & 0x0F) as i16),
             d: self.d.to_f32(),
@@ -729,7 +738,7 @@ impl KQuant for BlockQ2K {
     fn chunk(&self, c: usize) -> v128 {
         let (j, g, b0) = (c / 8, (c % 8) / 2, 16 * (c % 2));
         let raw = load16(&self.qs, 32 * j + b0);
-        v128_and(u8x16_shr(raw, 2 * g as u32), u8x16_splat(3))
+        byte_bits(raw, 2 * g as u32, 3)
     }
 }
 
@@ -750,8 +759,8 @@ impl KQuant for BlockQ3K {
     fn chunk(&self, c: usize) -> v128 {
         let (g, b0) = (c / 2, 16 * (c % 2));
         let raw = load16(&self.qs, 32 * (g / 4) + b0);
-        let low = v128_and(u8x16_shr(raw, 2 * (g % 4) as u32), u8x16_splat(3));
-        let high = v128_and(u8x16_shr(load16(&self.hmask, b0), g as u32), u8x16_splat(1));
+        let low = byte_bits(raw, 2 * (g % 4) as u32, 3);
+        let high = byte_bits(load16(&self.hmask, b0), g as u32, 1);
         let minus4 = i8x16_shl(v128_xor(high, u8x16_splat(1)), 2);
         i8x16_sub(low, minus4)
     }
@@ -790,7 +799,7 @@ fn k4_nibbles(qs: &[u8; QK_K / 2], c: usize) -> v128 {
     if g & 1 == 0 {
         v128_and(raw, u8x16_splat(0x0F))
     } else {
-        u8x16_shr(raw, 4)
+        byte_bits(raw, 4, 0x0F)
     }
 }
 
@@ -820,7 +829,7 @@ impl KQuant for BlockQ5K {
     #[inline(always)]
     fn chunk(&self, c: usize) -> v128 {
         let qh = load16(&self.qh, 16 * (c % 2));
-        let bit = v128_and(u8x16_shr(qh, (c / 2) as u32), u8x16_splat(1));
+        let bit = byte_bits(qh, (c / 2) as u32, 1);
         v128_or(k4_nibbles(&self.qs, c), i8x16_shl(bit, 4))
     }
 
@@ -853,10 +862,10 @@ impl KQuant for BlockQ6K {
         let low = if g < 2 {
             v128_and(ql, u8x16_splat(0x0F))
         } else {
-            u8x16_shr(ql, 4)
+            byte_bits(ql, 4, 0x0F)
         };
         let qh = load16(&self.qh, 32 * h + l0);
-        let high = v128_and(u8x16_shr(qh, 2 * g as u32), u8x16_splat(3));
+        let high = byte_bits(qh, 2 * g as u32, 3);
         v128_or(low, i8x16_shl(high, 4))
     }
 }
