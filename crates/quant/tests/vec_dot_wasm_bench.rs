@@ -194,6 +194,7 @@ fn gemv_ns_per_block_at_model_shapes() {
     // SmolLM2's layer matrices and its output matrix (49152 x 576), Gemma 3's output matrix
     // (262144 x 640, 178 MB: from memory, not cache).
     run(&Q8_0, 640, 262144);
+    run(&Q4_1, 576, 196608);
     run(&Q4_1, 576, 1536);
     run(&Q4_1, 1536, 576);
     run(&Q8_0, 576, 49152);
