@@ -14,7 +14,7 @@
 //!   unsigned nibbles `u = q + o` lie in 0..=31, and `Σ a·q = Σ a·u - o·Σ a` (the activation
 //!   sums come from a second `relaxed_dot` against ones, folded into the accumulator input).
 //! - Q8_0 × Q8_0 forms its byte products as i16 dot products (`pmaddwd`), each side widened
-//!   once, its bytes reordered so that two pair sums add up to ggml's lanes without shuffles.
+//!   once (even and odd bytes apart, so that two pair sums add up to ggml's lanes).
 
 use super::*;
 
@@ -188,21 +188,15 @@ macro_rules! offset_signed {
 offset_signed!(Q4_0, BlockQ4_0, 8, |x: &BlockQ4_0| nibbles_32(&x.qs));
 offset_signed!(Q5_0, BlockQ5_0, 16, |x: &BlockQ5_0| q5_quants(&x.qs, x.qh));
 
-/// 32 signed bytes widened to i16, each 16 in the order that makes ggml's lanes one add:
-/// [0, 1, 4, 5, 8, 9, 12, 13] and [2, 3, 6, 7, 10, 11, 14, 15] of bytes 0..16, then the same
-/// of bytes 16..32. Pair sums (`pmaddwd`) of the first give bytes 4l..4l+2 of lane l, of the
-/// second bytes 4l+2..4l+4.
+/// 32 signed bytes widened to i16 in the order that makes ggml's lanes one add: the even
+/// bytes of 0..16, its odd bytes, then the same of 16..32 (a shift left and an arithmetic
+/// shift right per 16-bit lane, no shuffles). Pair sums (`pmaddwd`) of the even bytes give
+/// bytes 4l and 4l+2 of lane l, of the odd bytes 4l+1 and 4l+3.
 #[inline(always)]
 fn widen_i16_paired(b: [v128; 2]) -> [v128; 4] {
-    let split =
-        |v: v128| i8x16_shuffle::<0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15>(v, v);
-    let (lo, hi) = (split(b[0]), split(b[1]));
-    [
-        i16x8_extend_low_i8x16(lo),
-        i16x8_extend_high_i8x16(lo),
-        i16x8_extend_low_i8x16(hi),
-        i16x8_extend_high_i8x16(hi),
-    ]
+    let even = |v: v128| i16x8_shr(i16x8_shl(v, 8), 8);
+    let odd = |v: v128| i16x8_shr(v, 8);
+    [even(b[0]), odd(b[0]), even(b[1]), odd(b[1])]
 }
 
 /// Q8_0 weights (the same blocks as its activations).
