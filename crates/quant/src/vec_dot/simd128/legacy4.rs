@@ -6,10 +6,11 @@
 //! What they save over four single-row calls, where most of the time went:
 //! - The f16 scales become f32 four at a time in SIMD lanes ([`f16_bits_to_f32`]), not one
 //!   by one in `half`'s branchy software conversion (up to four per block before).
-//! - The shared side is loaded and prepared once per block: the activation bytes (and, for
-//!   Q8_0, their widening to i16) in `rows4`, the weight's unpacked quants in `x4`; the block
-//!   scale products `d_w · d_a` and the min terms `fma(m_w, s_a, summs)` of the four outputs
-//!   take one SIMD operation each.
+//! - What the outputs share is prepared once: a gemv's activation row (bytes, scales and, for
+//!   Q8_0, its widening to i16) once for all weight rows; a gemm's four activation rows once
+//!   for all weight rows; in `x4` each weight block's unpacked quants once for the four
+//!   activation rows. The block scale products `d_w · d_a` and the min terms
+//!   `fma(m_w, s_a, summs)` of the four outputs take one SIMD operation each.
 //! - Signed 4- and 5-bit weights (Q4_0, Q5_0) use the relaxed build's `relaxed_dot` too: their
 //!   unsigned nibbles `u = q + o` lie in 0..=31, and `Σ a·q = Σ a·u - o·Σ a` (the activation
 //!   sums come from a second `relaxed_dot` against ones, folded into the accumulator input).
