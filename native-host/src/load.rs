@@ -43,7 +43,9 @@ pub fn load_model(path: &Path) -> anyhow::Result<Arc<Model>> {
 }
 
 pub fn thread_pool(threads: Option<usize>) -> anyhow::Result<Arc<engine::SpinPool>> {
-    Ok(Arc::new(spin_pool(threads.unwrap_or_else(default_threads))?))
+    Ok(Arc::new(spin_pool(
+        threads.unwrap_or_else(default_threads),
+    )?))
 }
 
 pub fn new_context(model: &Arc<Model>, compute: &ComputeArgs) -> anyhow::Result<Context> {
