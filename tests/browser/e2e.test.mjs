@@ -13,6 +13,7 @@ import { launch, openPage } from './browser.mjs';
 import { fixturesDir, modelsDir, startServer } from './server.mjs';
 
 const SMOLLM2 = 'SmolLM2-135M-Instruct.Q4_1.gguf';
+const GEMMA3 = 'gemma-3-270m-q4_k_m.gguf';
 const MODEL_URL = `/models/${SMOLLM2}`;
 
 function fixture(name) {
@@ -222,6 +223,36 @@ describe('SmolLM2 in a plain page (single-threaded build)', () => {
 });
 
 describe('cross-origin isolated page', () => {
+  test('Gemma 3 gives llama.cpp\'s greedy tokens (plain reference, threaded build)', async () => {
+    // The first prompt parted from the reference at token 11 while the attention's softmax used
+    // wasm's own expf (crates/engine/src/cpu/ops/attention.rs, `expf`).
+    const context = await browser.newContext();
+    try {
+      const page = await openPage(context, isolated.origin);
+      const fixtures = fixture('greedy_gemma3_norepack.jsonl');
+      const r = await page.evaluate(async ({ url, prompts }) => {
+        const engine = await window.tessera.createEngine({ model: url, threads: 2, contextSize: 256 });
+        const out = [];
+        for (const prompt of prompts) {
+          const ids = await engine.tokenize(prompt);
+          const c = await engine.completions.create({ prompt, max_tokens: 32, temperature: 0, ignore_eos: true, return_token_ids: true });
+          out.push({ ids, gen: c.choices[0].token_ids });
+        }
+        const info = engine.info;
+        await engine.unload();
+        return { info, out };
+      }, { url: `/models/${GEMMA3}`, prompts: fixtures.map((f) => f.prompt) });
+      assert.equal(r.info.architecture, 'gemma3');
+      assert.equal(r.info.build, 'threads');
+      fixtures.forEach((fx, i) => {
+        assert.deepEqual(r.out[i].ids, fx.prompt_ids, `prompt ${i} tokens`);
+        assert.deepEqual(r.out[i].gen, fx.gen_ids.slice(0, 32), `prompt ${i}: ${JSON.stringify(fx.prompt)}`);
+      });
+    } finally {
+      await context.close();
+    }
+  });
+
   test('uses the threaded build and gives the same greedy tokens', async () => {
     const context = await browser.newContext();
     try {
