@@ -336,19 +336,17 @@ fn x4_groups<W: LegacyWeight>(x: &[W::Block], groups: &[ActGroup<W::Prep>]) -> [
     let mut summs = f32x4_splat(0.0);
     for (w, g) in x.iter().zip(groups) {
         let q = W::quants(w);
-        let d4 = if W::HAS_MIN {
-            let w_scales =
-                f16_bits_to_f32(u32x4(w.scale_bits() & 0xffff, w.scale_bits() >> 16, 0, 0));
+        // `half`'s scalar conversion (well predicted on real scales) and a splat are cheaper
+        // here than the four-lane one with one or two lanes used.
+        let bits = w.scale_bits();
+        if W::HAS_MIN {
             // fma(m_w, s_a, summs) per activation row.
-            summs = fma_f32x4(splat_lane::<1>(w_scales), g.s, summs);
-            // d_w · d_a per activation row.
-            f32x4_mul(splat_lane::<0>(w_scales), g.d)
-        } else {
-            // One scale: `half`'s scalar conversion (well predicted on real scales) and a splat
-            // are cheaper here than the four-lane one.
-            let d = half::f16::from_bits(w.scale_bits() as u16).to_f32();
-            f32x4_mul(f32x4_splat(d), g.d)
-        };
+            let m = half::f16::from_bits((bits >> 16) as u16).to_f32();
+            summs = fma_f32x4(f32x4_splat(m), g.s, summs);
+        }
+        // d_w · d_a per activation row.
+        let d = half::f16::from_bits(bits as u16).to_f32();
+        let d4 = f32x4_mul(f32x4_splat(d), g.d);
         accumulate::<0>(&mut acc, d4, W::lanes(&q, &g.prep[0]));
         accumulate::<1>(&mut acc, d4, W::lanes(&q, &g.prep[1]));
         accumulate::<2>(&mut acc, d4, W::lanes(&q, &g.prep[2]));
