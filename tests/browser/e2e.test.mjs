@@ -223,6 +223,26 @@ describe('SmolLM2 in a plain page (single-threaded build)', () => {
 });
 
 describe('cross-origin isolated page', () => {
+  test('asking for more threads than cores uses one per core', async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await openPage(context, isolated.origin);
+      const r = await page.evaluate(async (url) => {
+        const engine = await window.tessera.createEngine({ model: url, threads: 64, contextSize: 256 });
+        const c = await engine.completions.create({ prompt: 'Hi', max_tokens: 4, temperature: 0 });
+        const info = engine.info;
+        await engine.unload();
+        return { info, cores: navigator.hardwareConcurrency, tokens: c.usage.completion_tokens };
+      }, MODEL_URL);
+      assert.ok(r.cores >= 2, `the test needs two cores, has ${r.cores}`);
+      assert.equal(r.info.build, 'threads');
+      assert.equal(r.info.threads, r.cores);
+      assert.equal(r.tokens, 4);
+    } finally {
+      await context.close();
+    }
+  });
+
   test('Gemma 3 gives llama.cpp\'s greedy tokens (plain reference, threaded build)', async () => {
     // The first prompt parted from the reference at token 11 while the attention's softmax used
     // wasm's own expf (crates/engine/src/cpu/ops/attention.rs, `expf`).

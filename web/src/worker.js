@@ -55,7 +55,10 @@ function relaxedSimdValidates() {
 // fuses relaxed_madd, so its kernels give the SIMD128 build's bits; else the SIMD128 build.
 // `simd: 'simd128'` asks for the SIMD128 build. The WebGPU backend is in the single-threaded
 // builds only (threads > 1 means 'wasm').
-async function loadWasm(threads, simd) {
+async function loadWasm(requested, simd) {
+  // No more threads than cores: the pool's workers spin between ops, and a spinning worker
+  // that the OS has descheduled holds up every op that waits for its task.
+  const threads = Math.min(requested, self.navigator?.hardwareConcurrency || requested);
   const threaded = threads > 1 && self.crossOriginIsolated === true;
   const base = threaded ? '../pkg-mt' : '../pkg-st';
   const init = async (dir) => {
