@@ -118,9 +118,10 @@ struct Kernel {
     gemm: GemmFn,
     /// Four weight rows × one activation row at once, where a kernel exists (decode).
     rows4: Option<Rows4Fn>,
-    /// Decode's whole matrix-vector product, where the ISA's file has one (it views the bytes
-    /// once per call instead of once per four rows); else `rows4` or the single kernel serve.
-    gemv: Option<GemmFn>,
+    /// Whether `gemm` also serves one activation row (decode) with its own four-rows pass,
+    /// viewing the bytes once per call instead of once per four rows; else `rows4` or the
+    /// single kernel serve decode.
+    gemm_serves_decode: bool,
 }
 
 /// Weight rows × activation rows: `out[t * n_rows + r] = vec_dot(weight, n, w_row(r),
@@ -142,10 +143,9 @@ pub fn gemm(
     match KERNELS.get(weight) {
         // One token (decode) streams the weights once, in order (which the hardware prefetcher
         // follows best): four rows at a time where a kernel exists, else row by row.
-        Some(k) if n_acts == 1 => match (k.gemv, k.rows4) {
-            (Some(gemv), _) => gemv(n, w, n_rows, acts, 1, out),
-            (None, Some(rows4)) => gemv_rows4(rows4, k.single, n, w, n_rows, acts, out),
-            (None, None) => gemm_looped(k.single, n, w, n_rows, acts, n_acts, out),
+        Some(k) if n_acts == 1 && !k.gemm_serves_decode => match k.rows4 {
+            Some(rows4) => gemv_rows4(rows4, k.single, n, w, n_rows, acts, out),
+            None => gemm_looped(k.single, n, w, n_rows, acts, n_acts, out),
         },
         Some(k) => (k.gemm)(n, w, n_rows, acts, n_acts, out),
         None => {
@@ -305,7 +305,7 @@ macro_rules! looped {
                 )
             },
             rows4: None,
-            gemv: None,
+            gemm_serves_decode: false,
         }
     };
 }
@@ -349,7 +349,7 @@ fn avx2_table() -> KernelTable {
                     avx2::$gemm(n, &blocks::<$W>(w), nr, &blocks::<$A>(a), na, out)
                 },
                 rows4: None,
-                gemv: None,
+                gemm_serves_decode: false,
             }
         };
         ($single:ident, $W:ty, $A:ty) => {
@@ -371,7 +371,7 @@ fn avx2_table() -> KernelTable {
                     )
                 },
                 rows4: None,
-                gemv: None,
+                gemm_serves_decode: false,
             }
         };
     }
@@ -499,23 +499,22 @@ fn simd128_table() -> KernelTable {
                     )
                 },
                 rows4: None,
-                gemv: None,
+                gemm_serves_decode: false,
             }
         };
     }
     // The legacy types: the typed gemm of `simd128/legacy4.rs` (four weight rows per pass for
     // one activation row, four activation rows per pass otherwise), which also serves decode.
     macro_rules! legacy {
-        ($single:ident, $x4:ident, $gemm:ident, $W:ty, $A:ty) => {{
-            let gemm: GemmFn = |n, w, nr, a, na, out| {
-                simd128::$gemm(n, &blocks::<$W>(w), nr, &blocks::<$A>(a), na, out)
-            };
+        ($single:ident, $x4:ident, $gemm:ident, $W:ty, $A:ty) => {
             Kernel {
-                gemm,
-                gemv: Some(gemm),
+                gemm: |n, w, nr, a, na, out| {
+                    simd128::$gemm(n, &blocks::<$W>(w), nr, &blocks::<$A>(a), na, out)
+                },
+                gemm_serves_decode: true,
                 ..simd!($single, $x4, $W, $A)
             }
-        }};
+        };
     }
     KernelTable {
         isa: if cfg!(target_feature = "relaxed-simd") {

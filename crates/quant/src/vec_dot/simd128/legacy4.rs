@@ -49,6 +49,29 @@ pub(super) trait ScaleBits: Copy {
     fn scale_bits(&self) -> u32;
 }
 
+/// Four blocks' [`ScaleBits`], one per u32 lane.
+#[inline(always)]
+fn scale_bits4<B: ScaleBits>(b: [&B; 4]) -> v128 {
+    u32x4(
+        b[0].scale_bits(),
+        b[1].scale_bits(),
+        b[2].scale_bits(),
+        b[3].scale_bits(),
+    )
+}
+
+/// The `d` (low) halves of [`ScaleBits`] lanes as f32.
+#[inline(always)]
+fn low_scales(bits: v128) -> v128 {
+    f16_bits_to_f32(v128_and(bits, u32x4_splat(0xffff)))
+}
+
+/// The `m` / `s` (high) halves of [`ScaleBits`] lanes as f32.
+#[inline(always)]
+fn high_scales(bits: v128) -> v128 {
+    f16_bits_to_f32(u32x4_shr(bits, 16))
+}
+
 impl ScaleBits for BlockQ8_0 {
     #[inline(always)]
     fn scale_bits(&self) -> u32 {
@@ -279,18 +302,12 @@ fn rows4<W: LegacyWeight>(ws: [&[W::Block]; 4], y: &[ActOne<W::Prep>], ahead: &[
             }
         }
         let a = &y[i];
-        let w_bits = u32x4(
-            ws[0][i].scale_bits(),
-            ws[1][i].scale_bits(),
-            ws[2][i].scale_bits(),
-            ws[3][i].scale_bits(),
-        );
+        let w_bits = scale_bits4([&ws[0][i], &ws[1][i], &ws[2][i], &ws[3][i]]);
         // d_w · d_a per row (the single-row kernel's `w.d * y.d`).
-        let d4 = f32x4_mul(f16_bits_to_f32(v128_and(w_bits, u32x4_splat(0xffff))), a.d);
+        let d4 = f32x4_mul(low_scales(w_bits), a.d);
         if W::HAS_MIN {
             // fma(m_w, s_a, summs) per row.
-            let m4 = f16_bits_to_f32(u32x4_shr(w_bits, 16));
-            summs = fma_f32x4(m4, a.s, summs);
+            summs = fma_f32x4(high_scales(w_bits), a.s, summs);
         }
         accumulate::<0>(&mut acc, d4, W::lanes(&W::quants(&ws[0][i]), &a.prep));
         accumulate::<1>(&mut acc, d4, W::lanes(&W::quants(&ws[1][i]), &a.prep));
@@ -315,15 +332,10 @@ struct ActGroup<P> {
 fn act_groups<W: LegacyWeight>(ys: [&[W::Act]; 4], nb: usize, out: &mut Vec<ActGroup<W::Prep>>) {
     out.clear();
     out.extend((0..nb).map(|i| {
-        let bits = u32x4(
-            ys[0][i].scale_bits(),
-            ys[1][i].scale_bits(),
-            ys[2][i].scale_bits(),
-            ys[3][i].scale_bits(),
-        );
+        let bits = scale_bits4([&ys[0][i], &ys[1][i], &ys[2][i], &ys[3][i]]);
         ActGroup {
-            d: f16_bits_to_f32(v128_and(bits, u32x4_splat(0xffff))),
-            s: f16_bits_to_f32(u32x4_shr(bits, 16)),
+            d: low_scales(bits),
+            s: high_scales(bits),
             prep: std::array::from_fn(|r| W::prep(&ys[r][i])),
         }
     }));
@@ -388,16 +400,15 @@ pub(super) fn gemm<W: LegacyWeight>(
     let (wb, ab) = (w.len() / n_rows, a.len() / n_acts);
     let row = |r: usize| &w[r * wb..(r + 1) * wb];
     let act = |t: usize| &a[t * ab..(t + 1) * ab];
+    let nb = block_count(n, QK, wb, ab);
     if n_acts == 1 {
-        let nb = block_count(n, QK, wb, ab);
         let prepared: Vec<ActOne<W::Prep>> = act(0)[..nb]
             .iter()
             .map(|a| {
-                let scales =
-                    f16_bits_to_f32(u32x4(a.scale_bits() & 0xffff, a.scale_bits() >> 16, 0, 0));
+                let bits = u32x4_splat(a.scale_bits());
                 ActOne {
-                    d: splat_lane::<0>(scales),
-                    s: splat_lane::<1>(scales),
+                    d: low_scales(bits),
+                    s: high_scales(bits),
                     prep: W::prep(a),
                 }
             })
@@ -418,7 +429,6 @@ pub(super) fn gemm<W: LegacyWeight>(
         return;
     }
     let full = n_acts / 4 * 4;
-    let nb = block_count(n, QK, wb, ab);
     let mut groups = Vec::with_capacity(nb);
     for t in (0..full).step_by(4) {
         act_groups::<W>(
