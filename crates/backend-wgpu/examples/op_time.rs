@@ -1,5 +1,6 @@
 //! Times single ops of a model on the WebGPU backend (a profiling aid):
-//! `cargo run --profile ci -p backend-wgpu --example op_time -- MODEL.gguf`.
+//! `cargo run --profile ci -p backend-wgpu --example op_time -- MODEL.gguf [TOKENS,..] [NAME]`
+//! (token counts, default `1,16`; only weights whose name contains NAME).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -10,7 +11,17 @@ use engine::graph::GraphBuilder;
 use engine::weights::WeightStore;
 
 fn main() {
-    let path = std::env::args().nth(1).expect("usage: op_time MODEL.gguf");
+    let mut args = std::env::args().skip(1);
+    let path = args
+        .next()
+        .expect("usage: op_time MODEL.gguf [TOKENS,..] [NAME]");
+    let token_counts: Vec<usize> = args
+        .next()
+        .unwrap_or_else(|| "1,16".into())
+        .split(',')
+        .map(|t| t.parse().expect("token counts"))
+        .collect();
+    let only = args.next().unwrap_or_default();
     let file = Arc::new(gguf::GgufFile::open(&path).expect("open"));
     let mut store = WeightStore::new(file.clone());
     let names: Vec<(String, Vec<u64>)> = file
@@ -18,6 +29,7 @@ fn main() {
         .tensors
         .iter()
         .filter(|t| t.name.starts_with("blk.0.") || t.name == "token_embd.weight")
+        .filter(|t| t.name.contains(&only) || t.name == "token_embd.weight")
         .map(|t| (t.name.clone(), t.dims.clone()))
         .collect();
     let mut ids = Vec::new();
@@ -37,7 +49,7 @@ fn main() {
             layers: vec![],
         })
         .unwrap();
-    for n_tokens in [1usize, 16] {
+    for &n_tokens in &token_counts {
         for (name, id) in &ids {
             let d = store.desc(*id);
             if d.n_rows() == 1 {
@@ -66,8 +78,9 @@ fn main() {
                 backend.compute(&g, &batch, &store, &mut out).unwrap();
             }
             let ms = t.elapsed().as_secs_f64() * 1000.0 / 3.0;
+            let gmacs = (d.ne[0] * d.ne[1] * n_tokens) as f64 / ms / 1e6;
             println!(
-                "n={n_tokens:3} {name:32} {:?} {:?}: {ms:8.2} ms",
+                "n={n_tokens:3} {name:32} {:?} {:?}: {ms:8.2} ms {gmacs:6.3} GMAC/s",
                 d.ty, d.ne
             );
         }

@@ -3,8 +3,8 @@
 //! - Forced decoding: the CPU backend's greedy continuation (256 tokens) is fed to the wgpu
 //!   backend in one pass; its top-1 (sampled on the GPU) must agree at >= 99 % of positions.
 //! - Greedy 32 tokens after a fixture prompt, sampled on the GPU, identical to the fixture
-//!   (SmolLM2; Gemma 3's own references part after ~10 tokens, see the fixtures' README, so it
-//!   is held to its first tokens).
+//!   (SmolLM2; for Gemma 3 llama.cpp's plain reference: its repacked one parts from it after
+//!   ~10 tokens, see the fixtures' README).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -232,22 +232,31 @@ fn smollm2_greedy_32_matches_the_fixtures() {
     }
 }
 
+/// Gemma 3 against llama.cpp's plain (`_norepack`) reference, which the CPU backend matches
+/// exactly: 32 greedy tokens identical. (Its repacked reference parts from the plain one at
+/// token 10-11 on two prompts, fixtures README; reported for information.)
 #[test]
-fn gemma3_greedy_first_tokens_match_the_fixtures() {
+fn gemma3_greedy_32_matches_the_plain_fixtures() {
     let model = load("gemma-3-270m-q4_k_m.gguf");
     let mut ctx = gpu_context(&model, 256, 512);
-    for case in fixture("greedy_gemma3.jsonl")
+    let repacked = fixture("greedy_gemma3.jsonl");
+    for (case, repacked) in fixture("greedy_gemma3_norepack.jsonl")
         .iter()
+        .zip(&repacked)
         .take(fixture_prompts())
     {
         let want = ids(&case["gen_ids"]);
         let got = greedy(&mut ctx, &ids(&case["prompt_ids"]), 32);
-        let same = got.iter().zip(&want).take_while(|(a, b)| a == b).count();
+        let same = got
+            .iter()
+            .zip(&ids(&repacked["gen_ids"]))
+            .take_while(|(a, b)| a == b)
+            .count();
         eprintln!(
-            "gemma3 {:?}: first {same} of 32 greedy tokens identical",
+            "gemma3 {:?}: first {same} of 32 tokens as llama.cpp's repacked reference",
             case["prompt"]
         );
-        assert!(same >= 4, "{:?}: parts at token {same}", case["prompt"]);
+        assert_eq!(got, want[..32], "{:?}", case["prompt"]);
     }
 }
 
