@@ -27,6 +27,7 @@ struct Params {
 
 #include "grid.inc.wgsl"
 #include "f16_round.inc.wgsl"
+#include "exp.inc.wgsl"
 
 var<workgroup> q_sh: array<f32, HD>;
 var<workgroup> p_sh: array<f32, WG>;
@@ -82,9 +83,9 @@ fn main(
             tile_max = max(tile_max, p_sh[i]);
         }
         workgroupBarrier();
-        p_sh[tid] = select(0.0, exp(s - tile_max), j <= pos);
+        p_sh[tid] = select(0.0, exp_accurate(s - tile_max), j <= pos);
         workgroupBarrier();
-        let correction = exp(run_max - tile_max);
+        let correction = exp_accurate(run_max - tile_max);
         run_max = tile_max;
         var tile_sum = 0.0;
         for (var i = 0u; i < n_keys; i++) {

@@ -20,6 +20,7 @@ struct Params {
 
 #include "grid.inc.wgsl"
 #include "f16_round.inc.wgsl"
+#include "exp.inc.wgsl"
 
 const GELU_SQRT_2_OVER_PI: f32 = 0.7978845608028654;
 const GELU_COEF_A: f32 = 0.044715;
@@ -33,8 +34,11 @@ fn gelu_ggml(x: f32) -> f32 {
         return x;
     }
     let h = f16_round(x);
-    let g = 0.5 * h * (1.0 + tanh(GELU_SQRT_2_OVER_PI * h * (1.0 + GELU_COEF_A * h * h)));
-    return f16_round(g);
+    // 0.5 h (1 + tanh u) = h / (1 + exp(-2u)), with an accurate exp: the built-in tanh's
+    // precision is the implementation's, and SwiftShader's moved the f16 rounding of many
+    // results away from the CPU's (tanhf).
+    let u = GELU_SQRT_2_OVER_PI * h * (1.0 + GELU_COEF_A * h * h);
+    return f16_round(h / (1.0 + exp_accurate(-2.0 * u)));
 }
 
 @compute @workgroup_size(256)
@@ -58,7 +62,7 @@ fn main(
 #endif
 #ifdef OP_SWIGLU
     let g = a[i];
-    y[i] = g / (1.0 + exp(-g)) * b[i];
+    y[i] = g / (1.0 + exp_accurate(-g)) * b[i];
 #endif
 #ifdef OP_GEGLU
     y[i] = gelu_ggml(a[i]) * b[i];

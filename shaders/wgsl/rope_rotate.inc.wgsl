@@ -1,15 +1,45 @@
 // ggml's rope, one output element at a time. The angle of pair i is freq_scale * pos *
-// theta_scale^i with theta_scale = base^(-2/n_dims), built by repeated multiplication exactly
-// as ggml's rope cache does (pow would round differently).
+// theta_scale^i with theta_scale = base^(-2/n_dims) (computed on the host with powf, as ggml
+// does), built by repeated multiplication exactly as ggml's rope cache does.
 // mode 0: adjacent pairs (2i, 2i+1) (llama); mode 1: pairs (i, i + n_dims/2) (NeoX, gemma).
+// sin and cos are computed by hand: the built-ins' precision is the implementation's (Vulkan
+// allows 2^-11 absolute), and SwiftShader's moved Gemma 3's near ties against the CPU's sinf/cosf.
 
-fn rope_angle(pos: f32, i: u32, n_dims: u32, base: f32, freq_scale: f32) -> f32 {
-    let theta_scale = pow(base, -2.0 / f32(n_dims));
+fn rope_angle(pos: f32, i: u32, theta_scale: f32, freq_scale: f32) -> f32 {
     var theta = pos;
     for (var j = 0u; j < i; j++) {
         theta *= theta_scale;
     }
     return freq_scale * theta;
+}
+
+// (sin x, cos x) to about one ulp for |x| up to ~10^4 (angles are at most a few thousand
+// radians). x = n pi/2 + r with pi/2 in three parts of 12 significant bits (Cody-Waite), so
+// n * part is exact for |n| < 2^12; then Taylor polynomials on |r| <= pi/4.
+fn sin_cos(x: f32) -> vec2<f32> {
+    let n = round(x * 0.636619772);
+    let r = ((x - n * 1.5703125) - n * 4.837512969970703e-4) - n * 7.549790126404332e-8;
+    let r2 = r * r;
+    var s = -1.0 / 39916800.0;
+    s = s * r2 + 1.0 / 362880.0;
+    s = s * r2 - 1.0 / 5040.0;
+    s = s * r2 + 1.0 / 120.0;
+    s = s * r2 - 1.0 / 6.0;
+    s = (s * r2) * r + r;
+    var c = 1.0 / 479001600.0;
+    c = c * r2 - 1.0 / 3628800.0;
+    c = c * r2 + 1.0 / 40320.0;
+    c = c * r2 - 1.0 / 720.0;
+    c = c * r2 + 1.0 / 24.0;
+    c = c * r2 - 0.5;
+    c = c * r2 + 1.0;
+    // Quadrant n mod 4: (sin, cos) of r rotated by n quarter turns.
+    switch (i32(n) & 3) {
+        case 0: { return vec2<f32>(s, c); }
+        case 1: { return vec2<f32>(c, -s); }
+        case 2: { return vec2<f32>(-s, -c); }
+        default: { return vec2<f32>(-c, s); }
+    }
 }
 
 // Element e of a head: which pair it is in, its partner element, and whether it is the
@@ -36,8 +66,9 @@ fn rope_slot(e: u32, n_dims: u32, mode: u32) -> RopeSlot {
 
 // The rotated value of an element `v` whose partner is `p`.
 fn rope_rotate(v: f32, p: f32, theta: f32, second: bool) -> f32 {
-    let c = cos(theta);
-    let s = sin(theta);
+    let sc = sin_cos(theta);
+    let s = sc.x;
+    let c = sc.y;
     if (second) {
         // x1' = x0 * s + x1 * c with x0 = partner, x1 = self.
         return fma(p, s, v * c);

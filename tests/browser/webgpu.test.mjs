@@ -108,6 +108,47 @@ describe("backend 'webgpu' (SwiftShader)", () => {
   });
 });
 
+// Forced decoding: the wasm (CPU) backend's greedy continuation of a fixture prompt, fed back as
+// one sequence to both backends (`predictTokens`); the GPU's top-1 must equal the CPU's at
+// >= 99 % of the continuation's positions. Then greedy tokens sampled on the GPU against
+// llama.cpp's fixture (Gemma 3: its plain reference, which the engine matches exactly).
+const FORCED = Number(process.env.TESSERA_WEBGPU_FORCED_TOKENS || 256);
+const GEMMA3 = 'gemma-3-270m-q4_k_m.gguf';
+
+describe(`forced decoding, ${FORCED} positions: WebGPU against the wasm backend`, () => {
+  for (const [file, fixtureName] of [[SMOLLM2, 'greedy_smollm2.jsonl'], [GEMMA3, 'greedy_gemma3_norepack.jsonl']]) {
+    const fx = fixture(fixtureName)[0];
+    test(`${file}: top-1 agreement >= 99 %, then greedy ${N_TOKENS} tokens are llama.cpp's`, async () => {
+      assert.ok(existsSync(join(modelsDir, file)), `${file} missing in ${modelsDir}: run scripts/fetch-models.sh`);
+      const r = await page.evaluate(async ({ url, prompt, n, nGreedy }) => {
+        const contextSize = 512;
+        const cpu = await window.tessera.createEngine({ model: url, backend: 'wasm', threads: 1, contextSize });
+        const c = await cpu.completions.create({ prompt, max_tokens: n, temperature: 0, ignore_eos: true, return_token_ids: true });
+        const promptIds = await cpu.tokenize(prompt);
+        const seq = [...promptIds, ...c.choices[0].token_ids.slice(0, n - 1)];
+        const cpuPredicted = await cpu.predictTokens(seq);
+        await cpu.unload();
+        const gpu = await window.tessera.createEngine({ model: url, backend: 'webgpu', contextSize });
+        const t0 = performance.now();
+        const gpuPredicted = await gpu.predictTokens(seq);
+        const seconds = (performance.now() - t0) / 1000;
+        const g = await gpu.completions.create({ prompt, max_tokens: nGreedy, temperature: 0, return_token_ids: true });
+        await gpu.unload();
+        return { nPrompt: promptIds.length, cpuPredicted, gpuPredicted, seconds, greedy: g.choices[0].token_ids };
+      }, { url: `/models/${file}`, prompt: fx.prompt, n: FORCED, nGreedy: N_TOKENS });
+      assert.equal(r.gpuPredicted.length, r.cpuPredicted.length);
+      const positions = [...Array(FORCED).keys()].map((j) => r.nPrompt - 1 + j);
+      const misses = positions.filter((i) => r.gpuPredicted[i] !== r.cpuPredicted[i]);
+      const agreement = 1 - misses.length / FORCED;
+      console.log(`${file}: WebGPU forced decoding ${FORCED - misses.length}/${FORCED} agree with wasm (${r.seconds.toFixed(1)} s for ${r.cpuPredicted.length} positions)`);
+      assert.ok(agreement >= 0.99 || (FORCED < 100 && misses.length <= 1), `agreement ${agreement} (misses at ${misses})`);
+      // The fixture's continuation has no EOG in these tokens, so stopping at EOG changes nothing.
+      assert.ok(fx.first_eog === -1 || fx.first_eog >= N_TOKENS);
+      assert.deepEqual(r.greedy, fx.gen_ids.slice(0, N_TOKENS));
+    });
+  }
+});
+
 describe("backend 'auto'", () => {
   test('skips the software adapter, runs on wasm and says why', async () => {
     const r = await page.evaluate(async (url) => {

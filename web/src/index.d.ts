@@ -180,6 +180,11 @@ export interface Engine {
   };
   tokenize(text: string, options?: { addSpecial?: boolean; parseSpecial?: boolean }): Promise<number[]>;
   detokenize(ids: number[] | Uint32Array, options?: { special?: boolean }): Promise<string>;
+  /**
+   * Forced decoding: feeds `ids` as one sequence (the KV cache is replaced) and resolves to the
+   * model's top-1 next token after each position (element i follows ids[0..=i]).
+   */
+  predictTokens(ids: number[] | Uint32Array, options?: { signal?: AbortSignal }): Promise<number[]>;
   /** Terminates the worker and frees the model; later calls reject with UNLOADED. */
   unload(): Promise<void>;
 }

@@ -266,6 +266,17 @@ class Engine {
     return this._client.call('detokenize', { ids: Array.from(ids), special });
   }
 
+  /**
+   * Forced decoding: feeds `ids` as one sequence (replacing the KV cache) and resolves to the
+   * model's most likely next token after each position (element i follows ids[0..=i]). For
+   * evaluating a model on a text (top-1 accuracy) or comparing backends; on WebGPU only the ids
+   * leave the GPU. `signal` aborts between slices (ABORTED).
+   */
+  predictTokens(ids, { signal } = {}) {
+    if (!Array.isArray(ids) && !ArrayBuffer.isView(ids)) return Promise.reject(invalid('predictTokens: ids must be an array'));
+    return this._client.call('predict', { ids: Array.from(ids) }, { signal });
+  }
+
   /** Stops the worker and frees the model; later calls reject with UNLOADED. */
   async unload() {
     this._client.fail(new TesseraError(ErrorCodes.UNLOADED, 'the engine was unloaded'));

@@ -164,7 +164,27 @@ async function generate(id, { prompt, messages, options, stream }) {
   }
 }
 
+// Forced decoding: the model's top-1 next token after every position of `ids`, one slice per
+// wasm call (the KV cache is replaced).
+async function predict(id, { ids }) {
+  const e = needEngine();
+  const all = Uint32Array.from(ids);
+  const out = [];
+  while (out.length < all.length) {
+    if (isAborted(id)) throw abortError();
+    const chunk = e.predictChunk(all, out.length);
+    if (chunk === undefined) {
+      await e.readBack();
+      continue;
+    }
+    out.push(...chunk);
+    await yieldToEvents();
+  }
+  return out;
+}
+
 const handlers = {
+  predict,
   load,
   generate,
   tokenize: (id, { text, addSpecial, parseSpecial }) =>

@@ -16,6 +16,7 @@ const SOURCES: &[(&str, &str)] = wgsl!(
     "dequant.inc.wgsl",
     "grid.inc.wgsl",
     "f16_round.inc.wgsl",
+    "exp.inc.wgsl",
     "rope_rotate.inc.wgsl",
     "mul_mat.wgsl",
     "rows.wgsl",

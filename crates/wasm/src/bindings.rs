@@ -441,6 +441,18 @@ impl Engine {
             .map_err(js_error)
     }
 
+    /// Forced decoding of `ids` (see `Session::predict_chunk`): the top-1 next token after
+    /// each position of the slice decoded from `from`, or `undefined` when the slice is pending
+    /// on the GPU (await `readBack()`, then repeat the call).
+    #[wasm_bindgen(js_name = predictChunk)]
+    pub fn predict_chunk(
+        &mut self,
+        ids: Vec<u32>,
+        from: usize,
+    ) -> Result<Option<Vec<u32>>, JsValue> {
+        self.session.predict_chunk(&ids, from).map_err(js_error)
+    }
+
     /// One slice of prompt or one token: `{ text, done, finish_reason, stats }`.
     pub fn step(&mut self) -> Result<JsValue, JsValue> {
         let step = self.session.step(&PerformanceClock).map_err(js_error)?;

@@ -254,26 +254,7 @@ impl Session {
             }
             _ => None,
         };
-        if prompt.is_empty() {
-            return Err(GenerateError::EmptyPrompt.into());
-        }
-        if prompt.len() > self.ctx.n_ctx() {
-            return Err(GenerateError::PromptTooLong {
-                n_prompt: prompt.len(),
-                n_ctx: self.ctx.n_ctx(),
-            }
-            .into());
-        }
-        if let Some(&id) = prompt
-            .iter()
-            .find(|&&id| id as usize >= self.model.n_vocab())
-        {
-            return Err(engine::EngineError::BadToken {
-                id,
-                n_vocab: self.model.n_vocab(),
-            }
-            .into());
-        }
+        self.check_sequence(&prompt)?;
         let sampler = prompt_sampler(&params, self.model.tokenizer(), &prompt)?;
         let common = self
             .ctx
@@ -311,6 +292,58 @@ impl Session {
             spec,
         });
         Ok(())
+    }
+
+    /// A prompt or forced sequence must be non-empty, fit the context and hold known ids.
+    fn check_sequence(&self, ids: &[u32]) -> Result<(), WasmError> {
+        if ids.is_empty() {
+            return Err(GenerateError::EmptyPrompt.into());
+        }
+        if ids.len() > self.ctx.n_ctx() {
+            return Err(GenerateError::PromptTooLong {
+                n_prompt: ids.len(),
+                n_ctx: self.ctx.n_ctx(),
+            }
+            .into());
+        }
+        if let Some(&id) = ids.iter().find(|&&id| id as usize >= self.model.n_vocab()) {
+            return Err(engine::EngineError::BadToken {
+                id,
+                n_vocab: self.model.n_vocab(),
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Forced decoding, one slice per call: `ids` is fed as one sequence from an empty KV
+    /// cache, and the call decodes `ids[from..]` up to one slice, returning the model's top-1
+    /// next token after each of those positions (on a GPU backend only these ids leave the
+    /// device). Call with `from = 0` first (it ends any generation and clears the cache), then
+    /// with `from` advanced by the ids returned. `None`: the slice was submitted to an
+    /// asynchronous backend; await its read-back and repeat the same call.
+    pub fn predict_chunk(
+        &mut self,
+        ids: &[u32],
+        from: usize,
+    ) -> Result<Option<Vec<u32>>, WasmError> {
+        self.check_sequence(ids)?;
+        if from == 0 {
+            self.active = None;
+            self.ctx.clear();
+        }
+        if from >= ids.len() || self.ctx.tokens() != &ids[..from] {
+            return Err(WasmError::new(
+                ErrorCode::InvalidState,
+                format!(
+                    "forced decoding: position {from} does not continue the {} positions decoded",
+                    self.ctx.n_past()
+                ),
+            ));
+        }
+        // One micro-batch per call at most: a pending call must commit nothing.
+        let to = (from + PREFILL_STEP.min(self.ctx.n_batch())).min(ids.len());
+        submitted(self.ctx.decode_greedy(&ids[from..to], true))
     }
 
     /// Advances the generation by one slice of prompt or one token. An error ends it.

@@ -410,3 +410,81 @@ fn speculative_steps_give_the_plain_output() {
         assert_eq!(err.code, ErrorCode::InvalidArgument, "{spec_type} n={n}");
     }
 }
+
+/// Forced decoding through `predict_chunk` to the end of `ids`, answering pending slices by
+/// calling again; returns the predictions and the number of pending calls.
+fn predict_all(s: &mut Session, ids: &[u32]) -> (Vec<u32>, usize) {
+    let (mut out, mut pending) = (Vec::new(), 0);
+    while out.len() < ids.len() {
+        match s.predict_chunk(ids, out.len()).unwrap() {
+            Some(chunk) => {
+                assert!(!chunk.is_empty());
+                out.extend(chunk);
+            }
+            None => pending += 1,
+        }
+    }
+    (out, pending)
+}
+
+/// `predict_chunk` gives the engine's top-1 after every position (whole sequence in one
+/// `decode_greedy`), synchronously and on an asynchronous backend with micro-batches of 3, also
+/// after a generation left the KV cache full of something else; bad calls are typed errors.
+#[test]
+fn forced_decoding_in_slices_gives_the_engines_predictions() {
+    let model = load_in_chunks(&smollm2_bytes(), 1 << 20);
+    let ids = tokenize_prompt(
+        model.tokenizer(),
+        "The capital of France is Paris, and the capital of Italy is Rome.",
+    );
+    let mut reference = engine::Context::new(
+        model.clone(),
+        engine::ContextParams {
+            n_ctx: 256,
+            n_batch: 256,
+            threads: Arc::new(SequentialPool),
+        },
+    )
+    .unwrap();
+    let want = reference.decode_greedy(&ids, true).unwrap();
+    assert_eq!(want.len(), ids.len());
+
+    let mut s = session(&model);
+    run_steps(
+        &mut s,
+        tokenize_prompt(model.tokenizer(), "Hello"),
+        GenerateParams {
+            max_tokens: Some(3),
+            sampling: SamplingParams::greedy(),
+            stop: vec![],
+            ignore_eos: false,
+        },
+    );
+    assert_eq!(predict_all(&mut s, &ids), (want.clone(), 0));
+
+    let pending = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let backend = AsyncCpu {
+        inner: engine::cpu::CpuBackend::new(Arc::new(SequentialPool)),
+        submitted: None,
+        pending,
+    };
+    let options = LoadOptions {
+        context_size: Some(256),
+        batch_size: Some(3),
+    };
+    let mut a = Session::with_backend(model.clone(), &options, Box::new(backend), true).unwrap();
+    let (got, n_pending) = predict_all(&mut a, &ids);
+    assert_eq!(got, want);
+    assert_eq!(n_pending, ids.len().div_ceil(3));
+
+    // A position that does not continue what was decoded, an empty or unknown-token sequence.
+    let code = |r: Result<Option<Vec<u32>>, tessera_wasm::errors::WasmError>| r.unwrap_err().code;
+    assert_eq!(code(s.predict_chunk(&ids, 5)), ErrorCode::InvalidState);
+    assert_eq!(code(s.predict_chunk(&[], 0)), ErrorCode::InvalidArgument);
+    assert_eq!(
+        code(s.predict_chunk(&[u32::MAX], 0)),
+        ErrorCode::InvalidArgument
+    );
+    let long = vec![ids[0]; 300];
+    assert_eq!(code(s.predict_chunk(&long, 0)), ErrorCode::ContextFull);
+}
