@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# crates/wasm's wasm-bindgen tests (tests/web.rs) in headless Chromium through chromedriver.
+# crates/wasm's wasm-bindgen tests (tests/web.rs) and the WebGPU conformance suite in headless
+# Chromium through chromedriver.
 # The test model is served by tests/browser/server.mjs; its URL is baked into the test build.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,3 +19,7 @@ export CHROMEDRIVER=${CHROMEDRIVER:-/usr/bin/chromedriver}
 # The same flags and profile as scripts/build-wasm.sh's single-threaded build: its artifacts are reused.
 RUSTFLAGS="-C target-feature=+simd128" \
   cargo test --locked --release -p tessera-wasm --features webgpu --target wasm32-unknown-unknown --test web
+# The WebGPU backend's conformance suite (crates/backend-wgpu/tests/conformance.rs) on the
+# browser's WebGPU (SwiftShader here), with its asynchronous read-back.
+RUSTFLAGS="-C target-feature=+simd128" \
+  cargo test --locked --release -p backend-wgpu --target wasm32-unknown-unknown --test conformance

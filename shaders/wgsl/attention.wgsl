@@ -2,7 +2,9 @@
 // per (token, head) walks the keys in tiles of WG, computing WG scores at once, and keeps an
 // online softmax (running max and sum) so the scores are never stored. Each thread owns PPT
 // pairs of output dimensions. q is rounded to f16 first, as ggml's CPU flash attention does.
-// Defines: WG (threads = keys per tile), HD (head dim, even), PPT = ceil(dv / 2 / WG).
+// Defines: WG (threads = keys per tile), HD (head dim, even), PPT = ceil(dv / 2 / WG); F16
+// (devices with shader-f16): the cache is read as f16 pairs instead of unpacking u32 words,
+// the same values.
 
 struct Params {
     n_head: u32,
@@ -21,13 +23,33 @@ struct Params {
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> step: array<u32>;
 @group(0) @binding(2) var<storage, read> q: array<f32>;
+#ifdef F16
+@group(0) @binding(3) var<storage, read> k_cache: array<vec2<f16>>;
+@group(0) @binding(4) var<storage, read> v_cache: array<vec2<f16>>;
+
+fn k_pair(i: u32) -> vec2<f32> {
+    return vec2<f32>(k_cache[i]);
+}
+
+fn v_pair(i: u32) -> vec2<f32> {
+    return vec2<f32>(v_cache[i]);
+}
+#else
 @group(0) @binding(3) var<storage, read> k_cache: array<u32>;
 @group(0) @binding(4) var<storage, read> v_cache: array<u32>;
+
+fn k_pair(i: u32) -> vec2<f32> {
+    return unpack2x16float(k_cache[i]);
+}
+
+fn v_pair(i: u32) -> vec2<f32> {
+    return unpack2x16float(v_cache[i]);
+}
+#endif
 @group(0) @binding(5) var<storage, read_write> y: array<f32>;
 
 #include "grid.inc.wgsl"
 #include "f16_round.inc.wgsl"
-#include "exp.inc.wgsl"
 
 var<workgroup> q_sh: array<f32, HD>;
 var<workgroup> p_sh: array<f32, WG>;
@@ -66,7 +88,7 @@ fn main(
             let kb = j * P.k_pairs + k_head;
             var dot = 0.0;
             for (var p = 0u; p < HD / 2u; p++) {
-                let kk = unpack2x16float(k_cache[kb + p]);
+                let kk = k_pair(kb + p);
                 dot = fma(q_sh[2u * p], kk.x, dot);
                 dot = fma(q_sh[2u * p + 1u], kk.y, dot);
             }
@@ -83,9 +105,9 @@ fn main(
             tile_max = max(tile_max, p_sh[i]);
         }
         workgroupBarrier();
-        p_sh[tid] = select(0.0, exp_accurate(s - tile_max), j <= pos);
+        p_sh[tid] = select(0.0, exp(s - tile_max), j <= pos);
         workgroupBarrier();
-        let correction = exp_accurate(run_max - tile_max);
+        let correction = exp(run_max - tile_max);
         run_max = tile_max;
         var tile_sum = 0.0;
         for (var i = 0u; i < n_keys; i++) {
@@ -97,7 +119,7 @@ fn main(
             if (2u * pair < P.dv) {
                 var a = acc[r] * correction;
                 for (var i = 0u; i < n_keys; i++) {
-                    let vv = unpack2x16float(v_cache[(base + i) * P.v_pairs + v_head + pair]);
+                    let vv = v_pair((base + i) * P.v_pairs + v_head + pair);
                     a = fma(vec2<f32>(p_sh[i]), vv, a);
                 }
                 acc[r] = a;

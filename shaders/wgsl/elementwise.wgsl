@@ -20,7 +20,6 @@ struct Params {
 
 #include "grid.inc.wgsl"
 #include "f16_round.inc.wgsl"
-#include "exp.inc.wgsl"
 
 const GELU_SQRT_2_OVER_PI: f32 = 0.7978845608028654;
 const GELU_COEF_A: f32 = 0.044715;
@@ -34,11 +33,17 @@ fn gelu_ggml(x: f32) -> f32 {
         return x;
     }
     let h = f16_round(x);
-    // 0.5 h (1 + tanh u) = h / (1 + exp(-2u)), with an accurate exp: the built-in tanh's
-    // precision is the implementation's, and SwiftShader's moved the f16 rounding of many
-    // results away from the CPU's (tanhf).
+    // ggml's formula; tanh from exp except on lavapipe (BUILTIN_MATH, see rope_rotate.inc.wgsl):
+    // the built-in tanh's precision is the implementation's, and SwiftShader's moved the f16
+    // rounding of results away from the CPU's (tanhf). tanh |u| =
+    // 1 - 2 / (exp(2|u|) + 1) is within an ulp of 1 in absolute terms, all 1 + tanh u keeps.
     let u = GELU_SQRT_2_OVER_PI * h * (1.0 + GELU_COEF_A * h * h);
-    return f16_round(h / (1.0 + exp_accurate(-2.0 * u)));
+#ifdef BUILTIN_MATH
+    let t = tanh(u);
+#else
+    let t = sign(u) * (1.0 - 2.0 / (exp(2.0 * abs(u)) + 1.0));
+#endif
+    return f16_round(0.5 * h * (1.0 + t));
 }
 
 @compute @workgroup_size(256)
@@ -62,7 +67,7 @@ fn main(
 #endif
 #ifdef OP_SWIGLU
     let g = a[i];
-    y[i] = g / (1.0 + exp_accurate(-g)) * b[i];
+    y[i] = g / (1.0 + exp(-g)) * b[i];
 #endif
 #ifdef OP_GEGLU
     y[i] = gelu_ggml(a[i]) * b[i];

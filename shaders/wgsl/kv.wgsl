@@ -7,11 +7,12 @@ struct Params {
     head_dim: u32,      // shift
     n_dims: u32,        // shift: rope
     mode: u32,          // shift: rope
-    theta_scale: f32, // freq_base^(-2/n_dims)
+    freq_base: f32,
     freq_scale: f32,
     dst_pos: u32,       // shift: first destination position (n_keep)
     delta: f32,         // shift: rotation, -(n_discard)
-    _p0: u32, _p1: u32, _p2: u32,
+    theta_scale: f32,   // shift: freq_base^(-2/n_dims) by the host's powf
+    _p1: u32, _p2: u32,
     _p3: vec4<u32>,
 }
 
@@ -78,7 +79,7 @@ fn shift(
         let slot = rope_slot(e, P.n_dims, P.mode);
         var val = moved_elem(i);
         if (slot.pair < P.n_dims) {
-            let theta = rope_angle(P.delta, slot.pair, P.theta_scale, P.freq_scale);
+            let theta = rope_angle(P.delta, slot.pair, P.n_dims, P.freq_base, P.theta_scale, P.freq_scale);
             val = rope_rotate(val, moved_elem(i - e + slot.partner), theta, slot.second);
         }
         out[h] = val;

@@ -6,9 +6,9 @@ struct Params {
     n_tokens: u32,
     n_dims: u32,
     mode: u32,
-    theta_scale: f32, // freq_base^(-2/n_dims)
+    freq_base: f32,
     freq_scale: f32,
-    _p0: u32,
+    theta_scale: f32, // freq_base^(-2/n_dims) by the host's powf
     _p1: vec4<u32>, _p2: vec4<u32>,
 }
 
@@ -38,6 +38,6 @@ fn main(
         return;
     }
     let pos = f32(step[0] + t);
-    let theta = rope_angle(pos, slot.pair, P.theta_scale, P.freq_scale);
+    let theta = rope_angle(pos, slot.pair, P.n_dims, P.freq_base, P.theta_scale, P.freq_scale);
     y[i] = rope_rotate(x[i], x[i - e + slot.partner], theta, slot.second);
 }

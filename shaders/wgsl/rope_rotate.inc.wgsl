@@ -1,11 +1,21 @@
 // ggml's rope, one output element at a time. The angle of pair i is freq_scale * pos *
-// theta_scale^i with theta_scale = base^(-2/n_dims) (computed on the host with powf, as ggml
-// does), built by repeated multiplication exactly as ggml's rope cache does.
+// theta_scale^i with theta_scale = base^(-2/n_dims), built by repeated multiplication exactly
+// as ggml's rope cache does.
 // mode 0: adjacent pairs (2i, 2i+1) (llama); mode 1: pairs (i, i + n_dims/2) (NeoX, gemma).
-// sin and cos are computed by hand: the built-ins' precision is the implementation's (Vulkan
-// allows 2^-11 absolute), and SwiftShader's moved Gemma 3's near ties against the CPU's sinf/cosf.
+//
+// The precision of WGSL's pow, sin and cos is the implementation's (Vulkan allows 2^-11
+// absolute for sin/cos). BUILTIN_MATH (lavapipe) keeps the built-ins, with which lavapipe was
+// measured against the CPU (forced decoding 256/256 on both models). Elsewhere theta_scale is
+// the host's powf (ggml's) and sin/cos are computed by hand (`sin_cos`): SwiftShader's built-ins
+// moved Gemma 3's near ties. (Host powf on lavapipe moved SmolLM2's greedy runs instead: its
+// near ties are decided by last bits either way.)
 
-fn rope_angle(pos: f32, i: u32, theta_scale: f32, freq_scale: f32) -> f32 {
+fn rope_angle(pos: f32, i: u32, n_dims: u32, base: f32, host_theta_scale: f32, freq_scale: f32) -> f32 {
+#ifdef BUILTIN_MATH
+    let theta_scale = pow(base, -2.0 / f32(n_dims));
+#else
+    let theta_scale = host_theta_scale;
+#endif
     var theta = pos;
     for (var j = 0u; j < i; j++) {
         theta *= theta_scale;
@@ -16,6 +26,11 @@ fn rope_angle(pos: f32, i: u32, theta_scale: f32, freq_scale: f32) -> f32 {
 // (sin x, cos x) to about one ulp for |x| up to ~10^4 (angles are at most a few thousand
 // radians). x = n pi/2 + r with pi/2 in three parts of 12 significant bits (Cody-Waite), so
 // n * part is exact for |n| < 2^12; then Taylor polynomials on |r| <= pi/4.
+#ifdef BUILTIN_MATH
+fn sin_cos(x: f32) -> vec2<f32> {
+    return vec2<f32>(sin(x), cos(x));
+}
+#else
 fn sin_cos(x: f32) -> vec2<f32> {
     let n = round(x * 0.636619772);
     let r = ((x - n * 1.5703125) - n * 4.837512969970703e-4) - n * 7.549790126404332e-8;
@@ -41,6 +56,7 @@ fn sin_cos(x: f32) -> vec2<f32> {
         default: { return vec2<f32>(-c, s); }
     }
 }
+#endif
 
 // Element e of a head: which pair it is in, its partner element, and whether it is the
 // second of the pair. Elements e >= n_dims pass through (pair index n_dims).

@@ -31,6 +31,9 @@ pub struct Gpu {
     pub info: wgpu::AdapterInfo,
     /// The adapter has `shader-f16` (and the device was created with it).
     pub has_f16: bool,
+    /// Kernels take their f16 variants (on by default where `has_f16`; tests turn it off to
+    /// compare them with the f32 path on the same adapter).
+    f16_kernels: bool,
     /// Set by the device-lost callback.
     lost: Arc<Mutex<Option<String>>>,
     /// The first error no error scope caught.
@@ -165,6 +168,7 @@ impl Gpu {
             limits,
             info,
             has_f16,
+            f16_kernels: has_f16,
             lost,
             uncaptured,
             weight_binding_cap: None,
@@ -180,7 +184,11 @@ impl Gpu {
             self.info.name,
             self.info.backend,
             self.info.device_type,
-            if self.has_f16 { "yes" } else { "no" },
+            match (self.has_f16, self.f16_kernels) {
+                (false, _) => "no",
+                (true, true) => "yes, f16 kernels",
+                (true, false) => "yes, f32 kernels",
+            },
             self.max_binding() >> 20
         )
     }
@@ -202,6 +210,25 @@ impl Gpu {
     pub fn max_weight_binding(&self) -> u64 {
         self.weight_binding_cap
             .map_or(self.max_binding(), |c| c.min(self.max_binding()))
+    }
+
+    /// Kernels keep WGSL's pow, tanh, sin and cos (whose precision is the implementation's):
+    /// lavapipe, where they were measured against the CPU backend (forced decoding 256/256 on
+    /// both models). Elsewhere (SwiftShader's built-ins moved Gemma 3's near ties) GELU's tanh
+    /// comes from exp, rope's sin/cos are computed by hand and its theta_scale is the host's
+    /// powf (`rope_rotate.inc.wgsl`).
+    pub fn builtin_math(&self) -> bool {
+        self.info.name.starts_with("llvmpipe")
+    }
+
+    /// Kernels use their f16 variants (the adapter has `shader-f16` and they are not off).
+    pub fn f16_kernels(&self) -> bool {
+        self.has_f16 && self.f16_kernels
+    }
+
+    /// Turns the f16 kernel variants on (where the adapter has `shader-f16`) or off.
+    pub fn set_f16_kernels(&mut self, on: bool) {
+        self.f16_kernels = on;
     }
 
     /// Caps weight bindings below the adapter's limit (see `weight_binding_cap`).

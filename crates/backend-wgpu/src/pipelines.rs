@@ -34,7 +34,11 @@ impl PipelineCache {
         if let Some(p) = self.pipelines.get(&key) {
             return Ok(p.clone());
         }
-        let text = preprocess(key.family, &key.defines)?;
+        let mut defines = key.defines.clone();
+        if gpu.builtin_math() {
+            defines.push(("BUILTIN_MATH", 1));
+        }
+        let text = preprocess(key.family, &defines)?;
         let scope = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = gpu
             .device

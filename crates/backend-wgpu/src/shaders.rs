@@ -16,7 +16,6 @@ const SOURCES: &[(&str, &str)] = wgsl!(
     "dequant.inc.wgsl",
     "grid.inc.wgsl",
     "f16_round.inc.wgsl",
-    "exp.inc.wgsl",
     "rope_rotate.inc.wgsl",
     "mul_mat.wgsl",
     "rows.wgsl",
@@ -38,8 +37,12 @@ fn source(name: &str) -> Option<&'static str> {
 pub type Define = (&'static str, u32);
 
 /// The preprocessed text of `family` (a file name such as `mul_mat.wgsl`) with `defines`.
+/// The define `F16` also enables WGSL's `f16` type (the device must have `shader-f16`).
 pub fn preprocess(family: &str, defines: &[Define]) -> Result<String, WgpuError> {
     let mut out = String::new();
+    if defines.iter().any(|(n, _)| *n == "F16") {
+        out.push_str("enable f16;\n"); // directives come before any declaration
+    }
     for (name, value) in defines {
         out.push_str(&format!("const {name}: u32 = {value}u;\n"));
     }

@@ -7,6 +7,11 @@
 //!
 //! Inputs come from a synthetic GGUF file: f32 tables looked up with GetRows (the graphs'
 //! only source op) and weights of each type quantized with the `quant` crate.
+//!
+//! The harness is async so that the same cases run natively (`cargo test`, blocking on each
+//! test) and in headless Chromium through wasm-bindgen-test (`scripts/test-wasm-crate.sh`),
+//! where the backend reads back asynchronously and each step is awaited as the npm package's
+//! worker does.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -18,6 +23,39 @@ use engine::graph::{AttentionParams, Graph, GraphBuilder, NodeId, RopeMode, Rope
 use engine::weights::{WeightId, WeightStore};
 use engine::{EngineError, SequentialPool};
 use gguf::{GgmlType, GgufFile, GgufWriter};
+
+#[cfg(target_arch = "wasm32")]
+wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
+
+/// Each test runs natively under `cargo test` (blocking on the async case) and in the browser
+/// under wasm-bindgen-test.
+macro_rules! conformance_tests {
+    ($($name:ident => $case:expr;)*) => {$(
+        #[cfg(not(target_arch = "wasm32"))]
+        #[test]
+        fn $name() {
+            pollster::block_on($case)
+        }
+        #[cfg(target_arch = "wasm32")]
+        #[wasm_bindgen_test::wasm_bindgen_test]
+        async fn $name() {
+            $case.await
+        }
+    )*};
+}
+
+conformance_tests! {
+    get_rows_every_type => get_rows_every_type_case();
+    mul_mat_every_type_and_batch_size => mul_mat_every_type_and_batch_size_case();
+    weights_split_across_bindings => weights_split_across_bindings_case();
+    norm_and_elementwise_ops => norm_and_elementwise_ops_case();
+    rope_modes_and_partial_dims => rope_modes_and_partial_dims_case();
+    attention_gqa => attention_gqa_case();
+    attention_sliding_window_and_softcap => attention_sliding_window_and_softcap_case();
+    attention_head_dim_256 => attention_head_dim_256_case();
+    attention_after_context_shift => attention_after_context_shift_case();
+    argmax_on_the_gpu_matches_the_logits => argmax_on_the_gpu_matches_the_logits_case();
+}
 
 const WEIGHT_TYPES: [GgmlType; 10] = [
     GgmlType::F32,
@@ -109,14 +147,60 @@ fn file() -> Arc<GgufFile> {
     .clone()
 }
 
-fn gpu() -> Gpu {
+async fn gpu() -> Gpu {
     static GPU: OnceLock<Gpu> = OnceLock::new();
-    GPU.get_or_init(|| {
-        let gpu = pollster::block_on(Gpu::new()).expect("a WebGPU adapter (lavapipe in CI)");
-        eprintln!("adapter: {}", gpu.describe());
-        gpu
-    })
-    .clone()
+    if let Some(g) = GPU.get() {
+        return g.clone();
+    }
+    let gpu = Gpu::new()
+        .await
+        .expect("a WebGPU adapter (lavapipe in CI, SwiftShader in Chromium)");
+    eprintln!("adapter: {}", gpu.describe());
+    // Tests starting at once may each create one; the first stored is shared from then on.
+    GPU.get_or_init(|| gpu).clone()
+}
+
+/// A backend on `g`; in the browser with asynchronous read-back (the only kind there).
+fn backend(g: Gpu) -> WgpuBackend {
+    #[allow(unused_mut)]
+    let mut b = WgpuBackend::with_gpu(g);
+    #[cfg(target_arch = "wasm32")]
+    b.set_async_read_back(true);
+    b
+}
+
+/// Runs `call` on the GPU backend, awaiting the read-back and repeating the call while the
+/// step is pending (the browser), as the npm package's worker does.
+async fn until_read_back(
+    b: &mut WgpuBackend,
+    mut call: impl FnMut(&mut WgpuBackend) -> Result<(), EngineError>,
+) -> Result<(), EngineError> {
+    loop {
+        match call(b) {
+            Err(EngineError::ReadBackPending) => b.gpu().read_back_signal().ready().await,
+            r => return r,
+        }
+    }
+}
+
+async fn gpu_compute(
+    b: &mut WgpuBackend,
+    graph: &Graph,
+    batch: &Batch<'_>,
+    store: &WeightStore,
+    out: &mut [f32],
+) -> Result<(), EngineError> {
+    until_read_back(b, |b| b.compute(graph, batch, store, out)).await
+}
+
+async fn gpu_greedy(
+    b: &mut WgpuBackend,
+    graph: &Graph,
+    batch: &Batch<'_>,
+    store: &WeightStore,
+    ids: &mut [u32],
+) -> Result<(), EngineError> {
+    until_read_back(b, |b| b.compute_greedy(graph, batch, store, ids)).await
 }
 
 /// One step of a case: tokens, first position, rows whose outputs are kept.
@@ -171,7 +255,7 @@ fn graph(store: &WeightStore, ids: &HashMap<String, WeightId>, st: &Step, build:
 }
 
 /// Runs a case on both backends; returns the worst NMSE over its steps.
-fn run(case: &Case) -> f64 {
+async fn run(case: &Case<'_>) -> f64 {
     let mut store = WeightStore::new(file());
     let mut ids = HashMap::new();
     for (name, ne) in &case.weights {
@@ -179,15 +263,25 @@ fn run(case: &Case) -> f64 {
     }
     let mut cpu = CpuBackend::new(Arc::new(SequentialPool));
     cpu.set_reference_matmul(case.float_reference);
-    let mut g = gpu();
+    let mut g = gpu().await;
     g.set_weight_binding_cap(case.weight_binding_cap);
-    let mut wgpu = WgpuBackend::with_gpu(g);
+    // Where the adapter has shader-f16 the kernels take their f16 variants; the f32 path runs
+    // alongside and must give the same bits.
+    let mut f32_path = g.f16_kernels().then(|| {
+        let mut g32 = g.clone();
+        g32.set_f16_kernels(false);
+        backend(g32)
+    });
+    let mut wgpu = backend(g);
     let kv = case.kv.clone().unwrap_or(KvLayout {
         n_ctx: 512,
         layers: vec![],
     });
     cpu.init_kv(&kv).unwrap();
     wgpu.init_kv(&kv).unwrap();
+    if let Some(b) = &mut f32_path {
+        b.init_kv(&kv).unwrap();
+    }
     let mut worst = 0.0f64;
     for (i, st) in case.steps.iter().enumerate() {
         let graph = graph(&store, &ids, st, case.build);
@@ -199,7 +293,8 @@ fn run(case: &Case) -> f64 {
         };
         let (mut want, mut got) = (vec![0.0f32; n], vec![f32::NAN; n]);
         cpu.compute(&graph, &batch, &store, &mut want).unwrap();
-        wgpu.compute(&graph, &batch, &store, &mut got)
+        gpu_compute(&mut wgpu, &graph, &batch, &store, &mut got)
+            .await
             .unwrap_or_else(|e| panic!("{}: {e}", case.name));
         assert!(
             got.iter().all(|v| v.is_finite()),
@@ -207,11 +302,29 @@ fn run(case: &Case) -> f64 {
             case.name
         );
         worst = worst.max(nmse(&got, &want));
+        if let Some(b) = &mut f32_path {
+            let mut got32 = vec![f32::NAN; n];
+            gpu_compute(b, &graph, &batch, &store, &mut got32)
+                .await
+                .unwrap();
+            let same = got
+                .iter()
+                .zip(&got32)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(
+                same,
+                "{}: the f16 kernels differ from the f32 path",
+                case.name
+            );
+        }
         let n_past = st.pos0 + st.tokens.len();
         if let Some((after, keep, discard)) = case.shift {
             if after == i {
                 cpu.kv_shift(n_past, keep, discard).unwrap();
                 wgpu.kv_shift(n_past, keep, discard).unwrap();
+                if let Some(b) = &mut f32_path {
+                    b.kv_shift(n_past, keep, discard).unwrap();
+                }
             }
         }
     }
@@ -222,8 +335,8 @@ fn run(case: &Case) -> f64 {
     worst
 }
 
-fn check(case: Case) {
-    let e = run(&case);
+async fn check(case: Case<'_>) {
+    let e = run(&case).await;
     assert!(
         e <= case.limit,
         "{}: NMSE {e:.3e} > {:.1e}",
@@ -232,7 +345,7 @@ fn check(case: Case) {
     );
 }
 
-fn simple(
+async fn simple(
     name: String,
     weights: Vec<(String, Vec<usize>)>,
     steps: Vec<Step>,
@@ -249,15 +362,15 @@ fn simple(
         build,
         weight_binding_cap: None,
         float_reference: false,
-    });
+    })
+    .await;
 }
 
 fn w(name: &str, ne: &[usize]) -> (String, Vec<usize>) {
     (name.to_string(), ne.to_vec())
 }
 
-#[test]
-fn get_rows_every_type() {
+async fn get_rows_every_type_case() {
     for ty in WEIGHT_TYPES {
         let name = format!("emb.{ty:?}");
         let build = move |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
@@ -269,12 +382,12 @@ fn get_rows_every_type() {
             vec![step(&[3, 39, 0, 17, 3], 0)],
             1e-12,
             &build,
-        );
+        )
+        .await;
     }
 }
 
-#[test]
-fn mul_mat_every_type_and_batch_size() {
+async fn mul_mat_every_type_and_batch_size_case() {
     for ty in WEIGHT_TYPES {
         for n in [1usize, 5, 17] {
             let wn = format!("w.{ty:?}.256");
@@ -291,7 +404,8 @@ fn mul_mat_every_type_and_batch_size() {
                 vec![step(&tokens, 0)],
                 MUL_MAT_LIMIT,
                 &build,
-            );
+            )
+            .await;
         }
     }
     // Rows that are not a whole number of 32-element chunks (float types only).
@@ -307,12 +421,12 @@ fn mul_mat_every_type_and_batch_size() {
             vec![step(&[1, 2, 3], 0)],
             1e-10,
             &build,
-        );
+        )
+        .await;
     }
 }
 
-#[test]
-fn weights_split_across_bindings() {
+async fn weights_split_across_bindings_case() {
     // A 4 KiB cap splits the 72-row weights and 40-row tables into many bindings.
     for ty in [GgmlType::Q4_1, GgmlType::Q6_K, GgmlType::F32] {
         let wn = format!("w.{ty:?}.256");
@@ -331,12 +445,12 @@ fn weights_split_across_bindings() {
             build: &build,
             weight_binding_cap: Some(4096),
             float_reference: false,
-        });
+        })
+        .await;
     }
 }
 
-#[test]
-fn norm_and_elementwise_ops() {
+async fn norm_and_elementwise_ops_case() {
     for k in [64usize, 576] {
         let inp = format!("inp{k}");
         let inpb = format!("inp{k}b");
@@ -370,13 +484,12 @@ fn norm_and_elementwise_ops() {
             if name == "output_rows" {
                 st[0].outputs = vec![1, 3];
             }
-            simple(format!("{name} k{k}"), weights.clone(), st, limit, &build);
+            simple(format!("{name} k{k}"), weights.clone(), st, limit, &build).await;
         }
     }
 }
 
-#[test]
-fn rope_modes_and_partial_dims() {
+async fn rope_modes_and_partial_dims_case() {
     for mode in [RopeMode::Normal, RopeMode::Neox] {
         for n_dims in [64usize, 32] {
             let p = RopeParams {
@@ -397,14 +510,15 @@ fn rope_modes_and_partial_dims() {
                 // cos/sin precision differs between adapters (SwiftShader: ~1e-8).
                 1e-7,
                 &build,
-            );
+            )
+            .await;
         }
     }
 }
 
 /// Attention over several steps (a prefill longer than one key tile, a decode step, a small
 /// batch), with rope on q and k as the models do.
-fn attention_case(
+async fn attention_case(
     hd: usize,
     n_head: usize,
     n_kv: usize,
@@ -482,34 +596,29 @@ fn attention_case(
         build: &build,
         weight_binding_cap: None,
         float_reference: false,
-    });
+    }).await;
 }
 
-#[test]
-fn attention_gqa() {
-    attention_case(64, 4, 2, None, None, None);
-    attention_case(64, 2, 2, None, None, None);
+async fn attention_gqa_case() {
+    attention_case(64, 4, 2, None, None, None).await;
+    attention_case(64, 2, 2, None, None, None).await;
 }
 
-#[test]
-fn attention_sliding_window_and_softcap() {
-    attention_case(64, 4, 1, Some(5), None, None);
-    attention_case(64, 4, 1, Some(100), Some(4.0), None);
+async fn attention_sliding_window_and_softcap_case() {
+    attention_case(64, 4, 1, Some(5), None, None).await;
+    attention_case(64, 4, 1, Some(100), Some(4.0), None).await;
 }
 
-#[test]
-fn attention_head_dim_256() {
-    attention_case(256, 2, 1, None, None, None);
+async fn attention_head_dim_256_case() {
+    attention_case(256, 2, 1, None, None, None).await;
 }
 
-#[test]
-fn attention_after_context_shift() {
+async fn attention_after_context_shift_case() {
     // After the 40-token prefill: keep 4, discard 10, then continue at position 30.
-    attention_case(64, 4, 2, None, None, Some((0, 4, 10)));
+    attention_case(64, 4, 2, None, None, Some((0, 4, 10))).await;
 }
 
-#[test]
-fn argmax_on_the_gpu_matches_the_logits() {
+async fn argmax_on_the_gpu_matches_the_logits_case() {
     let build = |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
         let x = b.get_rows(ids["inp256"]);
         let y = b.mul_mat(ids["w.Q4_K.256"], x)?;
@@ -520,7 +629,7 @@ fn argmax_on_the_gpu_matches_the_logits() {
     for (name, ne) in [w("inp256", &[256, TABLE_ROWS]), w("w.Q4_K.256", &[256, 72])] {
         ids.insert(name.clone(), store.require(&name, &ne).unwrap());
     }
-    let mut gpu_backend = WgpuBackend::with_gpu(gpu());
+    let mut gpu_backend = backend(gpu().await);
     let mut cpu = CpuBackend::new(Arc::new(SequentialPool));
     cpu.set_reference_matmul(true);
     let kv = KvLayout {
@@ -539,13 +648,13 @@ fn argmax_on_the_gpu_matches_the_logits() {
         };
         let mut logits = vec![0.0; 72 * tokens.len()];
         let mut want = vec![0.0; 72 * tokens.len()];
-        gpu_backend
-            .compute(&g, &batch, &store, &mut logits)
+        gpu_compute(&mut gpu_backend, &g, &batch, &store, &mut logits)
+            .await
             .unwrap();
         cpu.compute(&g, &batch, &store, &mut want).unwrap();
         let mut got = vec![u32::MAX; tokens.len()];
-        gpu_backend
-            .compute_greedy(&g, &batch, &store, &mut got)
+        gpu_greedy(&mut gpu_backend, &g, &batch, &store, &mut got)
+            .await
             .unwrap();
         for r in 0..tokens.len() {
             let row = &logits[r * 72..(r + 1) * 72];

@@ -233,8 +233,8 @@ fn smollm2_greedy_32_matches_the_fixtures() {
 }
 
 /// Gemma 3 against llama.cpp's plain (`_norepack`) reference, which the CPU backend matches
-/// exactly: 32 greedy tokens identical. (Its repacked reference parts from the plain one at
-/// token 10-11 on two prompts, fixtures README; reported for information.)
+/// exactly: 32 greedy tokens identical on every prompt. (Its repacked reference parts from the
+/// plain one at token 10-11 on two prompts, fixtures README; reported for information.)
 #[test]
 fn gemma3_greedy_32_matches_the_plain_fixtures() {
     let model = load("gemma-3-270m-q4_k_m.gguf");

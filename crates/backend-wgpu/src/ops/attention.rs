@@ -62,14 +62,18 @@ pub fn attend(
             kv.layout.n_head_kv, kv.layout.head_dim_k
         )));
     }
+    let mut defines = vec![
+        ("WG", WG as u32),
+        ("HD", hd as u32),
+        ("PPT", (dv / 2).div_ceil(WG).max(1) as u32),
+    ];
+    if rec.gpu.f16_kernels() {
+        defines.push(("F16", 1));
+    }
     let key = PipelineKey {
         family: "attention.wgsl",
         entry: "main",
-        defines: vec![
-            ("WG", WG as u32),
-            ("HD", hd as u32),
-            ("PPT", (dv / 2).div_ceil(WG).max(1) as u32),
-        ],
+        defines,
     };
     let params = Params::new()
         .u(p.n_head)

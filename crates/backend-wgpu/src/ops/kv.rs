@@ -27,10 +27,11 @@ pub fn shift_keys(
         .u(kv.layout.head_dim_k)
         .u(rope.n_dims)
         .u(mode_index(rope.mode))
-        .f(rope.freq_base.powf(-2.0 / rope.n_dims as f32))
+        .f(rope.freq_base)
         .f(rope.freq_scale)
         .u(dst_pos)
-        .f(delta);
+        .f(delta)
+        .f(rope.freq_base.powf(-2.0 / rope.n_dims as f32));
     let groups = rec.grid((kv.k_pairs() * n_moved).div_ceil(64), 1)?;
     rec.dispatch(
         key,

@@ -42,8 +42,9 @@ pub fn record(
         .u(n_tokens)
         .u(p.n_dims)
         .u(mode_index(p.mode))
-        .f(p.freq_base.powf(-2.0 / p.n_dims as f32))
-        .f(p.freq_scale);
+        .f(p.freq_base)
+        .f(p.freq_scale)
+        .f(p.freq_base.powf(-2.0 / p.n_dims as f32));
     let groups = rec.grid((head_dim * n_heads * n_tokens).div_ceil(64), 1)?;
     rec.dispatch(
         key,
