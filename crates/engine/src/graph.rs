@@ -31,6 +31,14 @@ pub struct RopeParams {
     pub freq_scale: f32,
 }
 
+impl RopeParams {
+    /// The ratio between consecutive pairs' angles, `freq_base^(-2/n_dims)`, by `powf` in f32
+    /// as ggml computes it.
+    pub fn theta_scale(&self) -> f32 {
+        self.freq_base.powf(-2.0 / self.n_dims as f32)
+    }
+}
+
 /// One attention layer: causal, grouped-query, over the f16 KV cache of layer `layer`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AttentionParams {

@@ -31,7 +31,7 @@ pub fn shift_keys(
         .f(rope.freq_scale)
         .u(dst_pos)
         .f(delta)
-        .f(rope.freq_base.powf(-2.0 / rope.n_dims as f32));
+        .f(rope.theta_scale());
     let groups = rec.grid((kv.k_pairs() * n_moved).div_ceil(64), 1)?;
     rec.dispatch(
         key,

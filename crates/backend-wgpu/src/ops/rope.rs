@@ -44,7 +44,7 @@ pub fn record(
         .u(mode_index(p.mode))
         .f(p.freq_base)
         .f(p.freq_scale)
-        .f(p.freq_base.powf(-2.0 / p.n_dims as f32));
+        .f(p.theta_scale());
     let groups = rec.grid((head_dim * n_heads * n_tokens).div_ceil(64), 1)?;
     rec.dispatch(
         key,

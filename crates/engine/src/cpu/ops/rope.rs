@@ -6,7 +6,7 @@ use crate::graph::{RopeMode, RopeParams};
 
 /// Fills `cache` (length `n_dims`) with interleaved (cos, sin) per rotated pair at position `pos`.
 pub fn rope_cache(pos: f32, p: &RopeParams, cache: &mut [f32]) {
-    let theta_scale = p.freq_base.powf(-2.0 / p.n_dims as f32);
+    let theta_scale = p.theta_scale();
     let mut theta = pos;
     for pair in cache[..p.n_dims].chunks_exact_mut(2) {
         let t = p.freq_scale * theta;
