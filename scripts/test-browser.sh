@@ -7,6 +7,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 export TESSERA_MODELS=${TESSERA_MODELS:-$root/models}
 export TESSERA_FIXTURES=${TESSERA_FIXTURES:-$root/../shared/fixtures}
-scripts/build-wasm.sh all
-node --test --test-concurrency=1 tests/browser/
-scripts/test-wasm-crate.sh
+step() { local start=$SECONDS; "$@"; echo "[test-browser.sh] $(( SECONDS - start )) s: $*" >&2; }
+step scripts/build-wasm.sh all
+step node --test --test-concurrency=1 tests/browser/
+step scripts/test-wasm-crate.sh

@@ -4,24 +4,28 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-"$root/scripts/setup.sh"
+# Each step's wall time, so a slow CI run says where its minutes went.
+step() { local start=$SECONDS; "$@"; echo "[test.sh] $(( SECONDS - start )) s: $*" >&2; }
+step "$root/scripts/setup.sh"
 export TESSERA_MODELS=${TESSERA_MODELS:-$root/models}
 # WebGPU backend on software Vulkan (lavapipe by default): the model tests run in full (256
 # forced positions and every greedy fixture prompt of both models, ~4 min here).
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
-cargo test --workspace --profile ci --locked
+# tessera-wasm's webgpu feature: its GPU loader (the browser's, streaming weights into GPU
+# buffers) is tested natively too.
+step cargo test --workspace --profile ci --locked --features tessera-wasm/webgpu
 # The kernels again on SwiftShader (the browser's adapter: no shader-f16, 1 GiB bindings).
 VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json \
-  cargo test -p backend-wgpu --profile ci --locked --test conformance --test device_errors
-cargo check -p engine --target wasm32-unknown-unknown --locked
+  step cargo test -p backend-wgpu --profile ci --locked --test conformance --test device_errors
+step cargo check -p engine --target wasm32-unknown-unknown --locked
 # The quant crate on wasm32 with SIMD128 (.cargo/config.toml), in Node: the simd128 vec-dot
 # kernels bit for bit against the portable ggml-order ones.
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-  cargo test -p quant --target wasm32-unknown-unknown --locked
+  step cargo test -p quant --target wasm32-unknown-unknown --locked
 # The engine's wasm-bindgen tests: the simd128 kernels (SwiGLU, attention) against scalar,
 # and the attention and f16-arithmetic tests (half converts in software there).
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-  cargo test -p engine --target wasm32-unknown-unknown --locked --lib
+  step cargo test -p engine --target wasm32-unknown-unknown --locked --lib
 # Both again in the relaxed-SIMD build (fused relaxed_madd, relaxed_dot); Node 20 needs a flag
 # for relaxed SIMD, and its baseline compiler (Liftoff) gets relaxed_dot wrong (Chromium's does
 # not), so its optimising compiler only. Own target dir: other RUSTFLAGS would rebuild the default one's artifacts.
@@ -29,7 +33,7 @@ for pkg in "quant" "engine --lib"; do
   # shellcheck disable=SC2086
   RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd" NODE_ARGS=--experimental-wasm-relaxed-simd,--no-liftoff \
     CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-    cargo test --target wasm32-unknown-unknown --locked \
+    step cargo test --target wasm32-unknown-unknown --locked \
       --target-dir "${CARGO_TARGET_DIR:-$root/target}/wasm-relaxed-test" -p $pkg
 done
-"$root/scripts/test-browser.sh"
+step "$root/scripts/test-browser.sh"
