@@ -11,7 +11,9 @@ export TESSERA_MODELS=${TESSERA_MODELS:-$root/models}
 # WebGPU backend on software Vulkan (lavapipe by default): the model tests run in full (256
 # forced positions and every greedy fixture prompt of both models, ~4 min here).
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
-step cargo test --workspace --profile ci --locked
+# tessera-wasm's webgpu feature: its GPU loader (the browser's, streaming weights into GPU
+# buffers) is tested natively too.
+step cargo test --workspace --profile ci --locked --features tessera-wasm/webgpu
 # The kernels again on SwiftShader (the browser's adapter: no shader-f16, 1 GiB bindings).
 VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json \
   step cargo test -p backend-wgpu --profile ci --locked --test conformance --test device_errors

@@ -6,7 +6,7 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { launch, openPage } from './browser.mjs';
@@ -57,6 +57,9 @@ describe("backend 'webgpu' (SwiftShader)", () => {
     assert.equal(r.info.build, 'single');
     assert.match(r.reason, /backend 'webgpu' was requested; adapter: .*swiftshader.*\(software\)/);
     assert.match(r.info.adapter, /shader-f16 no/);
+    // The weights streamed into GPU buffers: the wasm heap never held the model.
+    const modelBytes = statSync(join(modelsDir, SMOLLM2)).size;
+    assert.ok(r.info.heap_bytes < modelBytes / 2, `wasm heap ${r.info.heap_bytes} B, model ${modelBytes} B`);
     assert.equal(r.events[0].phase, 'backend');
     assert.equal(r.events[0].backend, 'webgpu');
     assert.equal(r.events.at(-1).phase, 'ready');

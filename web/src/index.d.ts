@@ -158,6 +158,8 @@ export interface EngineInfo {
   adapter?: string | null;
   /** The kernels' instruction set: 'simd128+relaxed' (relaxed-SIMD build) or 'simd128'. */
   simd: 'simd128' | 'simd128+relaxed';
+  /** Bytes of wasm heap when the model had loaded (on 'webgpu' the headers, not the model). */
+  heap_bytes: number;
   /** The model came from the Cache API, not the network. */
   fromCache: boolean;
 }

@@ -101,36 +101,56 @@ async function load(id, { source, options }) {
       wasm = await loadWasm(options.threads, options.simd);
     }
   }
-  const loader = new wasm.ModelLoader();
-  const signal = controllers.get(id).signal;
-  const { fromCache, forget } = await loadSource(source, loader, {
-    useCache: options.cache !== false,
-    signal,
-    onProgress: ({ loaded, total }) => {
-      post({ id, type: 'progress', loaded, total, phase: 'download' });
-    },
-  });
-  const received = loader.received();
   const loadOptions = { context_size: options.contextSize, batch_size: options.batchSize };
+  let loaded = null;
+  if (gpu) {
+    try {
+      // Every tensor goes straight into a GPU buffer as it arrives: the model is never in the
+      // wasm heap.
+      loaded = await receive(id, wasm.ModelLoader.onGpu(gpu), source, options, loadOptions);
+    } catch (e) {
+      if (requested !== 'auto' || e?.code !== ErrorCodes.BACKEND_ERROR) throw e;
+      // The GPU cannot take the model (with a known length this fails as soon as the header
+      // has arrived, so little was downloaded): it runs on wasm, received again (from the
+      // cache when the first pass finished storing it).
+      backend = 'wasm';
+      reason = `WebGPU could not take the model (${e.message}), so it runs on wasm`;
+      post({ id, type: 'progress', loaded: 0, total: undefined, phase: 'backend', backend, reason });
+      wasm = await loadWasm(options.threads, options.simd);
+    } finally {
+      gpu.free();
+    }
+  }
+  loaded ??= await receive(id, new wasm.ModelLoader(), source, options, loadOptions);
+  const { received, fromCache } = loaded;
+  post({ id, type: 'progress', loaded: received, total: received, phase: 'ready' });
+  return { ...engine.info(), backendReason: reason, fromCache };
+}
+
+// Feeds the model into `loader` (a wasm ModelLoader, on the heap or on the GPU) and opens it
+// as `engine`.
+async function receive(id, loader, source, options, loadOptions) {
   try {
-    engine = gpu ? loader.loadWebGpu(loadOptions, gpu, requested === 'auto') : loader.load(loadOptions);
-  } catch (e) {
-    // A model that does not load must not come back from the cache next time (a GPU that
-    // cannot take it says nothing about the file).
-    if (e?.code !== ErrorCodes.BACKEND_ERROR) await forget?.();
-    throw e;
+    const { fromCache, forget } = await loadSource(source, loader, {
+      useCache: options.cache !== false,
+      signal: controllers.get(id).signal,
+      onProgress: ({ loaded, total }) => {
+        post({ id, type: 'progress', loaded, total, phase: 'download' });
+      },
+    });
+    const received = loader.received();
+    try {
+      engine = loader.load(loadOptions);
+    } catch (e) {
+      // A model that does not load must not come back from the cache next time (a GPU that
+      // cannot take it says nothing about the file).
+      if (e?.code !== ErrorCodes.BACKEND_ERROR) await forget?.();
+      throw e;
+    }
+    return { received, fromCache };
   } finally {
     loader.free();
-    gpu?.free();
   }
-  const { fallback, ...info } = engine.info();
-  if (fallback) {
-    backend = 'wasm';
-    reason = fallback;
-    post({ id, type: 'progress', loaded: received, total: received, phase: 'backend', backend, reason });
-  }
-  post({ id, type: 'progress', loaded: received, total: received, phase: 'ready' });
-  return { ...info, backendReason: reason, fromCache };
 }
 
 function needEngine() {

@@ -132,6 +132,13 @@ impl WgpuBackend {
         Ok(())
     }
 
+    /// Takes weights already on this backend's device for `store` (a [`crate::WeightStream`]'s,
+    /// made from the same headers), so the first step uploads nothing.
+    pub fn set_weights(&mut self, weights: GpuWeights) {
+        self.recordings.clear();
+        self.weights = Some(weights);
+    }
+
     /// Bytes of weights on the GPU.
     pub fn weight_bytes(&self) -> usize {
         self.weights.as_ref().map_or(0, |w| w.bytes)

@@ -69,13 +69,40 @@ impl GpuWeight {
         n_rows: usize,
         bytes: &[u8],
     ) -> Result<GpuWeight, WgpuError> {
+        let row_bytes = bytes.len() / n_rows.max(1);
+        let weight = GpuWeight::allocate(gpu, name, ty, k, n_rows, row_bytes, true)?;
+        for part in &weight.parts {
+            let src = &bytes[part.row0 * row_bytes..(part.row0 + part.rows) * row_bytes];
+            {
+                let mut view = part
+                    .buffer
+                    .get_mapped_range_mut(..)
+                    .map_err(|e| WgpuError::Validation(format!("{name}: {e}")))?;
+                view.slice(..src.len()).copy_from_slice(src);
+            }
+            part.buffer.unmap();
+        }
+        Ok(weight)
+    }
+
+    /// The buffers for `n_rows` rows of `row_bytes`, split by rows so each part fits one
+    /// binding; `mapped`: mapped at creation, for the caller to fill and unmap (else filled
+    /// by `write_buffer`, which needs `COPY_DST`).
+    pub fn allocate(
+        gpu: &Gpu,
+        name: &str,
+        ty: GgmlType,
+        k: usize,
+        n_rows: usize,
+        row_bytes: usize,
+        mapped: bool,
+    ) -> Result<GpuWeight, WgpuError> {
         if !is_gpu_type(ty) {
             return Err(WgpuError::UnsupportedType {
                 name: name.to_string(),
                 ty,
             });
         }
-        let row_bytes = bytes.len() / n_rows.max(1);
         let limit = gpu.max_weight_binding();
         let max_rows = (limit as usize / row_bytes.max(1)).max(1);
         if row_bytes as u64 > limit {
@@ -89,20 +116,15 @@ impl GpuWeight {
         let mut row0 = 0;
         while row0 < n_rows {
             let rows = max_rows.min(n_rows - row0);
-            let src = &bytes[row0 * row_bytes..(row0 + rows) * row_bytes];
             let buffer = gpu.buffer(
                 name,
-                src.len() as u64,
-                wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-                true,
+                (rows * row_bytes) as u64,
+                // COPY_SRC: tests read weights back.
+                wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_DST
+                    | wgpu::BufferUsages::COPY_SRC,
+                mapped,
             )?;
-            {
-                let mut view = buffer
-                    .get_mapped_range_mut(..)
-                    .map_err(|e| WgpuError::Validation(format!("{name}: {e}")))?;
-                view.slice(..src.len()).copy_from_slice(src);
-            }
-            buffer.unmap();
             parts.push(WeightPart { buffer, row0, rows });
             row0 += rows;
         }

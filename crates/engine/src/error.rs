@@ -25,6 +25,8 @@ pub enum EngineError {
     UnsupportedType { name: String, ty: GgmlType },
     #[error("tensor '{name}': its bytes are missing from the file")]
     MissingTensorData { name: String },
+    #[error("the model's weights were loaded into a device, not into memory: the CPU backend cannot run it")]
+    WeightsNotInMemory,
     #[error("tokenizer: {0}")]
     Tokenizer(String),
     #[error("context full: {needed} positions needed, the context holds {n_ctx}")]

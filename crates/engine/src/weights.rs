@@ -1,5 +1,5 @@
 //! The model's weights: descriptors of tensors whose bytes stay in the GGUF file (mmap'd or in
-//! memory), never copied.
+//! memory), never copied; or, for a model streamed into GPU buffers, only their descriptors.
 
 use std::sync::Arc;
 
@@ -104,8 +104,15 @@ impl WeightStore {
             *d = n;
         }
         let desc = TensorDesc::contiguous(info.ty, full);
-        let data_len = self.file.tensor_data_at(file_index).map(<[u8]>::len);
-        if full[0] % info.ty.block_size() as usize != 0 || data_len != Some(desc.n_bytes()) {
+        // A header-only file's bytes went to a device as they arrived; there its size is
+        // what the stream checked arrived.
+        let data_len = match self.file.has_tensor_data() {
+            true => self.file.tensor_data_at(file_index).map(|d| d.len() as u64),
+            false => Some(info.size),
+        };
+        if !full[0].is_multiple_of(info.ty.block_size() as usize)
+            || data_len != Some(desc.n_bytes() as u64)
+        {
             return Err(EngineError::MissingTensorData {
                 name: name.to_string(),
             });
@@ -126,7 +133,13 @@ impl WeightStore {
         &self.weights[id.0 as usize].desc
     }
 
-    /// The weight's bytes, straight from the file.
+    /// Whether the weights' bytes are in host memory (false when the model was streamed
+    /// straight into a device: [`GgufFile::from_headers`]).
+    pub fn has_bytes(&self) -> bool {
+        self.file.has_tensor_data()
+    }
+
+    /// The weight's bytes, straight from the file (empty when not [`WeightStore::has_bytes`]).
     pub fn bytes(&self, id: WeightId) -> &[u8] {
         let w = &self.weights[id.0 as usize];
         // Checked present and of the right length when the weight was registered.

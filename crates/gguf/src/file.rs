@@ -31,9 +31,12 @@ pub struct TensorLocation {
 }
 
 /// A whole model: one file or several split shards read as one. The bytes are either mmap'd
-/// (native only) or owned in memory. Every tensor's bytes were checked to lie inside its shard.
+/// (native only) or owned in memory, and every tensor's bytes were checked to lie inside its
+/// shard; or, for a model whose tensor bytes went elsewhere as they streamed in (GPU buffers),
+/// only the headers are held ([`GgufFile::from_headers`]).
 pub struct GgufFile {
     header: Header,
+    /// Empty for a header-only file.
     shards: Vec<Storage>,
     /// Indexed like `header.tensors`.
     locations: Vec<TensorLocation>,
@@ -67,6 +70,14 @@ impl GgufFile {
         GgufFile::assemble(shards.into_iter().map(Storage::Owned).collect())
     }
 
+    /// A model without its tensor bytes: the parsed header of each shard, in shard order (a
+    /// [`crate::StreamParser`]'s `HeaderComplete`s). Metadata and tensor descriptions and
+    /// locations are all there; [`GgufFile::tensor_data`] is `None` for every tensor. The
+    /// stream that delivered the bytes checks that each tensor arrived whole.
+    pub fn from_headers(headers: Vec<Header>) -> Result<GgufFile, GgufError> {
+        GgufFile::from_parts(headers, Vec::new())
+    }
+
     fn assemble(storages: Vec<Storage>) -> Result<GgufFile, GgufError> {
         let mut headers = Vec::with_capacity(storages.len());
         for (shard, storage) in storages.iter().enumerate() {
@@ -77,22 +88,39 @@ impl GgufFile {
                 .map_err(|e| split::in_shard(e, shard, storages.len()))?;
             headers.push(header);
         }
+        GgufFile::from_parts(headers, storages)
+    }
+
+    /// `storages`: one per header, or none (header-only).
+    fn from_parts(headers: Vec<Header>, storages: Vec<Storage>) -> Result<GgufFile, GgufError> {
+        if headers.is_empty() {
+            return Err(GgufError::Split {
+                problem: "no shards were given".into(),
+            });
+        }
         let shard_of_tensor = split::check_shards(&headers)?;
-        let locations = headers
-            .iter()
-            .enumerate()
-            .flat_map(|(shard, h)| {
-                h.tensors.iter().map(move |t| {
-                    // In bounds of the shard (checked above), so these fit in usize.
-                    let start = (h.data_offset + t.offset) as usize;
-                    TensorLocation {
-                        shard,
-                        range: start..start + t.size as usize,
-                    }
+        // Only a file that holds its bytes has locations: a header-only one (which may describe
+        // more than a wasm32 usize can address, bound for a GPU) has nothing to locate.
+        let locations = if storages.is_empty() {
+            Vec::new()
+        } else {
+            let locations = headers
+                .iter()
+                .enumerate()
+                .flat_map(|(shard, h)| {
+                    h.tensors.iter().map(move |t| {
+                        // In bounds of the shard (checked by `assemble`), so these fit in usize.
+                        let start = (h.data_offset + t.offset) as usize;
+                        TensorLocation {
+                            shard,
+                            range: start..start + t.size as usize,
+                        }
+                    })
                 })
-            })
-            .collect::<Vec<_>>();
-        debug_assert_eq!(locations.len(), shard_of_tensor.len());
+                .collect::<Vec<_>>();
+            debug_assert_eq!(locations.len(), shard_of_tensor.len());
+            locations
+        };
         let header = split::merge(headers);
         let by_name = header
             .tensors
@@ -120,10 +148,15 @@ impl GgufFile {
         self.tensor_data_at(*self.by_name.get(name)?)
     }
 
-    /// The bytes of `header().tensors[index]`.
+    /// The bytes of `header().tensors[index]` (`None` in a header-only file).
     pub fn tensor_data_at(&self, index: usize) -> Option<&[u8]> {
         let loc = self.locations.get(index)?;
-        Some(&self.shards[loc.shard].bytes()[loc.range.clone()])
+        Some(&self.shards.get(loc.shard)?.bytes()[loc.range.clone()])
+    }
+
+    /// Whether the tensors' bytes are here (false for [`GgufFile::from_headers`]).
+    pub fn has_tensor_data(&self) -> bool {
+        !self.shards.is_empty()
     }
 
     /// Index into `header().tensors` of the tensor named `name`.
@@ -131,11 +164,13 @@ impl GgufFile {
         self.by_name.get(name).copied()
     }
 
-    /// Which shard holds `header().tensors[index]` and its absolute byte range there.
+    /// Which shard holds `header().tensors[index]` and its absolute byte range there (`None`
+    /// in a header-only file).
     pub fn tensor_location(&self, index: usize) -> Option<&TensorLocation> {
         self.locations.get(index)
     }
 
+    /// Shards read (0 for a header-only file).
     pub fn shard_count(&self) -> usize {
         self.shards.len()
     }

@@ -39,6 +39,12 @@ pub struct Header {
 }
 
 impl Header {
+    /// Fails unless every tensor's bytes lie inside a file of `file_len` bytes (what a stream's
+    /// announced length allows to check before its data arrives).
+    pub fn check_tensors_within(&self, file_len: u64) -> Result<(), crate::GgufError> {
+        crate::file::check_bounds(self, file_len)
+    }
+
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.metadata.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }

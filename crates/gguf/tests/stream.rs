@@ -163,3 +163,24 @@ proptest! {
         check_against_slice_reader(&file, &sizes, pieces);
     }
 }
+
+#[test]
+fn a_header_only_file_describes_the_model_without_its_bytes() {
+    let file = synthetic_writer().to_bytes();
+    let (h, _) = stream(&file, &[4096], true);
+    let whole = GgufFile::from_bytes(file.clone()).unwrap();
+    let headers_only = GgufFile::from_headers(vec![h]).unwrap();
+    assert_eq!(headers_only.header(), whole.header());
+    assert!(whole.has_tensor_data());
+    assert!(!headers_only.has_tensor_data());
+    assert_eq!(headers_only.shard_count(), 0);
+    for (i, t) in whole.header().tensors.iter().enumerate() {
+        assert_eq!(headers_only.tensor_index(&t.name), Some(i));
+        assert_eq!(headers_only.tensor_data_at(i), None);
+        assert_eq!(headers_only.tensor_location(i), None);
+    }
+    assert!(matches!(
+        GgufFile::from_headers(Vec::new()),
+        Err(GgufError::Split { .. })
+    ));
+}

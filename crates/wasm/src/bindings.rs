@@ -92,117 +92,106 @@ pub fn kernels_exact() -> bool {
 }
 
 /// Receives the model's bytes: `beginShard` per file (one for an unsplit model), `push` each
-/// chunk, then `load`.
+/// chunk, then `load`. `new ModelLoader()` gathers them in the wasm heap, for the CPU backend;
+/// `ModelLoader.onGpu(gpu)` writes every tensor straight into buffers of the WebGPU device
+/// `gpu` (from `requestWebGpu`) as it arrives, so the wasm heap never holds the model. A GPU
+/// that cannot take the model rejects with `BACKEND_ERROR` (from `push`, as soon as the header
+/// has arrived when the length is known, else from `load`).
 #[wasm_bindgen(js_name = ModelLoader)]
-pub struct JsModelLoader(Option<ModelLoader>);
+pub struct JsModelLoader(Option<Receiver>);
+
+enum Receiver {
+    Heap(ModelLoader),
+    #[cfg(feature = "webgpu")]
+    Gpu(Box<crate::gpu_loader::GpuModelLoader>),
+}
 
 #[wasm_bindgen(js_class = ModelLoader)]
 impl JsModelLoader {
     #[wasm_bindgen(constructor)]
     pub fn new() -> JsModelLoader {
         install_panic_hook();
-        JsModelLoader(Some(ModelLoader::new()))
+        JsModelLoader(Some(Receiver::Heap(ModelLoader::new())))
     }
 
-    fn inner(&mut self) -> Result<&mut ModelLoader, JsValue> {
-        self.0.as_mut().ok_or_else(|| {
-            js_error(WasmError::new(
-                ErrorCode::InvalidState,
-                "loader already used",
-            ))
-        })
+    #[cfg(feature = "webgpu")]
+    #[wasm_bindgen(js_name = onGpu)]
+    pub fn on_gpu(gpu: &WebGpu) -> JsModelLoader {
+        install_panic_hook();
+        let loader = crate::gpu_loader::GpuModelLoader::new(gpu.0.clone());
+        JsModelLoader(Some(Receiver::Gpu(Box::new(loader))))
     }
 
-    /// `expectedBytes`: the shard's size when known (reserves the buffer once).
+    fn inner(&mut self) -> Result<&mut Receiver, JsValue> {
+        self.0.as_mut().ok_or_else(|| js_error(used_loader()))
+    }
+
+    /// `expectedBytes`: the shard's size when known (the heap buffer is reserved once; the
+    /// GPU buffers are made as soon as the header has arrived).
     #[wasm_bindgen(js_name = beginShard)]
     pub fn begin_shard(&mut self, expected_bytes: Option<f64>) -> Result<(), JsValue> {
         let expected = expected_bytes.filter(|n| *n >= 0.0).map(|n| n as u64);
-        self.inner()?.begin_shard(expected).map_err(js_error)
+        match self.inner()? {
+            Receiver::Heap(l) => l.begin_shard(expected),
+            #[cfg(feature = "webgpu")]
+            Receiver::Gpu(l) => l.begin_shard(expected),
+        }
+        .map_err(js_error)
     }
 
     pub fn push(&mut self, chunk: &[u8]) -> Result<(), JsValue> {
-        self.inner()?.push(chunk).map_err(js_error)
+        match self.inner()? {
+            Receiver::Heap(l) => l.push(chunk),
+            #[cfg(feature = "webgpu")]
+            Receiver::Gpu(l) => l.push(chunk),
+        }
+        .map_err(js_error)
     }
 
     pub fn received(&self) -> f64 {
-        self.0.as_ref().map_or(0, |l| l.received()) as f64
+        let received = match &self.0 {
+            None => 0,
+            Some(Receiver::Heap(l)) => l.received(),
+            #[cfg(feature = "webgpu")]
+            Some(Receiver::Gpu(l)) => l.received(),
+        };
+        received as f64
     }
 
-    /// Opens the model and makes its context. `options`: `{ context_size, batch_size }`.
+    /// Opens the model and makes its context. `options`: `{ context_size, batch_size }`. On the
+    /// GPU, steps then submit GPU work and report `pending` until `readBack()` resolves.
     pub fn load(&mut self, options: JsValue) -> Result<Engine, JsValue> {
         let options: LoadOptions = from_js("load options", options)?;
-        let loader = self.0.take().ok_or_else(|| {
-            js_error(WasmError::new(
-                ErrorCode::InvalidState,
-                "loader already used",
-            ))
-        })?;
-        let file = loader.finish().map_err(js_error)?;
-        let model = Model::load(file, &mut |_| {}).map_err(|e| js_error(e.into()))?;
-        let session = Session::new(Arc::new(model), &options, thread_pool()?).map_err(js_error)?;
-        Ok(Engine {
-            session,
-            backend: Backend::Cpu,
-            fallback: None,
-        })
-    }
-
-    /// Like `load`, on the WebGPU device `gpu` (from `requestWebGpu`): every weight tensor is
-    /// written to a GPU buffer straight from the received bytes, one tensor at a time, before
-    /// this returns. Steps then submit GPU work and report `pending` until `readBack()`
-    /// resolves. `fallback`: when the GPU cannot take the model (an allocation or upload
-    /// fails), run it on the CPU instead and say why in `info().fallback` (else reject).
-    #[cfg(feature = "webgpu")]
-    #[wasm_bindgen(js_name = loadWebGpu)]
-    pub fn load_web_gpu(
-        &mut self,
-        options: JsValue,
-        gpu: &WebGpu,
-        fallback: bool,
-    ) -> Result<Engine, JsValue> {
-        let options: LoadOptions = from_js("load options", options)?;
-        let loader = self.0.take().ok_or_else(|| {
-            js_error(WasmError::new(
-                ErrorCode::InvalidState,
-                "loader already used",
-            ))
-        })?;
-        let file = loader.finish().map_err(js_error)?;
-        let model = Arc::new(Model::load(file, &mut |_| {}).map_err(|e| js_error(e.into()))?);
-        let gpu = gpu.0.clone();
-        let signal = gpu.read_back_signal();
-        let adapter = gpu.describe();
-        let on_gpu = || -> Result<Session, WasmError> {
-            let mut backend = backend_wgpu::WgpuBackend::with_gpu(gpu);
-            backend.set_async_read_back(true);
-            // Uploaded from the model's own store (the WeightStore the context will hand the
-            // backend, so it is not uploaded again).
-            backend
-                .upload_weights(model.weights())
-                .map_err(engine::EngineError::from)?;
-            backend.gpu().check().map_err(engine::EngineError::from)?;
-            Session::with_backend(model.clone(), &options, Box::new(backend), true)
-        };
-        match on_gpu() {
-            Ok(session) => Ok(Engine {
-                session,
-                backend: Backend::WebGpu { signal, adapter },
-                fallback: None,
-            }),
-            Err(e) if fallback => {
-                let session = Session::new(model, &options, thread_pool()?).map_err(js_error)?;
+        match self.0.take().ok_or_else(|| js_error(used_loader()))? {
+            Receiver::Heap(loader) => {
+                let file = loader.finish().map_err(js_error)?;
+                let model = Model::load(file, &mut |_| {}).map_err(|e| js_error(e.into()))?;
+                let session =
+                    Session::new(Arc::new(model), &options, thread_pool()?).map_err(js_error)?;
                 Ok(Engine {
                     session,
                     backend: Backend::Cpu,
-                    fallback: Some(format!(
-                        "WebGPU could not take the model ({}), so it runs on wasm",
-                        e.message
-                    )),
                 })
             }
-            Err(e) => Err(js_error(e)),
+            #[cfg(feature = "webgpu")]
+            Receiver::Gpu(loader) => {
+                let loader = *loader;
+                let gpu = loader.gpu().clone();
+                let session = loader.finish(&options).map_err(js_error)?;
+                Ok(Engine {
+                    session,
+                    backend: Backend::WebGpu {
+                        signal: gpu.read_back_signal(),
+                        adapter: gpu.describe(),
+                    },
+                })
+            }
         }
     }
+}
+
+fn used_loader() -> WasmError {
+    WasmError::new(ErrorCode::InvalidState, "loader already used")
 }
 
 /// A WebGPU device (wgpu on the browser's `navigator.gpu`), made by `requestWebGpu`.
@@ -258,8 +247,6 @@ fn thread_pool() -> Result<Arc<dyn ThreadPool>, JsValue> {
 pub struct Engine {
     session: Session,
     backend: Backend,
-    /// Why a WebGPU load ended on the CPU backend.
-    fallback: Option<String>,
 }
 
 enum Backend {
@@ -285,10 +272,10 @@ struct ModelInfo {
     backend: &'static str,
     /// The WebGPU adapter, when the backend is "webgpu".
     adapter: Option<String>,
-    /// Why a WebGPU load fell back to the CPU (`loadWebGpu(.., fallback = true)`).
-    fallback: Option<String>,
     /// The kernels' instruction set: "simd128" or "simd128+relaxed".
     simd: &'static str,
+    /// Size of the wasm heap now (on WebGPU it holds the headers, not the model).
+    heap_bytes: f64,
 }
 
 #[derive(Serialize)]
@@ -378,8 +365,8 @@ impl Engine {
                 #[cfg(feature = "webgpu")]
                 Backend::WebGpu { adapter, .. } => Some(adapter.clone()),
             },
-            fallback: self.fallback.clone(),
             simd: quant::vec_dot::kernel_isa(),
+            heap_bytes: (core::arch::wasm32::memory_size(0) as f64) * 65536.0,
         })
     }
 

@@ -96,7 +96,9 @@ impl From<EngineError> for WasmError {
             // A quantization error at run time means weights the loader let through but the
             // kernels refuse: the model, not the caller, is at fault.
             EngineError::Quant(_) => ErrorCode::InvalidModel,
-            EngineError::Backend(_) | EngineError::Threads(_) => ErrorCode::BackendError,
+            EngineError::Backend(_) | EngineError::Threads(_) | EngineError::WeightsNotInMemory => {
+                ErrorCode::BackendError
+            }
             // The session awaits a pending read-back itself; one reaching the caller is a
             // call made while a step was in flight.
             EngineError::ReadBackPending => ErrorCode::InvalidState,

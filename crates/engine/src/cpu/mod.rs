@@ -104,6 +104,9 @@ impl Backend for CpuBackend {
         weights: &WeightStore,
         out: &mut [f32],
     ) -> Result<(), EngineError> {
+        if !weights.has_bytes() {
+            return Err(EngineError::WeightsNotInMemory);
+        }
         let n_tokens = batch.tokens.len();
         if n_tokens != graph.n_tokens || batch.output_rows.len() != graph.n_outputs {
             return Err(EngineError::InvalidArgument(

@@ -1,0 +1,142 @@
+//! The browser's WebGPU loader, natively (lavapipe): a model streamed chunk by chunk straight
+//! into GPU buffers generates llama.cpp's greedy tokens, and bad streams fail with the codes
+//! the JS API documents, as early as they can be told.
+#![cfg(feature = "webgpu")]
+
+use std::path::PathBuf;
+
+use backend_wgpu::Gpu;
+use engine::generate::{GenerateParams, NoClock};
+use engine::sampling::SamplingParams;
+use gguf::{GgmlType, GgufWriter};
+use tessera_wasm::errors::{ErrorCode, WasmError};
+use tessera_wasm::gpu_loader::GpuModelLoader;
+use tessera_wasm::options::LoadOptions;
+use tessera_wasm::session::Session;
+
+fn gpu() -> Gpu {
+    pollster::block_on(Gpu::new()).expect("a WebGPU adapter (lavapipe in CI)")
+}
+
+fn smollm2_bytes() -> Vec<u8> {
+    let path = std::env::var_os("TESSERA_MODELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models"))
+        .join("SmolLM2-135M-Instruct.Q4_1.gguf");
+    std::fs::read(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (run scripts/fetch-models.sh)", path.display()))
+}
+
+const OPTIONS: LoadOptions = LoadOptions {
+    context_size: Some(128),
+    batch_size: None,
+};
+
+/// Pushes `bytes` in `chunk`-sized pieces; the first error, if any.
+fn push_all(loader: &mut GpuModelLoader, bytes: &[u8], chunk: usize) -> Result<(), WasmError> {
+    bytes.chunks(chunk).try_for_each(|c| loader.push(c))
+}
+
+/// Greedy tokens of a session on an asynchronous GPU backend, polling the device while a step
+/// is pending (the worker awaits `readBack()` instead).
+fn greedy_tokens(s: &mut Session, gpu: &Gpu, prompt: Vec<u32>, n: usize) -> Vec<u32> {
+    let params = GenerateParams {
+        max_tokens: Some(n),
+        sampling: SamplingParams::greedy(),
+        stop: vec![],
+        ignore_eos: true,
+    };
+    s.begin(prompt, params, &NoClock).unwrap();
+    loop {
+        let step = s.step(&NoClock).unwrap();
+        if step.pending {
+            let signal = gpu.read_back_signal();
+            while !signal.is_ready() {
+                gpu.wait().unwrap();
+            }
+            continue;
+        }
+        if let Some(stats) = step.finished {
+            return stats.tokens;
+        }
+    }
+}
+
+#[test]
+fn smollm2_streamed_into_the_gpu_generates_llama_cpps_tokens() {
+    let bytes = smollm2_bytes();
+    for known_len in [true, false] {
+        let gpu = gpu();
+        let mut loader = GpuModelLoader::new(gpu.clone());
+        loader
+            .begin_shard(known_len.then_some(bytes.len() as u64))
+            .unwrap();
+        push_all(&mut loader, &bytes, (1 << 20) + 13).unwrap();
+        assert_eq!(loader.received(), bytes.len() as u64);
+        let mut s = loader.finish(&OPTIONS).unwrap();
+        let tokens = greedy_tokens(&mut s, &gpu, vec![504, 3575, 282, 4649, 314], 16);
+        // llama.cpp's (greedy_smollm2.jsonl, first prompt).
+        assert_eq!(
+            tokens,
+            [7042, 30, 198, 198, 504, 1797, 1918, 553, 253, 2155, 282, 4723, 216, 35, 33, 33],
+            "length known: {known_len}"
+        );
+    }
+}
+
+fn code(r: Result<impl Sized, WasmError>) -> ErrorCode {
+    r.err().expect("an error").code
+}
+
+/// A one-tensor model of type `ty`, architecture `arch`.
+fn tiny(arch: &str, ty: GgmlType) -> Vec<u8> {
+    let mut w = GgufWriter::new();
+    w.add_str("general.architecture", arch).unwrap();
+    let n = 256;
+    let bytes = vec![0u8; (n / ty.block_size() * ty.type_size()) as usize];
+    w.add_tensor("token_embd.weight", &[n], ty, bytes).unwrap();
+    w.to_bytes()
+}
+
+#[test]
+fn bad_streams_fail_with_their_codes_as_early_as_they_can() {
+    let gpu = gpu();
+    let smollm2 = smollm2_bytes();
+    // Not GGUF: on the first chunk.
+    let mut l = GpuModelLoader::new(gpu.clone());
+    assert_eq!(
+        code(l.push(b"this is not a model file")),
+        ErrorCode::InvalidGguf
+    );
+
+    // A header promising more bytes than the announced length: once the header is in.
+    let mut l = GpuModelLoader::new(gpu.clone());
+    l.begin_shard(Some(smollm2.len() as u64 / 2)).unwrap();
+    assert_eq!(
+        code(push_all(&mut l, &smollm2[..8 << 20], 1 << 20)),
+        ErrorCode::InvalidGguf
+    );
+
+    // Cut short: at the end of the stream.
+    let mut l = GpuModelLoader::new(gpu.clone());
+    push_all(&mut l, &smollm2[..smollm2.len() - 100], 1 << 20).unwrap();
+    assert_eq!(code(l.finish(&OPTIONS)), ErrorCode::InvalidGguf);
+
+    // A type the kernels lack (Q2_K): once the header is in.
+    let mut l = GpuModelLoader::new(gpu.clone());
+    assert_eq!(
+        code(l.push(&tiny("llama", GgmlType::Q2_K))),
+        ErrorCode::UnsupportedType
+    );
+
+    // An architecture the engine does not know: when the model is opened.
+    let mut l = GpuModelLoader::new(gpu.clone());
+    l.push(&tiny("mamba9", GgmlType::F32)).unwrap();
+    assert_eq!(code(l.finish(&OPTIONS)), ErrorCode::UnsupportedArchitecture);
+
+    // Nothing at all.
+    assert_eq!(
+        code(GpuModelLoader::new(gpu).finish(&OPTIONS)),
+        ErrorCode::InvalidGguf
+    );
+}
