@@ -60,6 +60,7 @@ describe("backend 'webgpu' (SwiftShader)", () => {
     // The weights streamed into GPU buffers: the wasm heap never held the model.
     const modelBytes = statSync(join(modelsDir, SMOLLM2)).size;
     assert.ok(r.info.heap_bytes < modelBytes / 2, `wasm heap ${r.info.heap_bytes} B, model ${modelBytes} B`);
+    console.log(`wasm heap ${r.info.heap_bytes} B after loading a ${modelBytes} B model on WebGPU`);
     assert.equal(r.events[0].phase, 'backend');
     assert.equal(r.events[0].backend, 'webgpu');
     assert.equal(r.events.at(-1).phase, 'ready');
@@ -121,8 +122,12 @@ describe("backend 'webgpu' (SwiftShader)", () => {
 const FORCED = Number(process.env.TESSERA_WEBGPU_FORCED_TOKENS || 64);
 const GEMMA3 = 'gemma-3-270m-q4_k_m.gguf';
 
+// Gemma 3's greedy run on the GPU is held to its first 10 tokens (see below): 12 are generated,
+// not 32 (each takes seconds on SwiftShader).
+const GEMMA3_GREEDY = Math.min(N_TOKENS, 12);
+
 describe(`forced decoding, ${FORCED} positions: WebGPU against the wasm backend`, () => {
-  for (const [file, fixtureName, nGreedy] of [[SMOLLM2, 'greedy_smollm2.jsonl', 0], [GEMMA3, 'greedy_gemma3_norepack.jsonl', N_TOKENS]]) {
+  for (const [file, fixtureName, nGreedy] of [[SMOLLM2, 'greedy_smollm2.jsonl', 0], [GEMMA3, 'greedy_gemma3_norepack.jsonl', GEMMA3_GREEDY]]) {
     const fx = fixture(fixtureName)[0];
     test(`${file}: top-1 agreement >= 99 %${nGreedy ? `, then greedy ${nGreedy} tokens are llama.cpp's` : ''}`, async () => {
       assert.ok(existsSync(join(modelsDir, file)), `${file} missing in ${modelsDir}: run scripts/fetch-models.sh`);
