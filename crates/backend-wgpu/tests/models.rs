@@ -123,9 +123,8 @@ fn forced_decoding(file: &str, prompt: &[u32], n: usize) -> Forced {
     }
     let mut all = prompt.to_vec();
     all.extend_from_slice(&seq[..n - 1]);
-    // One micro-batch of up to 64 (an all-logits batch of Gemma 3 must fit lavapipe's 128 MiB
-    // bindings). Note: with micro-batches of 16 Gemma 3 agreed at 28/32 instead of 31/32
-    // (all misses near ties): a batch dependence not yet explained (docs/backend-wgpu.md).
+    // Micro-batches of up to 64 (an all-logits batch of Gemma 3 must fit lavapipe's 128 MiB
+    // bindings); the logits do not depend on the split (tests/batch_independence.rs).
     let mut gpu = gpu_context(&model, n_ctx, 64);
     let got = gpu.decode_greedy(&all, true).unwrap();
     // got[i] predicts token i + 1; the CPU's predictions start after the prompt.
