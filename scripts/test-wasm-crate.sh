@@ -17,6 +17,7 @@ export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
 export WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-120}
 export CHROMEDRIVER=${CHROMEDRIVER:-/usr/bin/chromedriver}
 # The same flags and profile as scripts/build-wasm.sh's single-threaded build: its artifacts are reused.
+export CARGO_PROFILE_RELEASE_DEBUG=0
 RUSTFLAGS="-C target-feature=+simd128" \
   cargo test --locked --release -p tessera-wasm --features webgpu --target wasm32-unknown-unknown --test web
 # The WebGPU backend's conformance suite (crates/backend-wgpu/tests/conformance.rs) on the
