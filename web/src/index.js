@@ -312,8 +312,13 @@ export async function createEngine(options = {}) {
         signal,
         transfer,
         onMessage: (m) => {
-          if (m.type !== 'progress' || m.loaded < lastLoaded) return;
-          lastLoaded = m.loaded;
+          if (m.type !== 'progress') return;
+          // Bytes only grow: a fallback that receives the model again reports nothing until
+          // it passes what was reported (its 'backend' event always comes through).
+          if (m.phase !== 'backend') {
+            if (m.loaded < lastLoaded) return;
+            lastLoaded = m.loaded;
+          }
           const progress = m.total ? Math.min(1, m.loaded / m.total) : undefined;
           const event = { loaded: m.loaded, total: m.total, progress, phase: m.phase };
           // 'backend' events say which backend was chosen and why ('auto' or a fallback).

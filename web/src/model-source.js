@@ -37,7 +37,11 @@ async function openUrl(url, cache, signal) {
   return { response, fromCache: false };
 }
 
+// The body's length when the server says it. A compressed response's Content-Length is the
+// compressed size, not the bytes the body yields: unknown then.
 function contentLength(response) {
+  const encoding = response.headers.get('content-encoding');
+  if (encoding && encoding !== 'identity') return undefined;
   const n = Number(response.headers.get('content-length'));
   return Number.isFinite(n) && n > 0 ? n : undefined;
 }
@@ -72,8 +76,8 @@ async function pump(body, loader, onBytes, signal, cacheWriter) {
 function cacheSink(cache, url, response) {
   const { readable, writable } = new TransformStream();
   const headers = new Headers();
-  const length = response.headers.get('content-length');
-  if (length) headers.set('content-length', length);
+  const length = contentLength(response);
+  if (length !== undefined) headers.set('content-length', String(length));
   headers.set('content-type', 'application/octet-stream');
   const done = cache.put(url, new Response(readable, { headers })).then(
     () => true,
@@ -135,8 +139,11 @@ export async function loadSource(source, loader, { useCache = true, signal, onPr
       }
     } catch (e) {
       if (sink) await sink.writer.abort(e).catch(() => {});
-      // Drop what may have been stored (a cached file that turned out to be bad).
-      if (cache) await Promise.all(urls.map((u) => cache.delete(u).catch(() => {})));
+      // Drop what may have been stored (a cached file that turned out to be bad); a GPU that
+      // cannot take the model says nothing about the file, which the fallback reads again.
+      if (cache && e?.code !== ErrorCodes.BACKEND_ERROR) {
+        await Promise.all(urls.map((u) => cache.delete(u).catch(() => {})));
+      }
       throw e;
     }
   }

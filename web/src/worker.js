@@ -109,10 +109,11 @@ async function load(id, { source, options }) {
       // wasm heap.
       loaded = await receive(id, wasm.ModelLoader.onGpu(gpu), source, options, loadOptions);
     } catch (e) {
-      if (requested !== 'auto' || e?.code !== ErrorCodes.BACKEND_ERROR) throw e;
-      // The GPU cannot take the model (with a known length this fails as soon as the header
-      // has arrived, so little was downloaded): it runs on wasm, received again (from the
-      // cache when the first pass finished storing it).
+      const gpuCannot = e?.code === ErrorCodes.BACKEND_ERROR || e?.code === ErrorCodes.UNSUPPORTED_TYPE;
+      if (requested !== 'auto' || !gpuCannot) throw e;
+      // The GPU cannot take the model (too large, or a tensor type its kernels lack; with a
+      // known length this fails as soon as the header has arrived, so little was downloaded):
+      // it runs on wasm, received again (from the cache when it had been stored whole).
       backend = 'wasm';
       reason = `WebGPU could not take the model (${e.message}), so it runs on wasm`;
       post({ id, type: 'progress', loaded: 0, total: undefined, phase: 'backend', backend, reason });

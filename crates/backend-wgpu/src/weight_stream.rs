@@ -5,8 +5,9 @@
 //! Each shard's header describes its tensors; their buffers are laid out like
 //! [`GpuWeight::upload`]'s (rows split across bindings the adapter can take). When the stream's
 //! length is known (and the header checked against it) every buffer is made at once, so a
-//! model the GPU cannot hold fails before its download; otherwise each buffer is made when its
-//! first byte arrives, so GPU memory never runs ahead of the bytes received.
+//! model the GPU cannot hold fails before its download; otherwise each part (binding) is made
+//! when its first byte arrives, so GPU memory runs at most one binding ahead of the bytes
+//! received, whatever the header claims.
 
 use std::collections::HashMap;
 
@@ -15,7 +16,7 @@ use gguf::{Header, TensorInfo};
 
 use crate::device::Gpu;
 use crate::error::WgpuError;
-use crate::weights::{source_of, GpuWeight, GpuWeights};
+use crate::weights::{source_of, GpuWeight, GpuWeights, WeightPart};
 
 /// Bytes gathered before one `write_buffer`.
 const STAGING_BYTES: usize = 1 << 20;
@@ -23,13 +24,72 @@ const STAGING_BYTES: usize = 1 << 20;
 /// until the next submission).
 const SUBMIT_BYTES: u64 = 64 << 20;
 
-/// One tensor of the stream.
+/// One tensor of the stream: its rows (of `dims[0]` elements) and the parts made so far.
 struct StreamedTensor {
     info: TensorInfo,
-    /// Made up front (known length) or on the tensor's first piece.
-    weight: Option<GpuWeight>,
+    k: usize,
+    n_rows: usize,
+    row_bytes: usize,
+    rows_per_part: usize,
+    /// Made in order: all at once (known length) or each when its first byte arrives.
+    parts: Vec<WeightPart>,
     /// Bytes written so far.
     written: u64,
+    /// Handed to the model by `finish`.
+    taken: bool,
+}
+
+impl StreamedTensor {
+    /// The layout of `info`'s rows, checked to be addressable here and to fit the bindings.
+    fn new(gpu: &Gpu, info: &TensorInfo) -> Result<StreamedTensor, WgpuError> {
+        let too_large = || WgpuError::Validation(format!("tensor {} is too large", info.name));
+        let k = *info.dims.first().unwrap_or(&1);
+        let n_rows = info
+            .dims
+            .iter()
+            .skip(1)
+            .try_fold(1u64, |n, &d| n.checked_mul(d))
+            .ok_or_else(too_large)?;
+        let row_bytes = info.size.checked_div(n_rows).unwrap_or(0);
+        let to_usize = |v: u64| usize::try_from(v).map_err(|_| too_large());
+        let row_bytes = to_usize(row_bytes)?;
+        let rows_per_part = GpuWeight::rows_per_part(gpu, &info.name, info.ty, row_bytes)?;
+        Ok(StreamedTensor {
+            info: info.clone(),
+            k: to_usize(k)?,
+            n_rows: to_usize(n_rows)?,
+            row_bytes,
+            rows_per_part,
+            parts: Vec::new(),
+            written: 0,
+            taken: false,
+        })
+    }
+
+    /// Byte range (in the tensor) and rows of part `i`.
+    fn part_span(&self, i: usize) -> (u64, u64, usize) {
+        let row0 = i * self.rows_per_part;
+        let rows = self.rows_per_part.min(self.n_rows - row0);
+        let start = row0 as u64 * self.row_bytes as u64;
+        (start, start + rows as u64 * self.row_bytes as u64, rows)
+    }
+
+    /// Makes the next part's buffer.
+    fn add_part(&mut self, gpu: &Gpu) -> Result<(), WgpuError> {
+        let i = self.parts.len();
+        let (start, end, rows) = self.part_span(i);
+        let buffer = GpuWeight::part_buffer(gpu, &self.info.name, end - start, false)?;
+        self.parts.push(WeightPart {
+            buffer,
+            row0: i * self.rows_per_part,
+            rows,
+        });
+        Ok(())
+    }
+
+    fn n_parts(&self) -> usize {
+        self.n_rows.div_ceil(self.rows_per_part)
+    }
 }
 
 /// Bytes of the current part waiting to be written; `at` is where they go in the part's buffer
@@ -63,30 +123,22 @@ impl WeightStream {
         }
     }
 
-    /// The next shard's header (as its stream reported it). `allocate_now`: make every buffer
-    /// now, which the caller may do only once the header was checked against the stream's
-    /// announced length ([`Header::check_tensors_within`]); else each tensor's buffers are
-    /// made when its first byte arrives.
+    /// The next shard's header (as its stream reported it). Every tensor must be of a type the
+    /// kernels read. `allocate_now`: make every buffer now, which the caller may do only once
+    /// the header was checked against the stream's announced length
+    /// ([`Header::check_tensors_within`]); else each part is made when its first byte arrives.
     pub fn begin_shard(&mut self, header: &Header, allocate_now: bool) -> Result<(), WgpuError> {
         self.flush()?;
         self.shard_tensors.clear();
         for info in &header.tensors {
-            if !crate::weights::is_gpu_type(info.ty) {
-                return Err(WgpuError::UnsupportedType {
-                    name: info.name.clone(),
-                    ty: info.ty,
-                });
+            let mut tensor = StreamedTensor::new(&self.gpu, info)?;
+            if allocate_now && info.size > 0 {
+                while tensor.parts.len() < tensor.n_parts() {
+                    tensor.add_part(&self.gpu)?;
+                }
             }
-            let weight = match allocate_now {
-                true => Some(allocate(&self.gpu, info)?),
-                false => None,
-            };
             self.shard_tensors.push(self.tensors.len());
-            self.tensors.push(StreamedTensor {
-                info: info.clone(),
-                weight,
-                written: 0,
-            });
+            self.tensors.push(tensor);
         }
         self.gpu.check()
     }
@@ -99,7 +151,7 @@ impl WeightStream {
                 "streamed tensor {index} is not in the shard's header"
             ))
         })?;
-        let tensor = &mut self.tensors[t];
+        let tensor = &self.tensors[t];
         if offset != tensor.written || offset + bytes.len() as u64 > tensor.info.size {
             return Err(WgpuError::Validation(format!(
                 "tensor {}: bytes {offset}..{} arrived after {} of {}",
@@ -109,12 +161,16 @@ impl WeightStream {
                 tensor.info.size
             )));
         }
-        if tensor.weight.is_none() {
-            tensor.weight = Some(allocate(&self.gpu, &tensor.info)?);
-        }
         while !bytes.is_empty() {
-            let (part, part_start, part_end, written) = self.next_part(t);
-            let take = bytes.len().min((part_end - written) as usize);
+            // The part holding the next byte (made now if it is its first), and how much of
+            // `bytes` it and the staging buffer take.
+            let tensor = &mut self.tensors[t];
+            let written = tensor.written;
+            let part = (written / tensor.row_bytes as u64) as usize / tensor.rows_per_part;
+            if part == tensor.parts.len() {
+                tensor.add_part(&self.gpu)?;
+            }
+            let (part_start, part_end, _) = tensor.part_span(part);
             if (self.staging.tensor, self.staging.part) != (t, part)
                 || self.staging.bytes.is_empty()
             {
@@ -130,6 +186,8 @@ impl WeightStream {
                 self.staging.part = part;
                 self.staging.at = written - part_start;
             }
+            let room = STAGING_BYTES - self.staging.bytes.len();
+            let take = bytes.len().min((part_end - written) as usize).min(room);
             self.staging.bytes.extend_from_slice(&bytes[..take]);
             bytes = &bytes[take..];
             let tensor = &mut self.tensors[t];
@@ -140,23 +198,6 @@ impl WeightStream {
             }
         }
         Ok(())
-    }
-
-    /// Tensor `t`'s part that takes its next byte: its index, its byte range in the tensor,
-    /// and the bytes written so far.
-    fn next_part(&self, t: usize) -> (usize, u64, u64, u64) {
-        let tensor = &self.tensors[t];
-        let weight = tensor.weight.as_ref().expect("allocated before writing");
-        let row = (tensor.written / weight.row_bytes.max(1) as u64) as usize;
-        let part = weight
-            .parts
-            .iter()
-            .position(|p| row < p.row0 + p.rows)
-            .expect("parts cover every row");
-        let p = &weight.parts[part];
-        let start = (p.row0 * weight.row_bytes) as u64;
-        let end = start + (p.rows * weight.row_bytes) as u64;
-        (part, start, end, tensor.written)
     }
 
     /// The streamed tensors as the weights of `store` (a model loaded from the same headers:
@@ -181,22 +222,24 @@ impl WeightStream {
             let t = &mut self.tensors[*by_name.get(name).ok_or_else(|| {
                 WgpuError::Validation(format!("weight {name} was not in the stream"))
             })?];
-            // A tensor without bytes never had a piece that made its buffer.
-            let weight = match t.weight.take() {
-                Some(w) => w,
-                None if t.info.size == 0 => allocate(&self.gpu, &t.info)?,
-                None => {
-                    return Err(WgpuError::Validation(format!(
-                        "weight {name} is used twice"
-                    )))
-                }
-            };
-            if weight.ty != d.ty || weight.k != d.ne[0] || weight.n_rows != d.n_rows() {
+            if t.taken || t.info.size == 0 {
+                return Err(WgpuError::Validation(format!(
+                    "weight {name} is empty or used twice"
+                )));
+            }
+            if t.info.ty != d.ty || t.k != d.ne[0] || t.n_rows != d.n_rows() {
                 return Err(WgpuError::Validation(format!(
                     "weight {name}: the model's shape is not the streamed tensor's"
                 )));
             }
-            weights.push(weight);
+            t.taken = true;
+            weights.push(GpuWeight {
+                ty: t.info.ty,
+                k: t.k,
+                n_rows: t.n_rows,
+                row_bytes: t.row_bytes,
+                parts: std::mem::take(&mut t.parts),
+            });
         }
         self.gpu.queue.submit([]);
         self.gpu.check()?;
@@ -211,9 +254,7 @@ impl WeightStream {
     fn flush(&mut self) -> Result<(), WgpuError> {
         if !self.staging.bytes.is_empty() {
             let t = &self.tensors[self.staging.tensor];
-            let weight = t.weight.as_ref().expect("staged bytes have a buffer");
-            let part = &weight.parts[self.staging.part];
-            let part_end = (part.row0 + part.rows) as u64 * weight.row_bytes as u64;
+            let (_, part_end, _) = t.part_span(self.staging.part);
             self.write_staged(t.written == part_end)?;
         }
         Ok(())
@@ -231,11 +272,8 @@ impl WeightStream {
             false => s.bytes.len() / 4 * 4,
         };
         if n > 0 {
-            let weight = self.tensors[s.tensor]
-                .weight
-                .as_ref()
-                .expect("staged bytes have a buffer");
-            let buffer = &weight.parts[s.part].buffer;
+            // Part buffers are rounded up to whole words (`Gpu::buffer`), so the padding fits.
+            let buffer = &self.tensors[s.tensor].parts[s.part].buffer;
             self.gpu.queue.write_buffer(buffer, s.at, &s.bytes[..n]);
             s.bytes.drain(..n);
             s.at += n as u64;
@@ -248,12 +286,4 @@ impl WeightStream {
         }
         Ok(())
     }
-}
-
-/// The empty buffers for one tensor (rows of `dims[0]` elements).
-fn allocate(gpu: &Gpu, info: &TensorInfo) -> Result<GpuWeight, WgpuError> {
-    let k = info.dims.first().copied().unwrap_or(1) as usize;
-    let n_rows = info.dims.iter().skip(1).product::<u64>() as usize;
-    let row_bytes = (info.size / n_rows.max(1) as u64) as usize;
-    GpuWeight::allocate(gpu, &info.name, info.ty, k, n_rows, row_bytes, false)
 }

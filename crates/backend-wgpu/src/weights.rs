@@ -97,34 +97,12 @@ impl GpuWeight {
         row_bytes: usize,
         mapped: bool,
     ) -> Result<GpuWeight, WgpuError> {
-        if !is_gpu_type(ty) {
-            return Err(WgpuError::UnsupportedType {
-                name: name.to_string(),
-                ty,
-            });
-        }
-        let limit = gpu.max_weight_binding();
-        let max_rows = (limit as usize / row_bytes.max(1)).max(1);
-        if row_bytes as u64 > limit {
-            return Err(WgpuError::BindingTooLarge {
-                what: format!("one row of {name}"),
-                bytes: row_bytes as u64,
-                limit,
-            });
-        }
+        let max_rows = GpuWeight::rows_per_part(gpu, name, ty, row_bytes)?;
         let mut parts = Vec::new();
         let mut row0 = 0;
         while row0 < n_rows {
             let rows = max_rows.min(n_rows - row0);
-            let buffer = gpu.buffer(
-                name,
-                (rows * row_bytes) as u64,
-                // COPY_SRC: tests read weights back.
-                wgpu::BufferUsages::STORAGE
-                    | wgpu::BufferUsages::COPY_DST
-                    | wgpu::BufferUsages::COPY_SRC,
-                mapped,
-            )?;
+            let buffer = GpuWeight::part_buffer(gpu, name, (rows * row_bytes) as u64, mapped)?;
             parts.push(WeightPart { buffer, row0, rows });
             row0 += rows;
         }
@@ -135,6 +113,44 @@ impl GpuWeight {
             row_bytes,
             parts,
         })
+    }
+
+    /// Rows each part (binding) of a weight of type `ty` with rows of `row_bytes` holds.
+    pub fn rows_per_part(
+        gpu: &Gpu,
+        name: &str,
+        ty: GgmlType,
+        row_bytes: usize,
+    ) -> Result<usize, WgpuError> {
+        if !is_gpu_type(ty) {
+            return Err(WgpuError::UnsupportedType {
+                name: name.to_string(),
+                ty,
+            });
+        }
+        let limit = gpu.max_weight_binding();
+        if row_bytes as u64 > limit {
+            return Err(WgpuError::BindingTooLarge {
+                what: format!("one row of {name}"),
+                bytes: row_bytes as u64,
+                limit,
+            });
+        }
+        Ok((limit / row_bytes.max(1) as u64).max(1) as usize)
+    }
+
+    /// One part's buffer of `bytes`.
+    pub fn part_buffer(
+        gpu: &Gpu,
+        name: &str,
+        bytes: u64,
+        mapped: bool,
+    ) -> Result<wgpu::Buffer, WgpuError> {
+        // COPY_SRC: tests read weights back.
+        let usage = wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_DST
+            | wgpu::BufferUsages::COPY_SRC;
+        gpu.buffer(name, bytes, usage, mapped)
     }
 }
 
@@ -148,6 +164,12 @@ pub struct GpuWeights {
 
 impl GpuWeights {
     pub fn upload(gpu: &Gpu, store: &WeightStore) -> Result<GpuWeights, WgpuError> {
+        if !store.has_bytes() {
+            // A model streamed into a device: its weights come from that stream, not from here.
+            return Err(WgpuError::Validation(
+                "the model's weights are not in memory (streamed into another device?)".into(),
+            ));
+        }
         let mut weights = Vec::with_capacity(store.len());
         for i in 0..store.len() {
             let id = WeightId(i as u32);

@@ -233,3 +233,38 @@ fn smollm2_streamed_to_the_gpu_computes_what_it_does_uploaded_from_memory() {
         Err(engine::EngineError::WeightsNotInMemory)
     ));
 }
+
+/// A header claiming a huge tensor (or a zero-sized one with huge dimensions) allocates
+/// nothing up front when the length is unknown, and one binding once bytes come.
+#[test]
+fn a_hostile_header_claims_no_gpu_memory_ahead_of_its_bytes() {
+    let mut gpu = gpu();
+    gpu.set_weight_binding_cap(Some(1 << 20));
+    let tensor = |name: &str, dims: Vec<u64>, size: u64| gguf::TensorInfo {
+        name: name.into(),
+        dims,
+        ty: GgmlType::Q8_0,
+        offset: 0,
+        size,
+    };
+    let header = gguf::Header {
+        version: 3,
+        metadata: Vec::new(),
+        tensors: vec![
+            // 2^40 rows of 34 bytes: 37 TB.
+            tensor("huge", vec![32, 1 << 40], 34 << 40),
+            tensor("empty", vec![0, 1 << 62], 0),
+        ],
+        alignment: 32,
+        data_offset: 64,
+    };
+    let mut ws = WeightStream::new(gpu.clone());
+    ws.begin_shard(&header, false).unwrap();
+    ws.write(0, 0, &[7u8; 100]).unwrap();
+    let store = WeightStore::new(Arc::new(GgufFile::from_headers(vec![header]).unwrap()));
+    let err = ws
+        .finish(&store)
+        .err()
+        .expect("the huge tensor is incomplete");
+    assert!(err.to_string().contains("bytes arrived"), "{err}");
+}

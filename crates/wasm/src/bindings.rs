@@ -96,7 +96,8 @@ pub fn kernels_exact() -> bool {
 /// `ModelLoader.onGpu(gpu)` writes every tensor straight into buffers of the WebGPU device
 /// `gpu` (from `requestWebGpu`) as it arrives, so the wasm heap never holds the model. A GPU
 /// that cannot take the model rejects with `BACKEND_ERROR` (from `push`, as soon as the header
-/// has arrived when the length is known, else from `load`).
+/// has arrived when the length is known, else from `load`), one whose kernels lack a tensor's
+/// type with `UNSUPPORTED_TYPE` (once the header has arrived).
 #[wasm_bindgen(js_name = ModelLoader)]
 pub struct JsModelLoader(Option<Receiver>);
 
