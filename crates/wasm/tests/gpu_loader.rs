@@ -74,13 +74,14 @@ fn smollm2_streamed_into_the_gpu_generates_llama_cpps_tokens() {
         push_all(&mut loader, &bytes, (1 << 20) + 13).unwrap();
         assert_eq!(loader.received(), bytes.len() as u64);
         let mut s = loader.finish(&OPTIONS).unwrap();
-        let tokens = greedy_tokens(&mut s, &gpu, vec![504, 3575, 282, 4649, 314], 16);
-        // llama.cpp's (greedy_smollm2.jsonl, first prompt).
-        assert_eq!(
-            tokens,
-            [7042, 30, 198, 198, 504, 1797, 1918, 553, 253, 2155, 282, 4723, 216, 35, 33, 33],
-            "length known: {known_len}"
-        );
+        // llama.cpp's (greedy_smollm2.jsonl, first prompt); fewer where the buffers were made
+        // lazily (the same bytes reach them: tests/weight_stream.rs in backend-wgpu).
+        let want = [
+            7042, 30, 198, 198, 504, 1797, 1918, 553, 253, 2155, 282, 4723, 216, 35, 33, 33,
+        ];
+        let n = if known_len { 16 } else { 4 };
+        let tokens = greedy_tokens(&mut s, &gpu, vec![504, 3575, 282, 4649, 314], n);
+        assert_eq!(tokens, want[..n], "length known: {known_len}");
     }
 }
 
