@@ -314,13 +314,14 @@ export async function createEngine(options = {}) {
         onMessage: (m) => {
           if (m.type !== 'progress') return;
           // Bytes only grow: a fallback that receives the model again reports nothing until
-          // it passes what was reported (its 'backend' event always comes through).
-          if (m.phase !== 'backend') {
-            if (m.loaded < lastLoaded) return;
-            lastLoaded = m.loaded;
-          }
-          const progress = m.total ? Math.min(1, m.loaded / m.total) : undefined;
-          const event = { loaded: m.loaded, total: m.total, progress, phase: m.phase };
+          // it passes what was reported (its 'backend' event always comes through, with the
+          // bytes reported so far).
+          let loaded = m.loaded;
+          if (m.phase === 'backend') loaded = Math.max(loaded, lastLoaded, 0);
+          else if (loaded < lastLoaded) return;
+          else lastLoaded = loaded;
+          const progress = m.total ? Math.min(1, loaded / m.total) : undefined;
+          const event = { loaded, total: m.total, progress, phase: m.phase };
           // 'backend' events say which backend was chosen and why ('auto' or a fallback).
           if (m.phase === 'backend') Object.assign(event, { backend: m.backend, reason: m.reason });
           onProgress?.(event);
