@@ -71,9 +71,9 @@ impl GgufFile {
     }
 
     /// A model without its tensor bytes: the parsed header of each shard, in shard order (a
-    /// [`crate::StreamParser`]'s `HeaderComplete`s). Metadata and tensor descriptions and
-    /// locations are all there; [`GgufFile::tensor_data`] is `None` for every tensor. The
-    /// stream that delivered the bytes checks that each tensor arrived whole.
+    /// [`crate::StreamParser`]'s `HeaderComplete`s). Metadata and tensor descriptions are all
+    /// there; [`GgufFile::tensor_data`] and [`GgufFile::tensor_location`] are `None` for every
+    /// tensor. The stream that delivered the bytes checks that each tensor arrived whole.
     pub fn from_headers(headers: Vec<Header>) -> Result<GgufFile, GgufError> {
         GgufFile::from_parts(headers, Vec::new())
     }
@@ -151,7 +151,8 @@ impl GgufFile {
     /// The bytes of `header().tensors[index]` (`None` in a header-only file).
     pub fn tensor_data_at(&self, index: usize) -> Option<&[u8]> {
         let loc = self.locations.get(index)?;
-        Some(&self.shards.get(loc.shard)?.bytes()[loc.range.clone()])
+        // A header-only file has no locations, so `loc.shard` is one of the shards read.
+        Some(&self.shards[loc.shard].bytes()[loc.range.clone()])
     }
 
     /// Whether the tensors' bytes are here (false for [`GgufFile::from_headers`]).

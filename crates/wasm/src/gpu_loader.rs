@@ -4,9 +4,9 @@
 //! heap can address).
 //!
 //! The same interface as [`crate::loader::ModelLoader`] (`begin_shard`, `push`, `received`),
-//! so the worker feeds either the same way. A file that is not GGUF fails on its first chunk;
-//! with a known length, a header that does not fit it, a tensor type the kernels lack or a model
-//! the GPU cannot hold fail once the header has arrived, before the rest is downloaded.
+//! so the worker feeds either the same way. A file that is not GGUF fails on its first chunk, a
+//! tensor type the kernels lack once the header has arrived; with a known length, so do a
+//! header that does not fit it and a model the GPU cannot hold, before the rest is downloaded.
 
 use std::sync::Arc;
 
