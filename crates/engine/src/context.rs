@@ -109,15 +109,34 @@ impl Context {
     /// returns its result. Callers of such a backend pass at most `n_batch` tokens per call
     /// (earlier micro-batches of a longer call would already be committed).
     pub fn decode(&mut self, tokens: &[u32], all_logits: bool) -> Result<(), EngineError> {
-        self.decode_with(tokens, all_logits, None, None)
+        let n_kept = if all_logits { tokens.len() } else { 1 };
+        self.decode_with(tokens, n_kept, all_logits, None, None)
+    }
+
+    /// Appends `tokens` like [`Context::decode`] and keeps the logits of the last `n_kept` of
+    /// them (1 ..= `tokens.len()`) in [`Context::all_logits`], in order; the output projection
+    /// runs for those rows only (llama-perplexity asks for the scored half of each chunk so).
+    pub fn decode_keeping_last(
+        &mut self,
+        tokens: &[u32],
+        n_kept: usize,
+    ) -> Result<(), EngineError> {
+        if n_kept == 0 || n_kept > tokens.len() {
+            return Err(EngineError::InvalidArgument(format!(
+                "keep the logits of {n_kept} of {} tokens",
+                tokens.len()
+            )));
+        }
+        self.decode_with(tokens, n_kept, true, None, None)
     }
 
     /// Appends `tokens` like [`Context::decode`] but keeps no logits: returns the greedy next
     /// token after every token (`all`) or after the last one only. On a GPU backend only these
     /// ids leave the device. [`Context::logits`] is not updated.
     pub fn decode_greedy(&mut self, tokens: &[u32], all: bool) -> Result<Vec<u32>, EngineError> {
-        let mut ids = Vec::with_capacity(if all { tokens.len() } else { 1 });
-        self.decode_with(tokens, all, Some(&mut ids), None)?;
+        let n_kept = if all { tokens.len() } else { 1 };
+        let mut ids = Vec::with_capacity(n_kept);
+        self.decode_with(tokens, n_kept, false, Some(&mut ids), None)?;
         Ok(ids)
     }
 
@@ -132,17 +151,21 @@ impl Context {
         step: &DeviceSampling,
     ) -> Result<u32, GenerateError> {
         let mut sampled = None;
-        self.decode_with(tokens, false, None, Some((step, &mut sampled)))?;
+        self.decode_with(tokens, 1, false, None, Some((step, &mut sampled)))?;
         match sampled {
             Some(result) => Ok(result?),
             None => Ok(step.sample_cpu(&self.logits[..self.model.n_vocab()])?),
         }
     }
 
+    /// Decodes `tokens` in micro-batches; the outputs (logits, greedy ids or a sample) are those
+    /// of the last `n_kept` tokens (1 ..= `tokens.len()`, checked by the callers). Their logits
+    /// go to `all_logits` when `keep_rows` (and no greedy or sampled output is asked for).
     fn decode_with(
         &mut self,
         tokens: &[u32],
-        all_logits: bool,
+        n_kept: usize,
+        keep_rows: bool,
         mut greedy: Option<&mut Vec<u32>>,
         mut sample: Option<(&DeviceSampling, &mut Option<Result<u32, SamplingError>>)>,
     ) -> Result<(), EngineError> {
@@ -160,21 +183,21 @@ impl Context {
         if let Some(&id) = tokens.iter().find(|&&t| t as usize >= n_vocab) {
             return Err(EngineError::BadToken { id, n_vocab });
         }
-        let keep_logits = all_logits && greedy.is_none();
-        if keep_logits {
-            self.all_logits.resize(tokens.len() * n_vocab, 0.0);
+        let keep_rows = keep_rows && greedy.is_none() && sample.is_none();
+        if keep_rows {
+            self.all_logits.resize(n_kept * n_vocab, 0.0);
         } else {
             self.all_logits.clear();
         }
+        let first_kept = tokens.len() - n_kept;
         let n_chunks = tokens.len().div_ceil(self.n_batch);
+        let mut kept_so_far = 0;
         for (c, chunk) in tokens.chunks(self.n_batch).enumerate() {
             let last = c + 1 == n_chunks;
+            let chunk_start = c * self.n_batch;
             self.output_rows.clear();
-            if all_logits {
-                self.output_rows.extend(0..chunk.len());
-            } else if last {
-                self.output_rows.push(chunk.len() - 1);
-            }
+            self.output_rows
+                .extend(first_kept.saturating_sub(chunk_start).min(chunk.len())..chunk.len());
             let key = (chunk.len(), self.output_rows.len());
             let gi = match self.graphs.iter().position(|(k, _)| *k == key) {
                 Some(i) => i,
@@ -211,18 +234,18 @@ impl Context {
                 self.backend
                     .compute_greedy(graph, &batch, self.model.weights(), &mut ids[at..])?;
             } else {
-                let out: &mut [f32] = if all_logits {
-                    let start = c * self.n_batch * n_vocab;
-                    &mut self.all_logits[start..start + chunk.len() * n_vocab]
+                let out: &mut [f32] = if keep_rows {
+                    &mut self.all_logits[kept_so_far * n_vocab..(kept_so_far + key.1) * n_vocab]
                 } else {
                     &mut self.logits[..key.1 * n_vocab]
                 };
                 self.backend
                     .compute(graph, &batch, self.model.weights(), out)?;
             }
+            kept_so_far += key.1;
             self.tokens.extend_from_slice(chunk);
         }
-        if keep_logits {
+        if keep_rows {
             let n = self.all_logits.len();
             self.logits.copy_from_slice(&self.all_logits[n - n_vocab..]);
         }
@@ -234,7 +257,8 @@ impl Context {
         &self.logits
     }
 
-    /// Every token's logits from the last `decode(.., true)`: `tokens.len() * n_vocab`.
+    /// Every token's logits from the last `decode(.., true)` (`tokens.len() * n_vocab`), or the
+    /// kept tokens' from the last [`Context::decode_keeping_last`].
     pub fn all_logits(&self) -> &[f32] {
         &self.all_logits
     }

@@ -113,12 +113,14 @@ pub fn perplexity(
             chunk[0] = bos;
         }
         ctx.clear();
-        ctx.decode(&chunk, true)?;
+        // Logits of the scored half only (llama-perplexity's batch asks for no others).
+        ctx.decode_keeping_last(&chunk, n_ctx - first)?;
         let logits = ctx.all_logits();
         for pos in first..n_ctx - 1 {
             // The original token, not the BOS stand-in (only chunk[0] is replaced, pos + 1 ≥ 1).
             let target = tokens[start + pos + 1];
-            acc.add(&logits[pos * n_vocab..(pos + 1) * n_vocab], target);
+            let row = pos - first;
+            acc.add(&logits[row * n_vocab..(row + 1) * n_vocab], target);
         }
         chunk_estimates.push(acc.ppl());
         on_chunk(i + 1, n_chunks, acc.ppl());

@@ -32,7 +32,31 @@ fn check(model_file: &str, prompt: &[u32]) {
             );
         }
         assert_eq!(ctx.logits(), &stepwise[(prompt.len() - 1) * n_vocab..]);
+        // Keeping the last rows only (perplexity's scored half): the same rows, bit for bit,
+        // also when they start inside a micro-batch.
+        let n_kept = 4;
+        ctx.clear();
+        ctx.decode_keeping_last(prompt, n_kept).unwrap();
+        let kept = &stepwise[(prompt.len() - n_kept) * n_vocab..];
+        assert!(
+            ctx.all_logits()
+                .iter()
+                .zip(kept)
+                .all(|(x, y)| x.to_bits() == y.to_bits())
+                && ctx.all_logits().len() == kept.len(),
+            "{model_file}: the last {n_kept} rows differ (n_batch {n_batch})"
+        );
+        assert_eq!(ctx.logits(), &stepwise[(prompt.len() - 1) * n_vocab..]);
     }
+    // Keeping no rows, or more rows than tokens, is refused.
+    let mut ctx = context(&model, 64, 512, 2);
+    for n_kept in [0, prompt.len() + 1] {
+        assert!(matches!(
+            ctx.decode_keeping_last(prompt, n_kept),
+            Err(engine::EngineError::InvalidArgument(_))
+        ));
+    }
+    assert_eq!(ctx.n_past(), 0);
     // Truncation and re-decoding reproduce the same logits.
     let mut ctx = context(&model, 64, 512, 2);
     ctx.decode(prompt, false).unwrap();
