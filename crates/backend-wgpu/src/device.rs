@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use crate::error::WgpuError;
 use crate::pipelines::{PipelineCache, PipelineKey};
+use crate::profile::Profile;
 
 /// How long a submission may take before we call it hung. Generous: on a busy 2-core machine a
 /// software adapter (lavapipe) needs minutes for one large batch with a 262144-entry vocabulary.
@@ -44,6 +45,8 @@ pub struct Gpu {
     pipelines: Arc<Mutex<PipelineCache>>,
     /// The asynchronous read-back in flight, if any (shared by clones).
     read_back: ReadBackSignal,
+    /// Kernel timing (`TESSERA_WGPU_PROFILE`, native only; see `profile`).
+    profile: Option<Arc<Profile>>,
 }
 
 /// The state of an asynchronous read-back: set by the map callback, awaited by the caller.
@@ -113,6 +116,17 @@ impl Future for ReadBackReady {
     }
 }
 
+#[cfg(not(target_arch = "wasm32"))]
+fn profile_from_env() -> Option<Arc<Profile>> {
+    Profile::from_env().map(Arc::new)
+}
+
+/// Browsers have no environment, and their waits are asynchronous.
+#[cfg(target_arch = "wasm32")]
+fn profile_from_env() -> Option<Arc<Profile>> {
+    None
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -174,7 +188,13 @@ impl Gpu {
             weight_binding_cap: None,
             pipelines: Arc::default(),
             read_back: ReadBackSignal::default(),
+            profile: profile_from_env(),
         })
+    }
+
+    /// The kernel profile, when this device is profiled.
+    pub fn profile(&self) -> Option<&Profile> {
+        self.profile.as_deref()
     }
 
     /// A short description: adapter name, backend, f16, binding limit.

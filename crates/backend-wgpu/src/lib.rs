@@ -12,6 +12,7 @@ pub mod error;
 pub mod kv;
 pub mod ops;
 pub mod pipelines;
+pub mod profile;
 pub mod recorder;
 pub mod recording;
 pub mod shaders;

@@ -7,6 +7,7 @@ use std::num::NonZeroU64;
 use crate::device::Gpu;
 use crate::error::WgpuError;
 use crate::pipelines::PipelineKey;
+use crate::profile::kernel_name;
 
 /// Bytes of one dispatch's parameter block (`struct Params` in every kernel).
 pub const PARAMS_BYTES: u64 = 64;
@@ -36,10 +37,14 @@ pub struct Dispatch {
     pub pipeline: wgpu::ComputePipeline,
     pub bind_group: wgpu::BindGroup,
     pub groups: [u32; 3],
+    /// The kernel variant's name, for the profile (`profile::kernel_name`); empty when the
+    /// device is not profiled.
+    pub kernel: String,
 }
 
 struct Pending {
     pipeline: wgpu::ComputePipeline,
+    kernel: String,
     params_at: u64,
     buffers: Vec<(u32, wgpu::Buffer)>,
     groups: [u32; 3],
@@ -87,6 +92,11 @@ impl<'a> Recorder<'a> {
         buffers: Vec<(u32, wgpu::Buffer)>,
         groups: [u32; 3],
     ) -> Result<(), WgpuError> {
+        let kernel = if self.gpu.profile().is_some() {
+            kernel_name(&key)
+        } else {
+            String::new()
+        };
         let pipeline = self.gpu.pipeline(key)?;
         let params_at = self.params.len() as u64;
         let mut block = params.words;
@@ -96,6 +106,7 @@ impl<'a> Recorder<'a> {
         self.params.resize((params_at + self.stride) as usize, 0);
         self.pending.push(Pending {
             pipeline,
+            kernel,
             params_at,
             buffers,
             groups,
@@ -139,6 +150,7 @@ impl<'a> Recorder<'a> {
                 pipeline: p.pipeline,
                 bind_group,
                 groups: p.groups,
+                kernel: p.kernel,
             });
         }
         if let Some(e) = gpu.pop_scope(scope) {

@@ -246,6 +246,18 @@ impl Recording {
         })
     }
 
+    /// Times the step's dispatches, then those of `tail` (sampling), one by one when the
+    /// device is profiled (`profile`).
+    fn profile(&self, gpu: &Gpu, tail: &[Dispatch]) -> Result<(), WgpuError> {
+        match gpu.profile() {
+            Some(p) => {
+                p.time(gpu, &self.dispatches)?;
+                p.time(gpu, tail)
+            }
+            None => Ok(()),
+        }
+    }
+
     pub fn records(&self, graph: &Graph) -> bool {
         self.key == graph_key(graph) && self.nodes == graph.nodes
     }
@@ -274,6 +286,7 @@ impl Recording {
     pub fn run(&self, gpu: &Gpu, batch: &Batch, out: &mut [f32]) -> Result<(), WgpuError> {
         self.write_step(gpu, batch)?;
         let n = out.len().min(self.output_floats);
+        self.profile(gpu, &[])?;
         let mut encoder = gpu.device.create_command_encoder(&Default::default());
         encode(&mut encoder, &self.dispatches);
         if n > 0 {
@@ -287,6 +300,7 @@ impl Recording {
     pub fn run_argmax(&self, gpu: &Gpu, batch: &Batch, ids: &mut [u32]) -> Result<(), WgpuError> {
         self.write_step(gpu, batch)?;
         let n = ids.len().min(self.n_outputs);
+        self.profile(gpu, &self.argmax)?;
         let mut encoder = gpu.device.create_command_encoder(&Default::default());
         encode(&mut encoder, &self.dispatches);
         encode(&mut encoder, &self.argmax);
@@ -313,6 +327,7 @@ impl Recording {
         self.write_step(gpu, batch)?;
         gpu.queue
             .write_buffer(&self.spec, 0, bytemuck::cast_slice(spec));
+        self.profile(gpu, &self.chain)?;
         let mut encoder = gpu.device.create_command_encoder(&Default::default());
         encode(&mut encoder, &self.dispatches);
         encode(&mut encoder, &self.chain);
@@ -335,6 +350,7 @@ impl Recording {
         n: usize,
     ) -> Result<(&wgpu::Buffer, usize), WgpuError> {
         self.write_step(gpu, batch)?;
+        self.profile(gpu, if greedy { &self.argmax } else { &[] })?;
         let mut encoder = gpu.device.create_command_encoder(&Default::default());
         encode(&mut encoder, &self.dispatches);
         let (src, staging, n) = if greedy {
