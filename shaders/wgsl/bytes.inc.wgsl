@@ -20,13 +20,24 @@ fn load_f16(off: u32) -> f32 {
 }
 
 // 4 bytes at an even (maybe not 4-aligned) offset, little-endian: one or two word loads
-// instead of four byte loads.
+// instead of four byte loads. W_ALIGNED (the host's promise: rows and blocks are whole words,
+// so every such offset of the format is 4-aligned) makes it one load with no branch, which
+// CPU adapters need: there both sides of a lane-dependent branch run.
 fn load_u32_even(off: u32) -> u32 {
     let i = off >> 2u;
+#ifdef W_ALIGNED
+    return w[i];
+#else
     if ((off & 2u) == 0u) {
         return w[i];
     }
     return (w[i] >> 16u) | (w[i + 1u] << 16u);
+#endif
+}
+
+// The two f16 values at an even offset (scale and min of a block), from one 32-bit read.
+fn load_f16x2(off: u32) -> vec2<f32> {
+    return unpack2x16float(load_u32_even(off));
 }
 
 fn nibbles_lo(word: u32) -> vec4<f32> {

@@ -49,8 +49,9 @@ fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
 #ifdef W_Q4_1
 fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
     let base = row_off + c * 20u;
-    let d = load_f16(base);
-    let m = load_f16(base + 2u);
+    let dm = load_f16x2(base);
+    let d = dm.x;
+    let m = dm.y;
     for (var t = 0u; t < 4u; t++) {
         let q = load_u32_even(base + 4u + 4u * t);
         (*o)[t] = nibbles_lo(q) * d + m;
@@ -77,8 +78,9 @@ fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
 #ifdef W_Q5_1
 fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
     let base = row_off + c * 24u;
-    let d = load_f16(base);
-    let m = load_f16(base + 2u);
+    let dm = load_f16x2(base);
+    let d = dm.x;
+    let m = dm.y;
     let qh = load_u32_even(base + 4u);
     for (var t = 0u; t < 4u; t++) {
         let q = load_u32_even(base + 8u + 4u * t);
@@ -115,8 +117,9 @@ fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
     let base = row_off + (c / 8u) * 144u;
     let sub = c % 8u;
     let sm = scale_min_k4(sub, base + 4u);
-    let d1 = load_f16(base) * sm.x;
-    let m1 = load_f16(base + 2u) * sm.y;
+    let dm = load_f16x2(base);
+    let d1 = dm.x * sm.x;
+    let m1 = dm.y * sm.y;
     let qs = base + 16u + 32u * (sub / 2u);
     let shift = (sub % 2u) * 4u;
     for (var t = 0u; t < 8u; t++) {
@@ -131,8 +134,9 @@ fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
     let base = row_off + (c / 8u) * 176u;
     let sub = c % 8u;
     let sm = scale_min_k4(sub, base + 4u);
-    let d1 = load_f16(base) * sm.x;
-    let m1 = load_f16(base + 2u) * sm.y;
+    let dm = load_f16x2(base);
+    let d1 = dm.x * sm.x;
+    let m1 = dm.y * sm.y;
     let qh = base + 16u;
     let ql = base + 48u + 32u * (sub / 2u);
     let shift = (sub % 2u) * 4u;

@@ -24,7 +24,12 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
+#ifdef X_UNIFORM
+// CPU adapters, decode: the activations as a uniform buffer of X_UNIFORM vec4s.
+@group(0) @binding(2) var<uniform> x: array<vec4<f32>, X_UNIFORM>;
+#else
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>; // k % 4 == 0
+#endif
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 
 #include "bytes.inc.wgsl"

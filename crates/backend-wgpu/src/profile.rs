@@ -122,8 +122,14 @@ mod tests {
         let report = p.report();
         let lines: Vec<&str> = report.lines().collect();
         assert!(lines[0].contains("4.0 ms in 2 kernel variants"), "{report}");
-        assert!(lines[2].ends_with("mul_mat W_Q8_0") && lines[2].contains("75.0 %"), "{report}");
-        assert!(lines[3].ends_with("norm") && lines[3].contains("250"), "{report}");
+        assert!(
+            lines[2].ends_with("mul_mat W_Q8_0") && lines[2].contains("75.0 %"),
+            "{report}"
+        );
+        assert!(
+            lines[3].ends_with("norm") && lines[3].contains("250"),
+            "{report}"
+        );
         p.by_kernel.lock().unwrap().clear();
     }
 }

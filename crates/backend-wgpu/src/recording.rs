@@ -86,7 +86,23 @@ impl Recording {
             })
             .max()
             .unwrap_or(0);
-        let acts = gpu.buffer("rounded activations", (act_len * 4) as u64, storage, false)?;
+        // CPU adapters read the activations of decode matmuls from a uniform buffer where it
+        // fits one (`mul_mat::record`).
+        let acts_uniform = (gpu.is_cpu()
+            && t == 1
+            && act_len % 4 == 0
+            && act_len * 4 <= gpu.limits.max_uniform_buffer_binding_size as usize)
+            .then_some(act_len / 4);
+        let acts_usage = match acts_uniform {
+            Some(_) => storage | wgpu::BufferUsages::UNIFORM,
+            None => storage,
+        };
+        let acts = gpu.buffer(
+            "rounded activations",
+            (act_len * 4) as u64,
+            acts_usage,
+            false,
+        )?;
         let mut acts_of: Option<(usize, &'static str)> = None;
         let mut rec = Recorder::new(gpu);
         for (i, node) in graph.nodes.iter().enumerate() {
@@ -118,6 +134,7 @@ impl Recording {
                 Op::MulMat { w, x } => {
                     let gw = weights.get(w);
                     let mut input = buf(x);
+                    let mut input_uniform = None;
                     if let Some((define, block)) = act_rounding(gw.ty) {
                         // x stays unchanged while it is live, so its rounding is reused by
                         // every matmul on it until another input or format needs the scratch.
@@ -127,8 +144,9 @@ impl Recording {
                             acts_of = Some((x.0 as usize, define));
                         }
                         input = &acts;
+                        input_uniform = acts_uniform;
                     }
-                    mul_mat::record(&mut rec, gw, input, y, node.ne[1])?
+                    mul_mat::record(&mut rec, gw, input, y, node.ne[1], input_uniform)?
                 }
                 Op::Rope { x, params } => rope::record(
                     &mut rec,

@@ -8,6 +8,7 @@ use gguf::GgmlType;
 
 use crate::device::Gpu;
 use crate::error::WgpuError;
+use crate::shaders::Define;
 
 /// The types the kernels read (`dequant.inc.wgsl`).
 pub fn is_gpu_type(ty: GgmlType) -> bool {
@@ -41,6 +42,12 @@ pub fn type_define(ty: GgmlType) -> Option<&'static str> {
         GgmlType::Q6_K => "W_Q6_K",
         _ => return None,
     })
+}
+
+/// `W_ALIGNED` for `dequant.inc.wgsl` where every row and block of `w` is a whole number of
+/// 32-bit words (Q4_1, Q5_1, Q4_K, Q5_K, F32), so no read needs the unaligned path.
+pub fn alignment_define(w: &GpuWeight) -> Option<Define> {
+    (w.row_bytes % 4 == 0 && w.ty.type_size() % 4 == 0).then_some(("W_ALIGNED", 1))
 }
 
 /// Rows `row0 .. row0 + rows` of a weight in one buffer.

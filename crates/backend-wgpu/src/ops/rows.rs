@@ -3,7 +3,7 @@
 use crate::error::WgpuError;
 use crate::pipelines::PipelineKey;
 use crate::recorder::{Params, Recorder};
-use crate::weights::{type_define, GpuWeight};
+use crate::weights::{alignment_define, type_define, GpuWeight};
 
 /// `y[t] = dequantize(table row tokens[t])` for the step's `n_tokens` tokens.
 pub fn get_rows(
@@ -21,7 +21,10 @@ pub fn get_rows(
         let key = PipelineKey {
             family: "rows.wgsl",
             entry: "get_rows",
-            defines: vec![("GET_ROWS", 1), (ty_define, 1)],
+            defines: [("GET_ROWS", 1), (ty_define, 1)]
+                .into_iter()
+                .chain(alignment_define(table))
+                .collect(),
         };
         let params = Params::new()
             .u(table.k)
