@@ -57,7 +57,7 @@ pub fn record(
     for part in &w.parts {
         u32_of("weight part bytes", part.rows * w.row_bytes)?;
         let mut defines = vec![(ty_define, 1), ("WG", wg), ("NC", nc)];
-        defines.extend(alignment_define(w));
+        defines.extend(alignment_define(rec.gpu, w));
         if row_per_workgroup {
             defines.push(("ROW_PER_WORKGROUP", 1));
         } else {

@@ -23,7 +23,7 @@ pub fn get_rows(
             entry: "get_rows",
             defines: [("GET_ROWS", 1), (ty_define, 1)]
                 .into_iter()
-                .chain(alignment_define(table))
+                .chain(alignment_define(rec.gpu, table))
                 .collect(),
         };
         let params = Params::new()
