@@ -17,8 +17,8 @@ const BATCH_COLUMNS: u32 = 8;
 const CPU_ROWS: u32 = 8;
 const TALL: usize = 16384;
 
-/// `x` is `[k, n]`, `y` is `[w.n_rows, n]`. `x_uniform`: `x` may be bound as a uniform buffer
-/// of that many vec4s (its whole size), which CPU adapters read much faster (below).
+/// `x` is `[k, n]`, `y` is `[w.n_rows, n]`. `x_uniform`: bind `x` as a uniform buffer of that
+/// many vec4s (its whole size); the recording decides where (CPU adapters, decode).
 pub fn record(
     rec: &mut Recorder,
     w: &GpuWeight,
@@ -62,12 +62,9 @@ pub fn record(
             defines.push(("ROW_PER_WORKGROUP", 1));
         } else {
             defines.push(("NR", nr));
-            // lavapipe (Mesa 22) loads from a storage buffer lane by lane, a scalar loop with a
-            // bounds check per lane; from a uniform buffer with one gather. SmolLM2's decode
-            // Q4_1 matmul, TESSERA_WGPU_PROFILE: 5.5 → 4.4 ms (then 2.7 with W_ALIGNED).
-            if let Some(vec4s) = x_uniform.filter(|_| n == 1) {
-                defines.push(("X_UNIFORM", u32_of("uniform activations", vec4s)? as u32));
-            }
+        }
+        if let Some(vec4s) = x_uniform {
+            defines.push(("X_UNIFORM", u32_of("uniform activations", vec4s)? as u32));
         }
         let key = PipelineKey {
             family: "mul_mat.wgsl",
