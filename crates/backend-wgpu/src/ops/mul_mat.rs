@@ -9,12 +9,14 @@ use crate::weights::{alignment_define, type_define, GpuWeight};
 /// Columns per workgroup for batches: each dequantized chunk of weights is reused this often.
 const BATCH_COLUMNS: u32 = 8;
 
-/// Weight rows per invocation on CPU adapters for batches and for very tall weights (the output
-/// projection): each gathered activation chunk serves this many (lavapipe, SmolLM2's output
+/// Weight rows per invocation on CPU adapters for very tall weights (the output projection) in
+/// decode: each gathered activation chunk serves this many (lavapipe, SmolLM2's output
 /// projection for 16 tokens, loaded machine: 7.7 s with 1 row, 5.3 s with 4, 3.3 s with 8,
 /// 2.7 s with 16). Decoding through the small weights keeps one row per invocation (more
-/// invocations to spread over the CPU's threads).
+/// invocations to spread over the CPU's threads). Batches take the `TILE` kernel, written out for 4 rows
+/// × 8 columns (these two constants must match it).
 const CPU_ROWS: u32 = 8;
+const TILE_ROWS: u32 = 4;
 const TALL: usize = 16384;
 
 /// `x` is `[k, n]`, `y` is `[w.n_rows, n]`. `x_uniform`: bind `x` as a uniform buffer of that
@@ -49,7 +51,10 @@ pub fn record(
         64
     };
     let nc = if n == 1 { 1 } else { BATCH_COLUMNS };
-    let nr = if n > 1 || w.n_rows >= TALL {
+    let tile = !row_per_workgroup && n > 1;
+    let nr = if tile {
+        TILE_ROWS
+    } else if w.n_rows >= TALL {
         CPU_ROWS
     } else {
         1
@@ -60,6 +65,8 @@ pub fn record(
         defines.extend(alignment_define(rec.gpu, w));
         if row_per_workgroup {
             defines.push(("ROW_PER_WORKGROUP", 1));
+        } else if tile {
+            defines.push(("TILE", 1));
         } else {
             defines.push(("NR", nr));
         }
