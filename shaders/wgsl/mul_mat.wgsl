@@ -7,10 +7,10 @@
 //   row is dequantized 32 weights at a time (WG threads striding over the chunks) and reused
 //   for the NC columns; partial sums are reduced in workgroup memory.
 // - otherwise (CPU adapters such as lavapipe, where barriers are costly and each invocation is
-//   a SIMD lane): one invocation per NR weight rows and NC columns, no barriers; with TILE
-//   (batches) 4 rows × 8 columns written out by hand.
-// Defines: W_<TYPE>, WG (threads), NC (columns per workgroup or invocation), NR (rows per
-// invocation, CPU adapters), TILE.
+//   a SIMD lane), no barriers: TILE (batches) 4 weight rows × 8 columns per invocation, else
+//   (decode) NR weight rows (1 or 8) of the one column.
+// Defines: W_<TYPE>, WG (threads), NC (columns per workgroup, GPUs), NR (rows per invocation,
+// CPU adapters' decode), TILE.
 
 struct Params {
     k: u32,          // row length (elements)
@@ -92,12 +92,11 @@ fn main(
     }
 }
 #else
-#ifdef TILE
-// Batches on CPU adapters: 4 weight rows × 8 columns per invocation. The code is written out
-// with constant indices because SwiftShader does not unroll loops: a private array indexed by
-// a loop counter stays in memory there, every access a per-lane gather (the looped NR × NC
-// version below ran 2.7× slower on SwiftShader and on lavapipe for SmolLM2's 64-token FFN
-// matmul). Each output is summed in the same order as in the other variants.
+// CPU adapters: the code is written out with constant indices because SwiftShader does not
+// unroll loops: a private array indexed by a loop counter stays in memory there, every access
+// a per-lane gather (a looped 8 × 8 batch version ran 2.7× slower on SwiftShader and on
+// lavapipe for SmolLM2's 64-token FFN matmul). Every variant sums each output in the same
+// order: per 32-element chunk a vec4 fma chain and its pairwise horizontal sum, chunk by chunk.
 
 // Chunk c of weight row `row` (clamped to the binding: rows past it are computed, not stored).
 fn tile_weights(row: u32, c: u32) -> array<vec4<f32>, 8> {
@@ -136,6 +135,8 @@ fn dot32x4(w0: array<vec4<f32>, 8>, w1: array<vec4<f32>, 8>, w2: array<vec4<f32>
     return vec4<f32>(dot32(w0, xc), dot32(w1, xc), dot32(w2, xc), dot32(w3, xc));
 }
 
+#ifdef TILE
+// Batches: 4 weight rows × 8 columns per invocation.
 @compute @workgroup_size(WG)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -176,9 +177,8 @@ fn main(
     }
 }
 #else
-// NR weight rows per invocation: the activation chunk of the NC columns (a gather on CPU
-// adapters, which do not see that its address is uniform) is loaded once into private memory
-// and reused for the NR rows. Each output is summed in the same order as with NR = 1.
+// Decode (one column): NR (1 or 8) weight rows per invocation, the activation chunk loaded
+// once for all of them.
 @compute @workgroup_size(WG)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -189,41 +189,26 @@ fn main(
     if (first >= P.rows) {
         return;
     }
-    let col0 = wid.z * NC;
     let n_chunks = (P.k + 31u) / 32u;
-    var acc: array<f32, NR * NC>;
-    var wv: array<vec4<f32>, 8>;
-    var xv: array<vec4<f32>, 8 * NC>;
+    // acc[r / 4][r % 4]: row first + r.
+    var acc: array<vec4<f32>, 2>;
     for (var c = 0u; c < n_chunks; c++) {
-        // Constant trip counts: the loops unroll and wv/xv/acc stay in registers. The vec4s
-        // past the row's end (float weights only) are masked, not skipped.
-        let len = min(8u, (P.k - c * 32u) / 4u);
-        for (var j = 0u; j < NC; j++) {
-            let col = min(col0 + j, P.n - 1u);
-            let xb = (col * P.k + c * 32u) / 4u;
-            for (var t = 0u; t < 8u; t++) {
-                xv[j * 8u + t] = select(vec4<f32>(0.0), x[xb + t], t < len);
-            }
-        }
-        for (var r = 0u; r < NR; r++) {
-            let row = min(first + r, P.rows - 1u);
-            dequant32(row * P.row_bytes, c, &wv);
-            for (var j = 0u; j < NC; j++) {
-                var s = vec4<f32>(0.0);
-                for (var t = 0u; t < 8u; t++) {
-                    s = fma(wv[t], xv[j * 8u + t], s);
-                }
-                acc[r * NC + j] += (s.x + s.y) + (s.z + s.w);
-            }
+        let xc = tile_acts(0u, c);
+        acc[0].x += dot32(tile_weights(first, c), xc);
+        if (NR == 8u) {
+            acc[0].y += dot32(tile_weights(first + 1u, c), xc);
+            acc[0].z += dot32(tile_weights(first + 2u, c), xc);
+            acc[0].w += dot32(tile_weights(first + 3u, c), xc);
+            acc[1].x += dot32(tile_weights(first + 4u, c), xc);
+            acc[1].y += dot32(tile_weights(first + 5u, c), xc);
+            acc[1].z += dot32(tile_weights(first + 6u, c), xc);
+            acc[1].w += dot32(tile_weights(first + 7u, c), xc);
         }
     }
     for (var r = 0u; r < NR; r++) {
         let row = first + r;
-        for (var j = 0u; j < NC; j++) {
-            let col = col0 + j;
-            if (row < P.rows && col < P.n) {
-                y[col * P.m + P.row0 + row] = acc[r * NC + j];
-            }
+        if (row < P.rows) {
+            y[P.row0 + row] = acc[r / 4u][r % 4u];
         }
     }
 }
