@@ -116,7 +116,7 @@ describe("backend 'webgpu' (SwiftShader)", () => {
 // one sequence to both backends (`predictTokens`); the GPU's top-1 must equal the CPU's at
 // >= 99 % of the continuation's positions. Then (Gemma 3; SmolLM2's is above) greedy tokens
 // sampled on the GPU against llama.cpp's plain reference (the first 10, see below).
-// SwiftShader takes ~1.2 s (SmolLM2) and ~2.7 s (Gemma 3) per all-logits position on this
+// SwiftShader takes ~0.6 s (SmolLM2) and ~1.2 s (Gemma 3) per all-logits position on this
 // 2-core machine, so the suite runs 64 positions (TESSERA_WEBGPU_FORCED_TOKENS=256 for the
 // full check: docs/backend-wgpu.md has its figures); natively on lavapipe CI runs all 256.
 const FORCED = Number(process.env.TESSERA_WEBGPU_FORCED_TOKENS || 64);
