@@ -13,8 +13,8 @@ const BATCH_COLUMNS: u32 = 8;
 /// decode: each gathered activation chunk serves this many (lavapipe, SmolLM2's output
 /// projection for 16 tokens, loaded machine: 7.7 s with 1 row, 5.3 s with 4, 3.3 s with 8,
 /// 2.7 s with 16). Decoding through the small weights keeps one row per invocation (more
-/// invocations to spread over the CPU's threads). Batches take the `TILE` kernel, written out for 4 rows
-/// × 8 columns (these two constants must match it).
+/// invocations to spread over the CPU's threads). The decode kernel is written out for 1 or 8
+/// rows, the batch kernel (`TILE`) for 4 rows × 8 columns: these constants must match it.
 const CPU_ROWS: u32 = 8;
 const TILE_ROWS: u32 = 4;
 const TALL: usize = 16384;
@@ -61,10 +61,10 @@ pub fn record(
     };
     for part in &w.parts {
         u32_of("weight part bytes", part.rows * w.row_bytes)?;
-        let mut defines = vec![(ty_define, 1), ("WG", wg), ("NC", nc)];
+        let mut defines = vec![(ty_define, 1), ("WG", wg)];
         defines.extend(alignment_define(rec.gpu, w));
         if row_per_workgroup {
-            defines.push(("ROW_PER_WORKGROUP", 1));
+            defines.extend([("ROW_PER_WORKGROUP", 1), ("NC", nc)]);
         } else if tile {
             defines.push(("TILE", 1));
         } else {
