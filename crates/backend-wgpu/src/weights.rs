@@ -46,9 +46,9 @@ pub fn type_define(ty: GgmlType) -> Option<&'static str> {
 
 /// `W_ALIGNED` for `dequant.inc.wgsl` where every row and block of `w` is a whole number of
 /// 32-bit words (Q4_1, Q5_1, Q4_K, Q5_K, F32), so no read needs the unaligned path. CPU
-/// adapters only, where it was measured (lavapipe); in Chromium (SwiftShader behind the GPU
-/// variants) it made SmolLM2's 32-token GPU greedy test slower, 176 s against 106 s without
-/// (one run each), so GPUs keep the branching reads until a real GPU measures it.
+/// adapters only, where it was measured (lavapipe; Chromium's SwiftShader is one too, wgpu
+/// reports fallback adapters as `DeviceType::Cpu`): GPUs keep the branching reads until a
+/// real GPU measures it.
 pub fn alignment_define(gpu: &Gpu, w: &GpuWeight) -> Option<Define> {
     (gpu.is_cpu() && w.row_bytes % 4 == 0 && w.ty.type_size() % 4 == 0).then_some(("W_ALIGNED", 1))
 }
