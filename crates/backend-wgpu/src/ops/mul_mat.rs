@@ -6,7 +6,8 @@ use crate::pipelines::PipelineKey;
 use crate::recorder::{Params, Recorder};
 use crate::weights::{alignment_define, type_define, GpuWeight};
 
-/// Columns per workgroup for batches: each dequantized chunk of weights is reused this often.
+/// Columns per workgroup for batches on GPUs: each dequantized chunk of weights is reused this
+/// often.
 const BATCH_COLUMNS: u32 = 8;
 
 /// Weight rows per invocation on CPU adapters for very tall weights (the output projection) in
@@ -14,9 +15,11 @@ const BATCH_COLUMNS: u32 = 8;
 /// projection for 16 tokens, loaded machine: 7.7 s with 1 row, 5.3 s with 4, 3.3 s with 8,
 /// 2.7 s with 16). Decoding through the small weights keeps one row per invocation (more
 /// invocations to spread over the CPU's threads). The decode kernel is written out for 1 or 8
-/// rows, the batch kernel (`TILE`) for 4 rows × 8 columns: these constants must match it.
+/// rows and the batch kernel (`TILE`) for `TILE_ROWS` × `TILE_COLUMNS`: these constants must
+/// match the WGSL.
 const CPU_ROWS: u32 = 8;
 const TILE_ROWS: u32 = 4;
+const TILE_COLUMNS: u32 = 8;
 const TALL: usize = 16384;
 
 /// `x` is `[k, n]`, `y` is `[w.n_rows, n]`. `x_uniform`: bind `x` as a uniform buffer of that
@@ -50,8 +53,14 @@ pub fn record(
     } else {
         64
     };
-    let nc = if n == 1 { 1 } else { BATCH_COLUMNS };
     let tile = !row_per_workgroup && n > 1;
+    let nc = if n == 1 {
+        1
+    } else if tile {
+        TILE_COLUMNS
+    } else {
+        BATCH_COLUMNS
+    };
     let nr = if tile {
         TILE_ROWS
     } else if w.n_rows >= TALL {
