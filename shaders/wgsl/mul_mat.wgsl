@@ -7,10 +7,11 @@
 //   row is dequantized 32 weights at a time (WG threads striding over the chunks) and reused
 //   for the NC columns; partial sums are reduced in workgroup memory.
 // - otherwise (CPU adapters such as lavapipe, where barriers are costly and each invocation is
-//   a SIMD lane), no barriers: TILE (batches) 4 weight rows × 8 columns per invocation, else
-//   (decode) NR weight rows (1 or 8) of the one column.
+//   a SIMD lane), no barriers: TILE (batches) 4 weight rows × TILE_COLS columns per invocation
+//   (8, or 16 with TILE_WIDE: tall weights), else (decode) NR weight rows (1 or 8) of the one
+//   column.
 // Defines: W_<TYPE>, WG (threads), NC (columns per workgroup, GPUs), NR (rows per invocation,
-// CPU adapters' decode), TILE.
+// CPU adapters' decode), TILE, TILE_COLS, TILE_WIDE.
 
 struct Params {
     k: u32,          // row length (elements)
@@ -136,7 +137,7 @@ fn dot32x4(w0: array<vec4<f32>, 8>, w1: array<vec4<f32>, 8>, w2: array<vec4<f32>
 }
 
 #ifdef TILE
-// Batches: 4 weight rows × 8 columns per invocation.
+// Batches: 4 weight rows × TILE_COLS columns per invocation (8, or 16 with TILE_WIDE).
 @compute @workgroup_size(WG)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -147,10 +148,10 @@ fn main(
     if (first >= P.rows) {
         return;
     }
-    let col0 = wid.z * 8u;
+    let col0 = wid.z * TILE_COLS;
     let n_chunks = (P.k + 31u) / 32u;
     // acc[j]: column col0 + j, rows first .. first + 3.
-    var acc: array<vec4<f32>, 8>;
+    var acc: array<vec4<f32>, TILE_COLS>;
     for (var c = 0u; c < n_chunks; c++) {
         // The four rows' chunks stay in registers; the columns' stream past them.
         let w0 = tile_weights(first, c);
@@ -165,8 +166,18 @@ fn main(
         acc[5] += dot32x4(w0, w1, w2, w3, tile_acts(col0 + 5u, c));
         acc[6] += dot32x4(w0, w1, w2, w3, tile_acts(col0 + 6u, c));
         acc[7] += dot32x4(w0, w1, w2, w3, tile_acts(col0 + 7u, c));
+#ifdef TILE_WIDE
+        acc[8] += dot32x4(w0, w1, w2, w3, tile_acts(col0 + 8u, c));
+        acc[9] += dot32x4(w0, w1, w2, w3, tile_acts(col0 + 9u, c));
+        acc[10] += dot32x4(w0, w1, w2, w3, tile_acts(col0 + 10u, c));
+        acc[11] += dot32x4(w0, w1, w2, w3, tile_acts(col0 + 11u, c));
+        acc[12] += dot32x4(w0, w1, w2, w3, tile_acts(col0 + 12u, c));
+        acc[13] += dot32x4(w0, w1, w2, w3, tile_acts(col0 + 13u, c));
+        acc[14] += dot32x4(w0, w1, w2, w3, tile_acts(col0 + 14u, c));
+        acc[15] += dot32x4(w0, w1, w2, w3, tile_acts(col0 + 15u, c));
+#endif
     }
-    for (var j = 0u; j < 8u; j++) {
+    for (var j = 0u; j < TILE_COLS; j++) {
         let col = col0 + j;
         for (var r = 0u; r < 4u; r++) {
             let row = first + r;

@@ -140,6 +140,9 @@ fn file() -> Arc<GgufFile> {
             add(&mut w, format!("w.{ty:?}.256"), ty, 256, 72, 1.0);
             add(&mut w, format!("emb.{ty:?}"), ty, 256, 40, 1.0);
         }
+        for ty in [GgmlType::Q8_0, GgmlType::Q4_K] {
+            add(&mut w, format!("tall.{ty:?}"), ty, 256, 16411, 1.0);
+        }
         add(&mut w, "w.F32.40".into(), GgmlType::F32, 40, 72, 1.0);
         add(&mut w, "w.F16.40".into(), GgmlType::F16, 40, 72, 1.0);
         Arc::new(GgufFile::from_bytes(w.to_bytes()).unwrap())
@@ -401,6 +404,29 @@ async fn mul_mat_every_type_and_batch_size_case() {
             simple(
                 format!("mul_mat {ty:?} k256 m72 n{n}"),
                 vec![w("inp256", &[256, TABLE_ROWS]), w(&wn, &[256, 72])],
+                vec![step(&tokens, 0)],
+                MUL_MAT_LIMIT,
+                &build,
+            )
+            .await;
+        }
+    }
+    // Weights as tall as an output projection (at least 16384 rows) take their own kernel
+    // variants on CPU adapters (8 rows per invocation in decode, 16 columns per batch tile);
+    // 16411 rows leave partial row groups, 17 tokens a partial column group.
+    for ty in [GgmlType::Q8_0, GgmlType::Q4_K] {
+        for n in [1usize, 17] {
+            let wn = format!("tall.{ty:?}");
+            let build = move |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
+                let x = b.get_rows(ids["inp256"]);
+                b.mul_mat(ids[&format!("tall.{ty:?}")], x)
+            };
+            let tokens: Vec<u32> = (0..n as u32)
+                .map(|i| (i * 5 + 1) % TABLE_ROWS as u32)
+                .collect();
+            simple(
+                format!("mul_mat {ty:?} k256 m16411 n{n}"),
+                vec![w("inp256", &[256, TABLE_ROWS]), w(&wn, &[256, 16411])],
                 vec![step(&tokens, 0)],
                 MUL_MAT_LIMIT,
                 &build,

@@ -15,11 +15,15 @@ const BATCH_COLUMNS: u32 = 8;
 /// projection for 16 tokens, loaded machine: 7.7 s with 1 row, 5.3 s with 4, 3.3 s with 8,
 /// 2.7 s with 16). Decoding through the small weights keeps one row per invocation (more
 /// invocations to spread over the CPU's threads). The decode kernel is written out for 1 or 8
-/// rows and the batch kernel (`TILE`) for `TILE_ROWS` × `TILE_COLUMNS`: these constants must
-/// match the WGSL.
+/// rows and the batch kernel (`TILE`) for `TILE_ROWS` × `TILE_COLUMNS`, or
+/// `WIDE_TILE_COLUMNS` (`TILE_WIDE`) for the tall weights: these constants must match the WGSL.
+/// The wide tile reads a tall weight half as often (lavapipe, 64 tokens, alternated runs:
+/// SmolLM2's 49152-row output projection 1.24-1.26 → 0.87-0.90 s, Gemma 3's 262144-row one
+/// 6.1-6.7 → 5.2-6.4 s; SwiftShader unchanged, docs/BENCHMARKS.md).
 const CPU_ROWS: u32 = 8;
 const TILE_ROWS: u32 = 4;
 const TILE_COLUMNS: u32 = 8;
+const WIDE_TILE_COLUMNS: u32 = 16;
 const TALL: usize = 16384;
 
 /// `x` is `[k, n]`, `y` is `[w.n_rows, n]`. `x_uniform`: bind `x` as a uniform buffer of that
@@ -54,8 +58,11 @@ pub fn record(
         64
     };
     let tile = !row_per_workgroup && n > 1;
+    let wide_tile = tile && w.n_rows >= TALL;
     let nc = if n == 1 {
         1
+    } else if wide_tile {
+        WIDE_TILE_COLUMNS
     } else if tile {
         TILE_COLUMNS
     } else {
@@ -75,7 +82,10 @@ pub fn record(
         if row_per_workgroup {
             defines.extend([("ROW_PER_WORKGROUP", 1), ("NC", nc)]);
         } else if tile {
-            defines.push(("TILE", 1));
+            defines.extend([("TILE", 1), ("TILE_COLS", nc)]);
+            if wide_tile {
+                defines.push(("TILE_WIDE", 1));
+            }
         } else {
             defines.push(("NR", nr));
         }
