@@ -390,25 +390,30 @@ async fn get_rows_every_type_case() {
     }
 }
 
+/// The `ty` weight `weight` (256 × `rows`) times `n` activation rows of `inp256`.
+async fn mul_mat_k256_case(ty: GgmlType, weight: String, rows: usize, n: usize) {
+    let name = weight.clone();
+    let build = move |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
+        let x = b.get_rows(ids["inp256"]);
+        b.mul_mat(ids[&name], x)
+    };
+    let tokens: Vec<u32> = (0..n as u32)
+        .map(|i| (i * 7 + 3) % TABLE_ROWS as u32)
+        .collect();
+    simple(
+        format!("mul_mat {ty:?} k256 m{rows} n{n}"),
+        vec![w("inp256", &[256, TABLE_ROWS]), w(&weight, &[256, rows])],
+        vec![step(&tokens, 0)],
+        MUL_MAT_LIMIT,
+        &build,
+    )
+    .await;
+}
+
 async fn mul_mat_every_type_and_batch_size_case() {
     for ty in WEIGHT_TYPES {
         for n in [1usize, 5, 17] {
-            let wn = format!("w.{ty:?}.256");
-            let build = move |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
-                let x = b.get_rows(ids["inp256"]);
-                b.mul_mat(ids[&format!("w.{ty:?}.256")], x)
-            };
-            let tokens: Vec<u32> = (0..n as u32)
-                .map(|i| (i * 7 + 3) % TABLE_ROWS as u32)
-                .collect();
-            simple(
-                format!("mul_mat {ty:?} k256 m72 n{n}"),
-                vec![w("inp256", &[256, TABLE_ROWS]), w(&wn, &[256, 72])],
-                vec![step(&tokens, 0)],
-                MUL_MAT_LIMIT,
-                &build,
-            )
-            .await;
+            mul_mat_k256_case(ty, format!("w.{ty:?}.256"), 72, n).await;
         }
     }
     // Weights as tall as an output projection (at least 16384 rows) take their own kernel
@@ -416,22 +421,7 @@ async fn mul_mat_every_type_and_batch_size_case() {
     // 16411 rows leave partial row groups, 17 tokens a partial column group.
     for ty in [GgmlType::Q8_0, GgmlType::Q4_K] {
         for n in [1usize, 17] {
-            let wn = format!("tall.{ty:?}");
-            let build = move |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
-                let x = b.get_rows(ids["inp256"]);
-                b.mul_mat(ids[&format!("tall.{ty:?}")], x)
-            };
-            let tokens: Vec<u32> = (0..n as u32)
-                .map(|i| (i * 5 + 1) % TABLE_ROWS as u32)
-                .collect();
-            simple(
-                format!("mul_mat {ty:?} k256 m16411 n{n}"),
-                vec![w("inp256", &[256, TABLE_ROWS]), w(&wn, &[256, 16411])],
-                vec![step(&tokens, 0)],
-                MUL_MAT_LIMIT,
-                &build,
-            )
-            .await;
+            mul_mat_k256_case(ty, format!("tall.{ty:?}"), 16411, n).await;
         }
     }
     // Rows that are not a whole number of 32-element chunks (float types only).
