@@ -203,49 +203,6 @@ fn gemv_rows4(
     }
 }
 
-/// A gemm from a kernel's x4 function: activation rows in groups of four, each weight row read
-/// once per group (the remaining rows by [`gemm_looped`]); every element is the x4 kernel's,
-/// i.e. `single`'s.
-#[cfg_attr(
-    not(all(target_arch = "wasm32", target_feature = "simd128")),
-    allow(dead_code)
-)]
-fn gemm_by_x4(
-    single: SingleFn,
-    x4: X4Fn,
-    n: usize,
-    w: &[u8],
-    n_rows: usize,
-    acts: &[u8],
-    n_acts: usize,
-    out: &mut [f32],
-) {
-    if n_rows == 0 || n_acts == 0 {
-        return;
-    }
-    let (wb, ab) = (w.len() / n_rows, acts.len() / n_acts);
-    let act = |t: usize| &acts[t * ab..(t + 1) * ab];
-    let full = n_acts / 4 * 4;
-    for t in (0..full).step_by(4) {
-        let group = [act(t), act(t + 1), act(t + 2), act(t + 3)];
-        for r in 0..n_rows {
-            let d = x4(n, &w[r * wb..(r + 1) * wb], group);
-            for (i, v) in d.into_iter().enumerate() {
-                out[(t + i) * n_rows + r] = v;
-            }
-        }
-    }
-    gemm_looped(
-        single,
-        n,
-        w,
-        n_rows,
-        &acts[full * ab..],
-        n_acts - full,
-        &mut out[full * n_rows..],
-    );
-}
-
 /// The kernels chosen for this CPU, one per weight type.
 struct KernelTable {
     isa: &'static str,
@@ -472,8 +429,11 @@ fn avx2_table() -> KernelTable {
 /// does, in `.cargo/config.toml`): wasm has no run-time feature detection.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 fn simd128_table() -> KernelTable {
+    // Every SIMD128 kernel: the typed single-row and x4 functions, and a typed gemm that
+    // decodes each weight block once per call (`simd128/legacy4.rs` for the legacy types,
+    // `gemm_k` for the K-quants).
     macro_rules! simd {
-        ($single:ident, $x4:ident, $W:ty, $A:ty) => {
+        ($single:ident, $x4:ident, $gemm:ident, $W:ty, $A:ty) => {
             Kernel {
                 single: |n, w, a| simd128::$single(n, &blocks::<$W>(w), &blocks::<$A>(a)),
                 x4: |n, w, acts| {
@@ -481,39 +441,27 @@ fn simd128_table() -> KernelTable {
                     let a = acts.map(blocks::<$A>);
                     simd128::$x4(n, &w, [&a[0], &a[1], &a[2], &a[3]])
                 },
-                // Four tokens per pass: each weight block is unpacked once for four of them.
                 gemm: |n, w, nr, a, na, out| {
-                    gemm_by_x4(
-                        |n, w, a| simd128::$single(n, &blocks::<$W>(w), &blocks::<$A>(a)),
-                        |n, w, acts| {
-                            let w = blocks::<$W>(w);
-                            let a = acts.map(blocks::<$A>);
-                            simd128::$x4(n, &w, [&a[0], &a[1], &a[2], &a[3]])
-                        },
-                        n,
-                        w,
-                        nr,
-                        a,
-                        na,
-                        out,
-                    )
+                    simd128::$gemm(n, &blocks::<$W>(w), nr, &blocks::<$A>(a), na, out)
                 },
                 rows4: None,
                 gemm_serves_decode: false,
             }
         };
     }
-    // The legacy types: the typed gemm of `simd128/legacy4.rs` (four weight rows per pass for
-    // one activation row, four activation rows per pass otherwise), which also serves decode.
+    // The legacy types' gemm also serves decode (four weight rows per pass for one activation
+    // row); the K-quants decode row by row.
     macro_rules! legacy {
         ($single:ident, $x4:ident, $gemm:ident, $W:ty, $A:ty) => {
             Kernel {
-                gemm: |n, w, nr, a, na, out| {
-                    simd128::$gemm(n, &blocks::<$W>(w), nr, &blocks::<$A>(a), na, out)
-                },
                 gemm_serves_decode: true,
-                ..simd!($single, $x4, $W, $A)
+                ..simd!($single, $x4, $gemm, $W, $A)
             }
+        };
+    }
+    macro_rules! k_quant {
+        ($single:ident, $x4:ident, $gemm:ident, $W:ty) => {
+            simd!($single, $x4, $gemm, $W, BlockQ8K)
         };
     }
     KernelTable {
@@ -557,11 +505,36 @@ fn simd128_table() -> KernelTable {
             BlockQ8_0,
             BlockQ8_0
         ),
-        q2_k: simd!(vec_dot_q2_k_q8_k, vec_dot_q2_k_q8_k_x4, BlockQ2K, BlockQ8K),
-        q3_k: simd!(vec_dot_q3_k_q8_k, vec_dot_q3_k_q8_k_x4, BlockQ3K, BlockQ8K),
-        q4_k: simd!(vec_dot_q4_k_q8_k, vec_dot_q4_k_q8_k_x4, BlockQ4K, BlockQ8K),
-        q5_k: simd!(vec_dot_q5_k_q8_k, vec_dot_q5_k_q8_k_x4, BlockQ5K, BlockQ8K),
-        q6_k: simd!(vec_dot_q6_k_q8_k, vec_dot_q6_k_q8_k_x4, BlockQ6K, BlockQ8K),
+        q2_k: k_quant!(
+            vec_dot_q2_k_q8_k,
+            vec_dot_q2_k_q8_k_x4,
+            gemm_q2_k_q8_k,
+            BlockQ2K
+        ),
+        q3_k: k_quant!(
+            vec_dot_q3_k_q8_k,
+            vec_dot_q3_k_q8_k_x4,
+            gemm_q3_k_q8_k,
+            BlockQ3K
+        ),
+        q4_k: k_quant!(
+            vec_dot_q4_k_q8_k,
+            vec_dot_q4_k_q8_k_x4,
+            gemm_q4_k_q8_k,
+            BlockQ4K
+        ),
+        q5_k: k_quant!(
+            vec_dot_q5_k_q8_k,
+            vec_dot_q5_k_q8_k_x4,
+            gemm_q5_k_q8_k,
+            BlockQ5K
+        ),
+        q6_k: k_quant!(
+            vec_dot_q6_k_q8_k,
+            vec_dot_q6_k_q8_k_x4,
+            gemm_q6_k_q8_k,
+            BlockQ6K
+        ),
         // Float rows keep the plain scalar kernels (as without SIMD).
         f16: looped!(scalar::vec_dot_f16_f16, f16, f16),
         f32: looped!(scalar::vec_dot_f32_f32, f32, f32),

@@ -341,28 +341,45 @@ fn act_groups<W: LegacyWeight>(ys: [&[W::Act]; 4], nb: usize, out: &mut Vec<ActG
     }));
 }
 
-/// One weight row × the four activation rows of `groups` (one entry per block).
+/// A weight block decoded once for all the activation groups it meets: its quants unpacked and
+/// its scale and min (zero for the types without one) converted to f32.
+#[derive(Clone, Copy)]
+struct Decoded<Q> {
+    q: Q,
+    d: f32,
+    m: f32,
+}
+
 #[inline(always)]
-fn x4_groups<W: LegacyWeight>(x: &[W::Block], groups: &[ActGroup<W::Prep>]) -> [f32; 4] {
+fn decode<W: LegacyWeight>(w: &W::Block) -> Decoded<W::Quants> {
+    let bits = w.scale_bits();
+    Decoded {
+        q: W::quants(w),
+        d: half::f16::from_bits(bits as u16).to_f32(),
+        m: half::f16::from_bits((bits >> 16) as u16).to_f32(),
+    }
+}
+
+/// One weight row (its blocks decoded) × the four activation rows of `groups` (one entry per
+/// block).
+#[inline(always)]
+fn x4_groups<W: LegacyWeight>(
+    x: impl Iterator<Item = Decoded<W::Quants>>,
+    groups: &[ActGroup<W::Prep>],
+) -> [f32; 4] {
     let mut acc = [Acc::new(); 4];
     let mut summs = f32x4_splat(0.0);
-    for (w, g) in x.iter().zip(groups) {
-        let q = W::quants(w);
-        // `half`'s scalar conversion (well predicted on real scales) and a splat are cheaper
-        // here than the four-lane one with one or two lanes used.
-        let bits = w.scale_bits();
+    for (w, g) in x.zip(groups) {
         if W::HAS_MIN {
             // fma(m_w, s_a, summs) per activation row.
-            let m = half::f16::from_bits((bits >> 16) as u16).to_f32();
-            summs = fma_f32x4(f32x4_splat(m), g.s, summs);
+            summs = fma_f32x4(f32x4_splat(w.m), g.s, summs);
         }
         // d_w · d_a per activation row.
-        let d = half::f16::from_bits(bits as u16).to_f32();
-        let d4 = f32x4_mul(f32x4_splat(d), g.d);
-        accumulate::<0>(&mut acc, d4, W::lanes(&q, &g.prep[0]));
-        accumulate::<1>(&mut acc, d4, W::lanes(&q, &g.prep[1]));
-        accumulate::<2>(&mut acc, d4, W::lanes(&q, &g.prep[2]));
-        accumulate::<3>(&mut acc, d4, W::lanes(&q, &g.prep[3]));
+        let d4 = f32x4_mul(f32x4_splat(w.d), g.d);
+        accumulate::<0>(&mut acc, d4, W::lanes(&w.q, &g.prep[0]));
+        accumulate::<1>(&mut acc, d4, W::lanes(&w.q, &g.prep[1]));
+        accumulate::<2>(&mut acc, d4, W::lanes(&w.q, &g.prep[2]));
+        accumulate::<3>(&mut acc, d4, W::lanes(&w.q, &g.prep[3]));
     }
     finish::<W>(acc, summs)
 }
@@ -373,7 +390,7 @@ pub(super) fn x4<W: LegacyWeight>(n: usize, x: &[W::Block], ys: [&[W::Act]; 4]) 
     let nb = block_count(n, QK, x.len(), min_act);
     let mut groups = Vec::with_capacity(nb);
     act_groups::<W>(ys, nb, &mut groups);
-    x4_groups::<W>(&x[..nb], &groups)
+    x4_groups::<W>(x[..nb].iter().map(decode::<W>), &groups)
 }
 
 /// A type's single-row kernel on typed blocks.
@@ -429,6 +446,16 @@ pub(super) fn gemm<W: LegacyWeight>(
         return;
     }
     let full = n_acts / 4 * 4;
+    // Every weight block is decoded once per call, not once per group of four activations:
+    // unpacking the quants (Q5_0's fifth bits most of all) and converting the scales cost
+    // about as much as a block's multiply-adds with one group.
+    let decoded: Vec<Decoded<W::Quants>> = if full > 0 {
+        (0..n_rows)
+            .flat_map(|r| row(r)[..nb].iter().map(decode::<W>))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let mut groups = Vec::with_capacity(nb);
     for t in (0..full).step_by(4) {
         act_groups::<W>(
@@ -437,7 +464,8 @@ pub(super) fn gemm<W: LegacyWeight>(
             &mut groups,
         );
         for r in 0..n_rows {
-            let d = x4_groups::<W>(&row(r)[..nb], &groups);
+            let blocks = decoded[r * nb..(r + 1) * nb].iter().copied();
+            let d = x4_groups::<W>(blocks, &groups);
             for (i, v) in d.into_iter().enumerate() {
                 out[(t + i) * n_rows + r] = v;
             }

@@ -610,42 +610,57 @@ fn k4_min_lanes(mins: v128, y: &BlockQ8K) -> v128 {
 
 /// The 8 lanes of a super-block's scaled integer dot product (lane l of half j: the bytes
 /// 4l..4l+4 of every 32-group's j-th 16 bytes, times their chunk's scale). Exact integers, so
-/// any grouping gives the same lanes; `chunk(c)` gives chunk c's quants and its scale.
+/// any grouping gives the same lanes; `chunk(c)` gives chunk c's quants and its scale in all
+/// eight i16 lanes.
 #[inline(always)]
-fn k_lanes<const U7: bool>(chunk: impl Fn(usize) -> (v128, i16), a: &[u8]) -> [v128; 2] {
+fn k_lanes<const U7: bool>(chunk: impl Fn(usize) -> (v128, v128), a: &[u8]) -> [v128; 2] {
     #[cfg(target_feature = "relaxed-simd")]
     if U7 {
         // ggml's own order of work: the i16 pair sums of each chunk in one relaxed_dot
         // (`pmaddubsw`; exact for 7-bit quants: |pair| ≤ 2 · 128 · 127 cannot saturate), then
         // pairs × scale summed into i32 quads (`pmaddwd`).
-        let mut quads = [i32x4_splat(0); 2];
-        for c in 0..16 {
-            let (q, scale) = chunk(c);
-            let pairs = i16x8_relaxed_dot_i8x16_i7x16(load16(a, 16 * c), q);
-            quads[c % 2] = i32x4_add(quads[c % 2], i32x4_dot_i16x8(pairs, i16x8_splat(scale)));
+        // Chunks two at a time into named accumulators (even chunks: half 0, odd: half 1):
+        // indexing an array by `c % 2` made LLVM keep it in memory, a load and a store per chunk.
+        let (mut even, mut odd) = (i32x4_splat(0), i32x4_splat(0));
+        for c in (0..16).step_by(2) {
+            let scaled = |c: usize| {
+                let (q, scale) = chunk(c);
+                let pairs = i16x8_relaxed_dot_i8x16_i7x16(load16(a, 16 * c), q);
+                i32x4_dot_i16x8(pairs, scale)
+            };
+            even = i32x4_add(even, scaled(c));
+            odd = i32x4_add(odd, scaled(c + 1));
         }
-        return quads;
+        return [even, odd];
     }
-    // Pair sums of bytes 0..8, 8..16, 16..24, 24..32 of every 32-group.
-    let mut pairs = [i32x4_splat(0); 4];
-    for c in 0..16 {
-        let (q, scale) = chunk(c);
-        let scale = i16x8_splat(scale);
-        let av = load16(a, 16 * c);
-        let half = 2 * (c % 2);
-        let lo = i32x4_dot_i16x8(i16x8_extmul_low_i8x16(q, av), scale);
-        let hi = i32x4_dot_i16x8(i16x8_extmul_high_i8x16(q, av), scale);
-        pairs[half] = i32x4_add(pairs[half], lo);
-        pairs[half + 1] = i32x4_add(pairs[half + 1], hi);
+    // Pair sums of bytes 0..8, 8..16 (even chunks), 16..24, 24..32 (odd chunks) of every
+    // 32-group, in named accumulators (see above).
+    let zero = i32x4_splat(0);
+    let (mut p0, mut p1, mut p2, mut p3) = (zero, zero, zero, zero);
+    for c in (0..16).step_by(2) {
+        let scaled = |c: usize| {
+            let (q, scale) = chunk(c);
+            let av = load16(a, 16 * c);
+            (
+                i32x4_dot_i16x8(i16x8_extmul_low_i8x16(q, av), scale),
+                i32x4_dot_i16x8(i16x8_extmul_high_i8x16(q, av), scale),
+            )
+        };
+        let (lo, hi) = scaled(c);
+        p0 = i32x4_add(p0, lo);
+        p1 = i32x4_add(p1, hi);
+        let (lo, hi) = scaled(c + 1);
+        p2 = i32x4_add(p2, lo);
+        p3 = i32x4_add(p3, hi);
     }
-    [quads(pairs[0], pairs[1]), quads(pairs[2], pairs[3])]
+    [quads(p0, p1), quads(p2, p3)]
 }
 
 /// One super-block times one Q8_K block into `acc`; `chunk(c)` gives chunk c's quants and its
-/// scale.
+/// scale (in all eight i16 lanes).
 #[inline(always)]
 fn step_k<const U7: bool>(
-    chunk: impl Fn(usize) -> (v128, i16),
+    chunk: impl Fn(usize) -> (v128, v128),
     h: &KHeader,
     y: &BlockQ8K,
     acc: &mut Acc,
@@ -681,16 +696,83 @@ fn step_k<const U7: bool>(
     acc.fma(y.d * h.d, lanes);
 }
 
-/// Generates a K-quant's single-row kernel (unpacking as it multiplies) and x4 kernel
-/// (unpacking once per super-block); the float operations per row are the same.
+/// A super-block decoded once for all the activation rows it meets: its chunks' quants, their
+/// scales in all eight i16 lanes, and its header.
+struct KDecoded {
+    q: [v128; 16],
+    scales: [v128; 16],
+    h: KHeader,
+}
+
+#[inline(always)]
+fn decode_k<W: KQuant>(x: &W) -> KDecoded {
+    let h = x.header();
+    KDecoded {
+        q: std::array::from_fn(|c| x.chunk(c)),
+        scales: std::array::from_fn(|c| i16x8_splat(h.scales[c])),
+        h,
+    }
+}
+
+/// Weight rows × activation rows (`out[t * n_rows + r]`, each bit-identical to `single`):
+/// every super-block is decoded once per call ([`KDecoded`]: unpacking the quants and the
+/// scales costs about as much as its multiply-adds with four activation rows), then each
+/// weight row meets four activation rows per pass; the rows left over go through `single`.
+fn gemm_k<W: KQuant, const U7: bool>(
+    single: fn(usize, &[W], &[BlockQ8K]) -> f32,
+    n: usize,
+    w: &[W],
+    n_rows: usize,
+    a: &[BlockQ8K],
+    n_acts: usize,
+    out: &mut [f32],
+) {
+    if n_rows == 0 || n_acts == 0 {
+        return;
+    }
+    let (wb, ab) = (w.len() / n_rows, a.len() / n_acts);
+    let row = |r: usize| &w[r * wb..(r + 1) * wb];
+    let act = |t: usize| &a[t * ab..(t + 1) * ab];
+    let nb = block_count(n, QK_K, wb, ab);
+    let full = n_acts / 4 * 4;
+    let decoded: Vec<KDecoded> = if full > 0 {
+        (0..n_rows)
+            .flat_map(|r| row(r)[..nb].iter().map(decode_k::<W>))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    for t in (0..full).step_by(4) {
+        let ys = [act(t), act(t + 1), act(t + 2), act(t + 3)];
+        for r in 0..n_rows {
+            let mut acc = [Acc::new(); 4];
+            for (i, d) in decoded[r * nb..(r + 1) * nb].iter().enumerate() {
+                for (j, acc) in acc.iter_mut().enumerate() {
+                    step_k::<U7>(|c| (d.q[c], d.scales[c]), &d.h, &ys[j][i], acc);
+                }
+            }
+            for (j, acc) in acc.into_iter().enumerate() {
+                out[(t + j) * n_rows + r] = W::finish(acc);
+            }
+        }
+    }
+    for t in full..n_acts {
+        for r in 0..n_rows {
+            out[t * n_rows + r] = single(n, row(r), act(t));
+        }
+    }
+}
+
+/// Generates a K-quant's single-row kernel (unpacking as it multiplies), x4 kernel (unpacking
+/// once per super-block) and gemm ([`gemm_k`]); the float operations per row are the same.
 macro_rules! k_kernels {
-    ($single:ident, $x4:ident, $W:ty) => {
+    ($single:ident, $x4:ident, $gemm:ident, $W:ty) => {
         pub fn $single(n: usize, x: &[$W], y: &[BlockQ8K]) -> f32 {
             let nb = block_count(n, QK_K, x.len(), y.len());
             let mut acc = Acc::new();
             for (x, y) in x[..nb].iter().zip(&y[..nb]) {
                 let h = x.header();
-                let chunk = |c: usize| (x.chunk(c), h.scales[c]);
+                let chunk = |c: usize| (x.chunk(c), i16x8_splat(h.scales[c]));
                 step_k::<{ <$W as KQuant>::U7 }>(chunk, &h, y, &mut acc);
             }
             <$W as KQuant>::finish(acc)
@@ -703,18 +785,29 @@ macro_rules! k_kernels {
             let nb = block_count(n, QK_K, x.len(), min_act);
             let mut acc = [Acc::new(); 4];
             for i in 0..nb {
-                let h = x[i].header();
-                let q: [v128; 16] = std::array::from_fn(|c| x[i].chunk(c));
+                let d = decode_k(&x[i]);
                 for r in 0..4 {
                     step_k::<{ <$W as KQuant>::U7 }>(
-                        |c| (q[c], h.scales[c]),
-                        &h,
+                        |c| (d.q[c], d.scales[c]),
+                        &d.h,
                         &ys[r][i],
                         &mut acc[r],
                     );
                 }
             }
             acc.map(<$W as KQuant>::finish)
+        }
+
+        /// `n_rows` weight rows × `n_acts` activation rows ([`gemm_k`]).
+        pub fn $gemm(
+            n: usize,
+            w: &[$W],
+            n_rows: usize,
+            a: &[BlockQ8K],
+            n_acts: usize,
+            out: &mut [f32],
+        ) {
+            gemm_k::<$W, { <$W as KQuant>::U7 }>($single, n, w, n_rows, a, n_acts, out)
         }
     };
 }
@@ -870,11 +963,36 @@ impl KQuant for BlockQ6K {
     }
 }
 
-k_kernels!(vec_dot_q2_k_q8_k, vec_dot_q2_k_q8_k_x4, BlockQ2K);
-k_kernels!(vec_dot_q3_k_q8_k, vec_dot_q3_k_q8_k_x4, BlockQ3K);
-k_kernels!(vec_dot_q4_k_q8_k, vec_dot_q4_k_q8_k_x4, BlockQ4K);
-k_kernels!(vec_dot_q5_k_q8_k, vec_dot_q5_k_q8_k_x4, BlockQ5K);
-k_kernels!(vec_dot_q6_k_q8_k, vec_dot_q6_k_q8_k_x4, BlockQ6K);
+k_kernels!(
+    vec_dot_q2_k_q8_k,
+    vec_dot_q2_k_q8_k_x4,
+    gemm_q2_k_q8_k,
+    BlockQ2K
+);
+k_kernels!(
+    vec_dot_q3_k_q8_k,
+    vec_dot_q3_k_q8_k_x4,
+    gemm_q3_k_q8_k,
+    BlockQ3K
+);
+k_kernels!(
+    vec_dot_q4_k_q8_k,
+    vec_dot_q4_k_q8_k_x4,
+    gemm_q4_k_q8_k,
+    BlockQ4K
+);
+k_kernels!(
+    vec_dot_q5_k_q8_k,
+    vec_dot_q5_k_q8_k_x4,
+    gemm_q5_k_q8_k,
+    BlockQ5K
+);
+k_kernels!(
+    vec_dot_q6_k_q8_k,
+    vec_dot_q6_k_q8_k_x4,
+    gemm_q6_k_q8_k,
+    BlockQ6K
+);
 
 #[cfg(test)]
 mod tests {
