@@ -15,32 +15,39 @@ use half::f16;
 /// Rounds 4 floats to the nearest f16 value (ties to even), as `f16::from_f32(x).to_f32()`,
 /// without a branch.
 ///
-/// `|x|` with exponent `e` is rounded to a multiple of its f16 quantum, `2^(e-10)` (f16
-/// subnormals: `2^-24`), by adding and subtracting `c = 2^(max(e, -14) + 13)`: the sum lies in
-/// `[c, 2c)`, where the f32 quantum is exactly that, so the one f32 rounding of the sum is the
-/// f16 rounding, ties to even (the sum's last mantissa bit is the f16 value's), and the
-/// subtraction is exact (Sterbenz). Magnitudes from 65520 (rounding above `f16::MAX`) are
-/// infinite. NaN goes through the add and subtract as a NaN; clearing the low 13 mantissa bits
-/// (zero in every f16 value) then gives `half`'s NaN (quieted, payload truncated to 10 bits).
+/// `x` with exponent `e` is rounded to a multiple of its f16 quantum, `2^(e-10)` (f16
+/// subnormals: `2^-24`), by adding and subtracting `c = 1.5 · 2^(min(max(e, -14), 16) + 13)`:
+/// for `|x| < 2^(e+1)` the sum lies in `[2^(e+13), 2^(e+14))`, where the f32 quantum is exactly
+/// that, so the one f32 rounding of the sum is the f16 rounding, ties to even (`c` is an even
+/// multiple of the quantum), and the subtraction is exact (Sterbenz). The sign needs no
+/// separate handling, but for zeros: `-0` and small negatives come out `+0`, so `x`'s sign bit
+/// is put back. Magnitudes from 65520 round to 65536 or more (up from 2^16 the clamped `c`
+/// keeps them there); scaling by 2^112 and back is exact below 2^16 and overflows to infinity
+/// from it. NaN goes through as a NaN; clearing the low 13 mantissa bits (zero in every f16
+/// value) then gives `half`'s NaN (quieted, payload truncated to 10 bits).
+///
+/// Two instructions fewer than rounding `|x|` and selecting infinities with a compare (the
+/// attention kernels' f16 arithmetic is mostly this function: their dot 1.09x, V update
+/// 1.13x faster in Chromium); checked equal to that form on all 2^32 inputs.
 #[inline(always)]
 fn round_f16(x: v128) -> v128 {
-    let abs = f32x4_abs(x);
-    let sign = v128_xor(x, abs);
-    let e = i32x4_max(
-        v128_and(abs, u32x4_splat(0x7f80_0000)),
-        u32x4_splat(f16::MIN_POSITIVE.to_f32().to_bits()),
+    let e = u32x4_min(
+        i32x4_max(
+            v128_and(x, u32x4_splat(0x7f80_0000)),
+            u32x4_splat(f16::MIN_POSITIVE.to_f32().to_bits()),
+        ),
+        u32x4_splat(65536f32.to_bits()),
     );
-    let c = i32x4_add(e, u32x4_splat(13 << 23));
-    let r = f32x4_sub(f32x4_add(abs, c), c);
-    // f16::MAX + half its quantum (32) is the first magnitude that rounds to infinity (the sum
-    // gives 65536 there); from 2^115 on `c` is not a power of two, but those lanes are infinite
-    // anyway, as are infinities (`c` is then a tiny negative number).
-    let r = v128_bitselect(
-        f32x4_splat(f32::INFINITY),
-        r,
-        f32x4_ge(abs, f32x4_splat(65520.0)),
+    let c = i32x4_add(e, u32x4_splat((13 << 23) | (1 << 22)));
+    let r = f32x4_sub(f32x4_add(x, c), c);
+    let r = f32x4_mul(
+        f32x4_mul(r, f32x4_splat(2f32.powi(112))),
+        f32x4_splat(2f32.powi(-112)),
     );
-    v128_or(sign, v128_and(r, u32x4_splat(!0x1fff)))
+    v128_and(
+        v128_or(r, v128_and(x, u32x4_splat(0x8000_0000))),
+        u32x4_splat(!0x1fff),
+    )
 }
 
 /// 4 f16 values (bits in the low 64 bits of a load) widened exactly to f32.
@@ -496,7 +503,18 @@ pub(crate) mod tests {
             2f32.powi(-25),
             3.0 * 2f32.powi(-26),
             f32::MAX,
-            // Where the added power of two stops being one (see round_f16), and beyond.
+            // Around the clamp of round_f16's added constant (2^16), and beyond.
+            65536.0,
+            -65536.0,
+            65537.0,
+            65535.0,
+            -131071.0,
+            1.5 * 2f32.powi(29),
+            -1.5 * 2f32.powi(29),
+            -0.0,
+            -1.0e-30,
+            -2f32.powi(-25),
+            -3.0 * 2f32.powi(-26),
             2f32.powi(114) * 1.75,
             2f32.powi(115),
             2f32.powi(116) * 1.5,
