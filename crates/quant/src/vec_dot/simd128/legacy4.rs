@@ -471,10 +471,12 @@ pub(super) fn gemm<W: LegacyWeight>(
         return;
     }
     let full = n_acts / 4 * 4;
-    // Every weight block is decoded once per call, not once per group of four activations:
-    // unpacking the quants (Q5_0's fifth bits most of all) and converting the scales cost
-    // about as much as a block's multiply-adds with one group.
-    let decoded: Vec<Decoded<W::Quants>> = if full > 0 {
+    // With two or more groups of four activations, every weight block is decoded once per
+    // call, not once per group: unpacking the quants (Q5_0's fifth bits most of all) and
+    // converting the scales cost about as much as a block's multiply-adds with one group.
+    // With one group (small verify batches) the blocks are decoded as they go.
+    let decode_once = full >= 8;
+    let decoded: Vec<Decoded<W::Quants>> = if decode_once {
         (0..n_rows)
             .flat_map(|r| row(r)[..nb].iter().map(decode::<W>))
             .collect()
@@ -489,8 +491,11 @@ pub(super) fn gemm<W: LegacyWeight>(
             &mut groups,
         );
         for r in 0..n_rows {
-            let blocks = decoded[r * nb..(r + 1) * nb].iter().copied();
-            let d = x4_groups::<W>(blocks, &groups);
+            let d = if decode_once {
+                x4_groups::<W>(decoded[r * nb..(r + 1) * nb].iter().copied(), &groups)
+            } else {
+                x4_groups::<W>(row(r)[..nb].iter().map(decode::<W>), &groups)
+            };
             for (i, v) in d.into_iter().enumerate() {
                 out[(t + i) * n_rows + r] = v;
             }

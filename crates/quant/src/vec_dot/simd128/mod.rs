@@ -714,12 +714,19 @@ fn decode_k<W: KQuant>(x: &W) -> KDecoded {
     }
 }
 
-/// Weight rows × activation rows (`out[t * n_rows + r]`, each bit-identical to `single`):
-/// every super-block is decoded once per call ([`KDecoded`]: unpacking the quants and the
-/// scales costs about as much as its multiply-adds with four activation rows), then each
-/// weight row meets four activation rows per pass; the rows left over go through `single`.
+/// A K-quant's x4 kernel: one weight row against four activation rows.
+type KX4<W> = fn(usize, &[W], [&[BlockQ8K]; 4]) -> [f32; 4];
+
+/// Weight rows × activation rows (`out[t * n_rows + r]`, each bit-identical to `single`),
+/// each weight row against four activation rows per pass (`x4`), the rows left over through
+/// `single`. With at least two passes per weight row, every super-block is decoded once per
+/// call instead ([`KDecoded`]: unpacking the quants and the scales costs about as much as its
+/// multiply-adds with four activation rows); with one (small verify batches) a decoded copy of
+/// every row, up to 256 rows per call, would only be written and read back once.
+#[allow(clippy::too_many_arguments)]
 fn gemm_k<W: KQuant, const U7: bool>(
     single: fn(usize, &[W], &[BlockQ8K]) -> f32,
+    x4: KX4<W>,
     n: usize,
     w: &[W],
     n_rows: usize,
@@ -735,7 +742,8 @@ fn gemm_k<W: KQuant, const U7: bool>(
     let act = |t: usize| &a[t * ab..(t + 1) * ab];
     let nb = block_count(n, QK_K, wb, ab);
     let full = n_acts / 4 * 4;
-    let decoded: Vec<KDecoded> = if full > 0 {
+    let decode_once = full >= 8;
+    let decoded: Vec<KDecoded> = if decode_once {
         (0..n_rows)
             .flat_map(|r| row(r)[..nb].iter().map(decode_k::<W>))
             .collect()
@@ -745,6 +753,12 @@ fn gemm_k<W: KQuant, const U7: bool>(
     for t in (0..full).step_by(4) {
         let ys = [act(t), act(t + 1), act(t + 2), act(t + 3)];
         for r in 0..n_rows {
+            if !decode_once {
+                for (j, v) in x4(n, row(r), ys).into_iter().enumerate() {
+                    out[(t + j) * n_rows + r] = v;
+                }
+                continue;
+            }
             let mut acc = [Acc::new(); 4];
             for (i, d) in decoded[r * nb..(r + 1) * nb].iter().enumerate() {
                 for (j, acc) in acc.iter_mut().enumerate() {
@@ -807,7 +821,7 @@ macro_rules! k_kernels {
             n_acts: usize,
             out: &mut [f32],
         ) {
-            gemm_k::<$W, { <$W as KQuant>::U7 }>($single, n, w, n_rows, a, n_acts, out)
+            gemm_k::<$W, { <$W as KQuant>::U7 }>($single, $x4, n, w, n_rows, a, n_acts, out)
         }
     };
 }
