@@ -367,7 +367,7 @@ fn act_groups<W: LegacyWeight>(ys: [&[W::Act]; 4], nb: usize, out: &mut Vec<ActG
 }
 
 /// A weight block decoded once for all the activation groups it meets: its quants unpacked and
-/// its scale and min (zero for the types without one) converted to f32.
+/// its scale and min (zero for the types without one, never read) converted to f32.
 #[derive(Clone, Copy)]
 struct Decoded<Q> {
     q: Q,
@@ -381,7 +381,11 @@ fn decode<W: LegacyWeight>(w: &W::Block) -> Decoded<W::Quants> {
     Decoded {
         q: W::quants(w),
         d: half::f16::from_bits(bits as u16).to_f32(),
-        m: half::f16::from_bits((bits >> 16) as u16).to_f32(),
+        m: if W::HAS_MIN {
+            half::f16::from_bits((bits >> 16) as u16).to_f32()
+        } else {
+            0.0
+        },
     }
 }
 
@@ -474,15 +478,7 @@ pub(super) fn gemm<W: LegacyWeight>(
     // With two or more groups of four activations, every weight block is decoded once per
     // call, not once per group: unpacking the quants (Q5_0's fifth bits most of all) and
     // converting the scales cost about as much as a block's multiply-adds with one group.
-    // With one group (small verify batches) the blocks are decoded as they go.
-    let decode_once = full >= 8;
-    let decoded: Vec<Decoded<W::Quants>> = if decode_once {
-        (0..n_rows)
-            .flat_map(|r| row(r)[..nb].iter().map(decode::<W>))
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let decoded = decode_rows_once(w, n_rows, nb, n_acts, decode::<W>);
     let mut groups = Vec::with_capacity(nb);
     for t in (0..full).step_by(4) {
         act_groups::<W>(
@@ -491,10 +487,9 @@ pub(super) fn gemm<W: LegacyWeight>(
             &mut groups,
         );
         for r in 0..n_rows {
-            let d = if decode_once {
-                x4_groups::<W>(decoded[r * nb..(r + 1) * nb].iter().copied(), &groups)
-            } else {
-                x4_groups::<W>(row(r)[..nb].iter().map(decode::<W>), &groups)
+            let d = match &decoded {
+                Some(d) => x4_groups::<W>(d[r * nb..(r + 1) * nb].iter().copied(), &groups),
+                None => x4_groups::<W>(row(r)[..nb].iter().map(decode::<W>), &groups),
             };
             for (i, v) in d.into_iter().enumerate() {
                 out[(t + i) * n_rows + r] = v;

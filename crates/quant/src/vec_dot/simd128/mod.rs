@@ -714,15 +714,36 @@ fn decode_k<W: KQuant>(x: &W) -> KDecoded {
     }
 }
 
+/// A gemm's weight blocks decoded once for the whole call (`nb` per row, row after row) when
+/// at least two groups of four activation rows follow, each reading them again; `None` for
+/// fewer, where a decoded copy of every row (up to 256 per call for small verify batches) would
+/// only be written and read back once, so the caller decodes as it goes.
+fn decode_rows_once<B, D>(
+    w: &[B],
+    n_rows: usize,
+    nb: usize,
+    n_acts: usize,
+    decode: impl Fn(&B) -> D,
+) -> Option<Vec<D>> {
+    if n_acts < 8 {
+        return None;
+    }
+    let wb = w.len() / n_rows;
+    Some(
+        (0..n_rows)
+            .flat_map(|r| w[r * wb..r * wb + nb].iter().map(&decode))
+            .collect(),
+    )
+}
+
 /// A K-quant's x4 kernel: one weight row against four activation rows.
 type KX4<W> = fn(usize, &[W], [&[BlockQ8K]; 4]) -> [f32; 4];
 
 /// Weight rows × activation rows (`out[t * n_rows + r]`, each bit-identical to `single`),
 /// each weight row against four activation rows per pass (`x4`), the rows left over through
 /// `single`. With at least two passes per weight row, every super-block is decoded once per
-/// call instead ([`KDecoded`]: unpacking the quants and the scales costs about as much as its
-/// multiply-adds with four activation rows); with one (small verify batches) a decoded copy of
-/// every row, up to 256 rows per call, would only be written and read back once.
+/// call instead ([`decode_rows_once`], [`KDecoded`]: unpacking the quants and the scales costs
+/// about as much as its multiply-adds with four activation rows).
 #[allow(clippy::too_many_arguments)]
 fn gemm_k<W: KQuant, const U7: bool>(
     single: fn(usize, &[W], &[BlockQ8K]) -> f32,
@@ -742,23 +763,16 @@ fn gemm_k<W: KQuant, const U7: bool>(
     let act = |t: usize| &a[t * ab..(t + 1) * ab];
     let nb = block_count(n, QK_K, wb, ab);
     let full = n_acts / 4 * 4;
-    let decode_once = full >= 8;
-    let decoded: Vec<KDecoded> = if decode_once {
-        (0..n_rows)
-            .flat_map(|r| row(r)[..nb].iter().map(decode_k::<W>))
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let decoded = decode_rows_once(w, n_rows, nb, n_acts, decode_k::<W>);
     for t in (0..full).step_by(4) {
         let ys = [act(t), act(t + 1), act(t + 2), act(t + 3)];
         for r in 0..n_rows {
-            if !decode_once {
+            let Some(decoded) = &decoded else {
                 for (j, v) in x4(n, row(r), ys).into_iter().enumerate() {
                     out[(t + j) * n_rows + r] = v;
                 }
                 continue;
-            }
+            };
             let mut acc = [Acc::new(); 4];
             for (i, d) in decoded[r * nb..(r + 1) * nb].iter().enumerate() {
                 for (j, acc) in acc.iter_mut().enumerate() {
