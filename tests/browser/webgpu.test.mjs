@@ -91,6 +91,20 @@ describe("backend 'webgpu' (SwiftShader)", () => {
     assert.equal(c.choices[0].finish_reason, 'length');
   });
 
+  test('sampling with options runs on the GPU: a seed replays its tokens', async () => {
+    // Temperature, top-k/top-p/min-p, a repeat penalty and a seed: the GPU's sampling chain
+    // (crates/wasm tests/gpu_loader.rs checks natively that such steps read back 8 bytes each
+    // and give the engine's own tokens).
+    const r = await page.evaluate(async (prompt) => {
+      const ask = (seed) => window.gpuEngine.completions.create({ prompt, max_tokens: 6, temperature: 0.8, top_k: 40, top_p: 0.95, repeat_penalty: 1.1, seed, ignore_eos: true, return_token_ids: true });
+      const a = await ask(7);
+      const b = await ask(7);
+      return { a: a.choices[0].token_ids, b: b.choices[0].token_ids };
+    }, fx.prompt);
+    assert.equal(r.a.length, 6);
+    assert.deepEqual(r.b, r.a);
+  });
+
   test('an abort while a step is on the GPU leaves the engine usable', async () => {
     const r = await page.evaluate(async (prompt) => {
       const controller = new AbortController();

@@ -12,7 +12,7 @@ use crate::kv::GpuKv;
 use crate::ops::kv::shift_keys;
 use crate::ops::sample::spec_words;
 use crate::recorder::{encode, Recorder};
-use crate::recording::{graph_key, GraphKey, Recording};
+use crate::recording::{graph_key, GraphKey, Readout, Recording};
 use crate::weights::{source_of, GpuWeights};
 
 /// Recordings kept (decode, prefill, the last partial micro-batch, all-logits...).
@@ -43,7 +43,7 @@ struct StepKey {
     pos0: usize,
     tokens: Vec<u32>,
     output_rows: Vec<usize>,
-    greedy: bool,
+    readout: Readout,
     n: usize,
 }
 
@@ -66,7 +66,8 @@ impl WgpuBackend {
     }
 
     /// Asynchronous read-back (required in a browser, where a buffer map completes only on
-    /// the JS event loop): `compute` and `compute_greedy` submit the step, start mapping its
+    /// the JS event loop): `compute`, `compute_greedy` and `compute_sampled` submit the step,
+    /// start mapping its
     /// result and fail with [`EngineError::ReadBackPending`]; once
     /// [`Gpu::read_back_signal`]'s future is ready, the same call again returns the result.
     /// Natively the default (off) waits for each step.
@@ -87,7 +88,7 @@ impl WgpuBackend {
         i: usize,
         graph: &Graph,
         batch: &Batch,
-        greedy: bool,
+        readout: Readout,
         dst: &mut [T],
     ) -> Result<(), EngineError> {
         let key = StepKey {
@@ -95,7 +96,7 @@ impl WgpuBackend {
             pos0: batch.pos0,
             tokens: batch.tokens.to_vec(),
             output_rows: batch.output_rows.to_vec(),
-            greedy,
+            readout,
             n: dst.len(),
         };
         if let Some(p) = self.pending.take() {
@@ -111,7 +112,7 @@ impl WgpuBackend {
             // generation). Its KV writes are harmless: they were at uncommitted positions.
             self.gpu.drop_read_back(&p.staging);
         }
-        let (staging, n) = self.recordings[i].submit(&self.gpu, batch, greedy, dst.len())?;
+        let (staging, n) = self.recordings[i].submit(&self.gpu, batch, &key.readout, dst.len())?;
         let staging = staging.clone();
         self.gpu.start_read_back(&staging, (n * 4) as u64);
         self.pending = Some(PendingStep { key, staging, n });
@@ -224,7 +225,7 @@ impl Backend for WgpuBackend {
         check_tokens(graph, batch, weights)?;
         let i = self.recording(graph, weights)?;
         if self.async_read_back {
-            return self.async_step(i, graph, batch, false, out);
+            return self.async_step(i, graph, batch, Readout::Logits, out);
         }
         self.recordings[i].run(&self.gpu, batch, out)?;
         Ok(())
@@ -243,7 +244,7 @@ impl Backend for WgpuBackend {
         check_tokens(graph, batch, weights)?;
         let i = self.recording(graph, weights)?;
         if self.async_read_back {
-            return self.async_step(i, graph, batch, true, ids);
+            return self.async_step(i, graph, batch, Readout::Greedy, ids);
         }
         self.recordings[i].run_argmax(&self.gpu, batch, ids)?;
         Ok(())
@@ -269,7 +270,13 @@ impl Backend for WgpuBackend {
             ));
         }
         let i = self.recording(graph, weights)?;
-        let [status, token] = self.recordings[i].run_sampled(&self.gpu, batch, &spec)?;
+        let [status, token] = if self.async_read_back {
+            let mut out = [0u32; 2];
+            self.async_step(i, graph, batch, Readout::Sampled(spec), &mut out)?;
+            out
+        } else {
+            self.recordings[i].run_sampled(&self.gpu, batch, &spec)?
+        };
         Ok(Some(match status {
             0 => Ok(token),
             1 => Err(SamplingError::AllMasked),

@@ -9,6 +9,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -45,6 +46,9 @@ pub struct Gpu {
     pipelines: Arc<Mutex<PipelineCache>>,
     /// The asynchronous read-back in flight, if any (shared by clones).
     read_back: ReadBackSignal,
+    /// Bytes copied back from the device so far (shared by clones): what a step costs in
+    /// transfers, e.g. a sampled token's 8 bytes against a row of logits.
+    bytes_read_back: Arc<AtomicU64>,
     /// Kernel timing (`TESSERA_WGPU_PROFILE`, native only; see `profile`).
     profile: Option<Arc<Profile>>,
 }
@@ -188,6 +192,7 @@ impl Gpu {
             weight_binding_cap: None,
             pipelines: Arc::default(),
             read_back: ReadBackSignal::default(),
+            bytes_read_back: Arc::default(),
             profile: profile_from_env(),
         })
     }
@@ -347,6 +352,11 @@ impl Gpu {
         }
     }
 
+    /// Bytes read back from the device so far, by this `Gpu` and its clones.
+    pub fn bytes_read_back(&self) -> u64 {
+        self.bytes_read_back.load(Ordering::Relaxed)
+    }
+
     /// The asynchronous read-back's signal (shared by every clone of this `Gpu`).
     pub fn read_back_signal(&self) -> ReadBackSignal {
         self.read_back.clone()
@@ -396,6 +406,8 @@ impl Gpu {
                     let src: &[u8] = &view;
                     bytemuck::cast_slice_mut::<T, u8>(dst).copy_from_slice(&src[..bytes]);
                 }
+                self.bytes_read_back
+                    .fetch_add(bytes as u64, Ordering::Relaxed);
                 staging.unmap();
                 Ok(())
             }
@@ -479,6 +491,7 @@ impl Gpu {
             bytemuck::cast_slice_mut::<T, u8>(dst).copy_from_slice(&src[..bytes as usize]);
         }
         staging.unmap();
+        self.bytes_read_back.fetch_add(bytes, Ordering::Relaxed);
         Ok(())
     }
 }

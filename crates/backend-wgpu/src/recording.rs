@@ -25,6 +25,15 @@ pub fn graph_key(graph: &Graph) -> GraphKey {
     (graph.n_tokens, graph.n_outputs, graph.nodes.len())
 }
 
+/// What a step reads back: the output rows' logits, their greedy ids, or the last row's token
+/// sampled by the GPU chain with these spec words (`ops::sample::spec_words`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Readout {
+    Logits,
+    Greedy,
+    Sampled(Vec<u32>),
+}
+
 pub struct Recording {
     pub key: GraphKey,
     /// The graph recorded (a recording is reused only for an identical graph).
@@ -358,26 +367,41 @@ impl Recording {
         Ok(out)
     }
 
-    /// Runs one step like [`Recording::run`] (or [`Recording::run_argmax`] when `greedy`) but
-    /// only submits it: the first `n` result words (floats, or ids) are copied into the
-    /// returned staging buffer, which the caller maps asynchronously
-    /// ([`Gpu::start_read_back`]). Returns the buffer and the words it will hold.
+    /// Runs one step like [`Recording::run`], [`Recording::run_argmax`] or
+    /// [`Recording::run_sampled`] (by `readout`) but only submits it: the first `n` result
+    /// words (floats, ids, or status and token) are copied into the returned staging buffer,
+    /// which the caller maps asynchronously ([`Gpu::start_read_back`]). Returns the buffer and
+    /// the words it will hold.
     pub fn submit(
         &self,
         gpu: &Gpu,
         batch: &Batch,
-        greedy: bool,
+        readout: &Readout,
         n: usize,
     ) -> Result<(&wgpu::Buffer, usize), WgpuError> {
+        if matches!(readout, Readout::Sampled(_)) && self.n_outputs == 0 {
+            return Err(WgpuError::Unsupported(
+                "sampling a graph without outputs".into(),
+            ));
+        }
         self.write_step(gpu, batch)?;
-        self.profile(gpu, if greedy { &self.argmax } else { &[] })?;
+        let tail: &[Dispatch] = match readout {
+            Readout::Logits => &[],
+            Readout::Greedy => &self.argmax,
+            Readout::Sampled(spec) => {
+                gpu.queue
+                    .write_buffer(&self.spec, 0, bytemuck::cast_slice(spec));
+                &self.chain
+            }
+        };
+        self.profile(gpu, tail)?;
         let mut encoder = gpu.device.create_command_encoder(&Default::default());
         encode(&mut encoder, &self.dispatches);
-        let (src, staging, n) = if greedy {
-            encode(&mut encoder, &self.argmax);
-            (&self.ids, &self.ids_staging, n.min(self.n_outputs))
-        } else {
-            (&self.output, &self.staging, n.min(self.output_floats))
+        encode(&mut encoder, tail);
+        let (src, staging, n) = match readout {
+            Readout::Logits => (&self.output, &self.staging, n.min(self.output_floats)),
+            Readout::Greedy => (&self.ids, &self.ids_staging, n.min(self.n_outputs)),
+            Readout::Sampled(_) => (&self.chain_result, &self.chain_staging, n.min(2)),
         };
         if n > 0 {
             encoder.copy_buffer_to_buffer(src, 0, staging, 0, (n * 4) as u64);

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use backend_wgpu::{Gpu, WgpuBackend};
+use engine::generate::GenerateError;
+use engine::sampling::{Sampler, SamplingParams};
 use engine::{Context, ContextParams, EngineError, Model, SequentialPool};
 
 fn model() -> Arc<Model> {
@@ -84,6 +86,38 @@ fn async_steps_match_sync_steps_bit_for_bit() {
         assert_eq!(got.unwrap(), want);
         assert_eq!(pending, 1);
         token = want[0];
+    }
+
+    // Steps sampled by the GPU chain (llama.cpp's defaults, a seed, a repeat penalty and a
+    // bias): each step's draw is taken once, and the repeated call returns the same token.
+    let params = SamplingParams {
+        seed: 42,
+        repeat_penalty: 1.3,
+        logit_bias: vec![(token, -2.0)],
+        ..SamplingParams::default()
+    };
+    let (mut sync_sampler, mut async_sampler) = (
+        Sampler::new(params.clone()).unwrap(),
+        Sampler::new(params).unwrap(),
+    );
+    for _ in 0..3 {
+        let want = sync_ctx
+            .decode_sampled(&[token], &sync_sampler.device_step())
+            .unwrap();
+        let step = async_sampler.device_step();
+        let (got, pending) = settle(&gpu, || {
+            async_ctx
+                .decode_sampled(&[token], &step)
+                .map_err(|e| match e {
+                    GenerateError::Engine(e) => e,
+                    e => panic!("sampling failed: {e}"),
+                })
+        });
+        assert_eq!(got.unwrap(), want);
+        assert_eq!(pending, 1);
+        sync_sampler.accept(want);
+        async_sampler.accept(want);
+        token = want;
     }
     assert_eq!(async_ctx.tokens(), sync_ctx.tokens());
 }

@@ -22,7 +22,7 @@ use engine::chat_template::{ChatMessage, ChatTemplate};
 use engine::generate::{
     prompt_sampler, tokenize_chat, Clock, GenerateError, GenerateParams, GenerateStats, StopReason,
 };
-use engine::sampling::Sampler;
+use engine::sampling::{DeviceSampling, Sampler};
 use engine::speculative::{verify_draft, SpecParams, SpecType, SpeculatorChain};
 use engine::stop::StopMatcher;
 use engine::tokenizer::StreamDecoder;
@@ -40,11 +40,22 @@ pub struct Session {
     ctx: Context,
     template: Option<ChatTemplate>,
     active: Option<Generation>,
-    /// The backend samples greedily on the device (`Backend::compute_greedy`): greedy requests
-    /// without penalties or biases read back one token id per step instead of the logits.
-    device_greedy: bool,
+    /// The backend samples on the device (`Backend::compute_greedy`, `compute_sampled`): a
+    /// step reads back one token id instead of the logits.
+    device_sampling: bool,
     /// The backend reads results back asynchronously (no speculative decoding there yet).
     async_backend: bool,
+}
+
+/// Where a generation's tokens are picked.
+#[derive(Clone, Copy, PartialEq)]
+enum Picking {
+    /// From the logits, read back, by the generation's sampler.
+    Cpu,
+    /// The device's arg-max (greedy without penalties or biases: no draw, no options).
+    DeviceGreedy,
+    /// The device's sampling chain, with the options and draw of the sampler's `device_step`.
+    DeviceSampled,
 }
 
 enum Phase {
@@ -67,10 +78,12 @@ struct Generation {
     phase: Phase,
     /// Prompt tokens reused from the KV cache.
     kept: usize,
-    /// Steps sample on the device (see `Session::device_greedy`).
-    device_greedy: bool,
-    /// The token the device chose after the last decoded step (device-greedy only).
+    picking: Picking,
+    /// The token the device chose after the last decoded step.
     next: Option<u32>,
+    /// The sampling step of a pending `DeviceSampled` step: its draw is taken once, and the
+    /// repeated call (after the read-back) must be the same step.
+    draw: Option<DeviceSampling>,
     t_start: f64,
     t_prompt_done: f64,
     /// Draftless speculative decoding, when requested.
@@ -130,6 +143,33 @@ fn submitted<T>(r: Result<T, EngineError>) -> Result<Option<T>, WasmError> {
     }
 }
 
+/// Decodes `tokens` and picks the next token as `g.picking` says: on the device into `g.next`,
+/// or leaves the logits in the context for the sampler. `false`: the step is pending (an
+/// asynchronous backend), and the same call must be repeated after the read-back.
+fn decode_step(ctx: &mut Context, g: &mut Generation, tokens: &[u32]) -> Result<bool, WasmError> {
+    match g.picking {
+        Picking::Cpu => Ok(submitted(ctx.decode(tokens, false))?.is_some()),
+        Picking::DeviceGreedy => match submitted(ctx.decode_greedy(tokens, false))? {
+            Some(ids) => {
+                g.next = ids.last().copied();
+                Ok(true)
+            }
+            None => Ok(false),
+        },
+        Picking::DeviceSampled => {
+            let step = g.draw.get_or_insert_with(|| g.sampler.device_step());
+            match ctx.decode_sampled(tokens, step) {
+                Err(GenerateError::Engine(EngineError::ReadBackPending)) => Ok(false),
+                r => {
+                    g.draw = None;
+                    g.next = Some(r?);
+                    Ok(true)
+                }
+            }
+        }
+    }
+}
+
 fn pending_step() -> Step {
     Step {
         pending: true,
@@ -148,23 +188,23 @@ impl Session {
     }
 
     /// A session on another backend than the CPU (the browser's WebGPU backend, in
-    /// asynchronous read-back mode). `device_greedy`: the backend samples greedily on the
-    /// device, so greedy requests read back token ids only.
+    /// asynchronous read-back mode). `device_sampling`: the backend samples on the device, so
+    /// a step reads back a token id only.
     pub fn with_backend(
         model: Arc<Model>,
         options: &LoadOptions,
         backend: Box<dyn Backend>,
-        device_greedy: bool,
+        device_sampling: bool,
     ) -> Result<Session, WasmError> {
         let params = context_params(options, Arc::new(engine::SequentialPool));
         let ctx = Context::with_backend(model.clone(), params, backend)?;
-        Ok(Session::with_context(model, ctx, device_greedy, true))
+        Ok(Session::with_context(model, ctx, device_sampling, true))
     }
 
     fn with_context(
         model: Arc<Model>,
         ctx: Context,
-        device_greedy: bool,
+        device_sampling: bool,
         async_backend: bool,
     ) -> Session {
         // A template that does not parse makes chat unavailable, not the model.
@@ -176,7 +216,7 @@ impl Session {
             ctx,
             template,
             active: None,
-            device_greedy,
+            device_sampling,
             async_backend,
         }
     }
@@ -269,13 +309,17 @@ impl Session {
         let stops = StopMatcher::new(&params.stop);
         let now = clock.now_s();
         let s = &params.sampling;
-        let device_greedy = self.device_greedy
-            && s.temperature <= 0.0
+        let greedy = s.temperature <= 0.0
             && s.repeat_penalty == 1.0
             && s.presence_penalty == 0.0
             && s.frequency_penalty == 0.0
             && s.logit_bias.is_empty()
             && !params.ignore_eos;
+        let picking = match (self.device_sampling, greedy) {
+            (false, _) => Picking::Cpu,
+            (true, true) => Picking::DeviceGreedy,
+            (true, false) => Picking::DeviceSampled,
+        };
         self.active = Some(Generation {
             prompt,
             params,
@@ -285,8 +329,9 @@ impl Session {
             tokens: Vec::new(),
             phase: Phase::Prefill(kept),
             kept,
-            device_greedy,
+            picking,
             next: None,
+            draw: None,
             t_start: now,
             t_prompt_done: now,
             spec,
@@ -384,16 +429,21 @@ impl Session {
             Phase::Prefill(from) => {
                 // One micro-batch per step at most: a pending step must commit nothing.
                 let to = (from + PREFILL_STEP.min(self.ctx.n_batch())).min(g.prompt.len());
-                let chunk = &g.prompt[from..to];
-                if g.device_greedy {
-                    match submitted(self.ctx.decode_greedy(chunk, false))? {
-                        Some(ids) => g.next = ids.last().copied(),
-                        None => return Ok(pending_step()),
+                // A copy: the step below also updates the generation.
+                let chunk = g.prompt[from..to].to_vec();
+                let last = to == g.prompt.len();
+                let decoded = match g.picking {
+                    // Earlier slices of a sampled prompt: their next token is not wanted, so
+                    // only an id leaves the device, not the logits.
+                    Picking::DeviceGreedy | Picking::DeviceSampled if !last => {
+                        submitted(self.ctx.decode_greedy(&chunk, false))?.is_some()
                     }
-                } else if submitted(self.ctx.decode(chunk, false))?.is_none() {
+                    _ => decode_step(&mut self.ctx, g, &chunk)?,
+                };
+                if !decoded {
                     return Ok(pending_step());
                 }
-                g.phase = if to == g.prompt.len() {
+                g.phase = if last {
                     g.t_prompt_done = clock.now_s();
                     Phase::FirstToken
                 } else {
@@ -414,12 +464,7 @@ impl Session {
                 if let Some(step) = self.speculative_step(g, token, clock)? {
                     return Ok(step);
                 }
-                if g.device_greedy {
-                    match submitted(self.ctx.decode_greedy(&[token], false))? {
-                        Some(ids) => g.next = ids.first().copied(),
-                        None => return Ok(pending_step()),
-                    }
-                } else if submitted(self.ctx.decode(&[token], false))?.is_none() {
+                if !decode_step(&mut self.ctx, g, &[token])? {
                     return Ok(pending_step());
                 }
                 if let Some(spec) = &mut g.spec {

@@ -5,9 +5,12 @@
 
 use std::path::PathBuf;
 
-use backend_wgpu::Gpu;
-use engine::generate::{GenerateParams, NoClock};
+use std::sync::Arc;
+
+use backend_wgpu::{Gpu, WgpuBackend};
+use engine::generate::{generate, GenerateParams, NoClock};
 use engine::sampling::SamplingParams;
+use engine::{Context, ContextParams, SequentialPool};
 use gguf::{GgmlType, GgufWriter};
 use tessera_wasm::errors::{ErrorCode, WasmError};
 use tessera_wasm::gpu_loader::GpuModelLoader;
@@ -37,8 +40,6 @@ fn push_all(loader: &mut GpuModelLoader, bytes: &[u8], chunk: usize) -> Result<(
     bytes.chunks(chunk).try_for_each(|c| loader.push(c))
 }
 
-/// Greedy tokens of a session on an asynchronous GPU backend, polling the device while a step
-/// is pending (the worker awaits `readBack()` instead).
 fn greedy_tokens(s: &mut Session, gpu: &Gpu, prompt: Vec<u32>, n: usize) -> Vec<u32> {
     let params = GenerateParams {
         max_tokens: Some(n),
@@ -46,6 +47,17 @@ fn greedy_tokens(s: &mut Session, gpu: &Gpu, prompt: Vec<u32>, n: usize) -> Vec<
         stop: vec![],
         ignore_eos: true,
     };
+    generated_tokens(s, gpu, prompt, params)
+}
+
+/// The tokens of a session's generation on an asynchronous GPU backend, polling the device
+/// while a step is pending (the worker awaits `readBack()` instead).
+fn generated_tokens(
+    s: &mut Session,
+    gpu: &Gpu,
+    prompt: Vec<u32>,
+    params: GenerateParams,
+) -> Vec<u32> {
     s.begin(prompt, params, &NoClock).unwrap();
     loop {
         let step = s.step(&NoClock).unwrap();
@@ -83,6 +95,56 @@ fn smollm2_streamed_into_the_gpu_generates_llama_cpps_tokens() {
         let tokens = greedy_tokens(&mut s, &gpu, vec![504, 3575, 282, 4649, 314], n);
         assert_eq!(tokens, want[..n], "length known: {known_len}");
     }
+}
+
+/// Sampling with options (temperature, top-k/top-p/min-p, a seed, a repeat penalty, banned
+/// end-of-generation tokens) runs on the GPU in the browser's session too: each step reads back
+/// a token, not the logits, and the tokens are those of the engine's own generation loop on a
+/// (synchronous) GPU backend with the same seed.
+#[test]
+fn sampled_steps_read_back_token_ids_only_and_replay_the_engines_generation() {
+    let bytes = smollm2_bytes();
+    let gpu = gpu();
+    let mut loader = GpuModelLoader::new(gpu.clone());
+    loader.begin_shard(Some(bytes.len() as u64)).unwrap();
+    push_all(&mut loader, &bytes, 1 << 20).unwrap();
+    let mut s = loader.finish(&OPTIONS).unwrap();
+    let n_vocab = s.model().n_vocab();
+    let params = GenerateParams {
+        max_tokens: Some(12),
+        sampling: SamplingParams {
+            seed: 1234,
+            repeat_penalty: 1.1,
+            ..SamplingParams::default()
+        },
+        stop: vec![],
+        ignore_eos: true,
+    };
+    let prompt = vec![504, 3575, 282, 4649, 314];
+    let before = gpu.bytes_read_back();
+    let got = generated_tokens(&mut s, &gpu, prompt.clone(), params.clone());
+    let read = gpu.bytes_read_back() - before;
+    assert_eq!(got.len(), 12);
+    // 8 bytes (status, token) per sampled step; one row of logits would be 4 * n_vocab.
+    assert!(
+        read <= 8 * 12,
+        "{read} bytes read back for 12 tokens (a row of logits: {} bytes)",
+        4 * n_vocab
+    );
+
+    // The reference loads the file into memory (the streamed model's weights live on the GPU).
+    let gguf = gguf::GgufFile::from_bytes(bytes).unwrap();
+    let model = Arc::new(engine::Model::load(Arc::new(gguf), &mut |_| {}).unwrap());
+    let mut backend = WgpuBackend::new().unwrap();
+    backend.upload_weights(model.weights()).unwrap();
+    let ctx_params = ContextParams {
+        n_ctx: 128,
+        n_batch: 128,
+        threads: Arc::new(SequentialPool),
+    };
+    let mut ctx = Context::with_backend(model, ctx_params, Box::new(backend)).unwrap();
+    let want = generate(&mut ctx, &prompt, &params, &NoClock, &mut |_| true).unwrap();
+    assert_eq!(got, want.tokens);
 }
 
 fn code(r: Result<impl Sized, WasmError>) -> ErrorCode {
