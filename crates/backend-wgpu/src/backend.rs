@@ -67,8 +67,7 @@ impl WgpuBackend {
 
     /// Asynchronous read-back (required in a browser, where a buffer map completes only on
     /// the JS event loop): `compute`, `compute_greedy` and `compute_sampled` submit the step,
-    /// start mapping its
-    /// result and fail with [`EngineError::ReadBackPending`]; once
+    /// start mapping its result and fail with [`EngineError::ReadBackPending`]; once
     /// [`Gpu::read_back_signal`]'s future is ready, the same call again returns the result.
     /// Natively the default (off) waits for each step.
     pub fn set_async_read_back(&mut self, on: bool) {

@@ -313,31 +313,14 @@ impl Recording {
 
     /// Runs one step and reads the output (`n_outputs` rows) into `out`.
     pub fn run(&self, gpu: &Gpu, batch: &Batch, out: &mut [f32]) -> Result<(), WgpuError> {
-        self.write_step(gpu, batch)?;
-        let n = out.len().min(self.output_floats);
-        self.profile(gpu, &[])?;
-        let mut encoder = gpu.device.create_command_encoder(&Default::default());
-        encode(&mut encoder, &self.dispatches);
-        if n > 0 {
-            encoder.copy_buffer_to_buffer(&self.output, 0, &self.staging, 0, (n * 4) as u64);
-        }
-        gpu.queue.submit([encoder.finish()]);
-        gpu.read_back(&self.staging, &mut out[..n])
+        let (staging, n) = self.submit(gpu, batch, &Readout::Logits, out.len())?;
+        gpu.read_back(staging, &mut out[..n])
     }
 
     /// Runs one step and reads back only the greedy token id of each output row.
     pub fn run_argmax(&self, gpu: &Gpu, batch: &Batch, ids: &mut [u32]) -> Result<(), WgpuError> {
-        self.write_step(gpu, batch)?;
-        let n = ids.len().min(self.n_outputs);
-        self.profile(gpu, &self.argmax)?;
-        let mut encoder = gpu.device.create_command_encoder(&Default::default());
-        encode(&mut encoder, &self.dispatches);
-        encode(&mut encoder, &self.argmax);
-        if n > 0 {
-            encoder.copy_buffer_to_buffer(&self.ids, 0, &self.ids_staging, 0, (n * 4) as u64);
-        }
-        gpu.queue.submit([encoder.finish()]);
-        gpu.read_back(&self.ids_staging, &mut ids[..n])
+        let (staging, n) = self.submit(gpu, batch, &Readout::Greedy, ids.len())?;
+        gpu.read_back(staging, &mut ids[..n])
     }
 
     /// Runs one step and samples its last output row with the spec words `spec`
@@ -348,30 +331,17 @@ impl Recording {
         batch: &Batch,
         spec: &[u32],
     ) -> Result<[u32; 2], WgpuError> {
-        if self.n_outputs == 0 {
-            return Err(WgpuError::Unsupported(
-                "sampling a graph without outputs".into(),
-            ));
-        }
-        self.write_step(gpu, batch)?;
-        gpu.queue
-            .write_buffer(&self.spec, 0, bytemuck::cast_slice(spec));
-        self.profile(gpu, &self.chain)?;
-        let mut encoder = gpu.device.create_command_encoder(&Default::default());
-        encode(&mut encoder, &self.dispatches);
-        encode(&mut encoder, &self.chain);
-        encoder.copy_buffer_to_buffer(&self.chain_result, 0, &self.chain_staging, 0, 8);
-        gpu.queue.submit([encoder.finish()]);
+        let (staging, _) = self.submit(gpu, batch, &Readout::Sampled(spec.to_vec()), 2)?;
         let mut out = [0u32; 2];
-        gpu.read_back(&self.chain_staging, &mut out)?;
+        gpu.read_back(staging, &mut out)?;
         Ok(out)
     }
 
-    /// Runs one step like [`Recording::run`], [`Recording::run_argmax`] or
-    /// [`Recording::run_sampled`] (by `readout`) but only submits it: the first `n` result
-    /// words (floats, ids, or status and token) are copied into the returned staging buffer,
-    /// which the caller maps asynchronously ([`Gpu::start_read_back`]). Returns the buffer and
-    /// the words it will hold.
+    /// Submits one step (the waiting forms above, and the browser's asynchronous read-back):
+    /// the step's dispatches, then what `readout` asks for; the first `n` result words
+    /// (floats, ids, or status and token) are copied into the returned staging buffer, which
+    /// the caller maps ([`Gpu::read_back`], or [`Gpu::start_read_back`] asynchronously).
+    /// Returns the buffer and the words it will hold.
     pub fn submit(
         &self,
         gpu: &Gpu,
@@ -397,7 +367,9 @@ impl Recording {
         self.profile(gpu, tail)?;
         let mut encoder = gpu.device.create_command_encoder(&Default::default());
         encode(&mut encoder, &self.dispatches);
-        encode(&mut encoder, tail);
+        if !tail.is_empty() {
+            encode(&mut encoder, tail);
+        }
         let (src, staging, n) = match readout {
             Readout::Logits => (&self.output, &self.staging, n.min(self.output_floats)),
             Readout::Greedy => (&self.ids, &self.ids_staging, n.min(self.n_outputs)),
