@@ -4,7 +4,6 @@
 #![cfg(feature = "webgpu")]
 
 use std::path::PathBuf;
-
 use std::sync::Arc;
 
 use backend_wgpu::{Gpu, WgpuBackend};
@@ -38,6 +37,18 @@ const OPTIONS: LoadOptions = LoadOptions {
 /// Pushes `bytes` in `chunk`-sized pieces; the first error, if any.
 fn push_all(loader: &mut GpuModelLoader, bytes: &[u8], chunk: usize) -> Result<(), WasmError> {
     bytes.chunks(chunk).try_for_each(|c| loader.push(c))
+}
+
+/// `bytes` streamed into `gpu` in pieces of `chunk` bytes (the length announced up front or
+/// not), as the browser's session on it.
+fn streamed_session(gpu: &Gpu, bytes: &[u8], known_len: bool, chunk: usize) -> Session {
+    let mut loader = GpuModelLoader::new(gpu.clone());
+    loader
+        .begin_shard(known_len.then_some(bytes.len() as u64))
+        .unwrap();
+    push_all(&mut loader, bytes, chunk).unwrap();
+    assert_eq!(loader.received(), bytes.len() as u64);
+    loader.finish(&OPTIONS).unwrap()
 }
 
 fn greedy_tokens(s: &mut Session, gpu: &Gpu, prompt: Vec<u32>, n: usize) -> Vec<u32> {
@@ -79,13 +90,7 @@ fn smollm2_streamed_into_the_gpu_generates_llama_cpps_tokens() {
     let bytes = smollm2_bytes();
     for known_len in [true, false] {
         let gpu = gpu();
-        let mut loader = GpuModelLoader::new(gpu.clone());
-        loader
-            .begin_shard(known_len.then_some(bytes.len() as u64))
-            .unwrap();
-        push_all(&mut loader, &bytes, (1 << 20) + 13).unwrap();
-        assert_eq!(loader.received(), bytes.len() as u64);
-        let mut s = loader.finish(&OPTIONS).unwrap();
+        let mut s = streamed_session(&gpu, &bytes, known_len, (1 << 20) + 13);
         // llama.cpp's (greedy_smollm2.jsonl, first prompt); fewer where the buffers were made
         // lazily (the same bytes reach them: tests/weight_stream.rs in backend-wgpu).
         let want = [
@@ -105,10 +110,7 @@ fn smollm2_streamed_into_the_gpu_generates_llama_cpps_tokens() {
 fn sampled_steps_read_back_token_ids_only_and_replay_the_engines_generation() {
     let bytes = smollm2_bytes();
     let gpu = gpu();
-    let mut loader = GpuModelLoader::new(gpu.clone());
-    loader.begin_shard(Some(bytes.len() as u64)).unwrap();
-    push_all(&mut loader, &bytes, 1 << 20).unwrap();
-    let mut s = loader.finish(&OPTIONS).unwrap();
+    let mut s = streamed_session(&gpu, &bytes, true, 1 << 20);
     let n_vocab = s.model().n_vocab();
     let params = GenerateParams {
         max_tokens: Some(12),
