@@ -6,7 +6,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 export TESSERA_MODELS=${TESSERA_MODELS:-$root/models}
-export TESSERA_FIXTURES=${TESSERA_FIXTURES:-$root/../shared/fixtures}
+export TESSERA_FIXTURES=${TESSERA_FIXTURES:-$root/tests/fixtures}
 step() { local start=$SECONDS; "$@"; echo "[test-browser.sh] $(( SECONDS - start )) s: $*" >&2; }
 step scripts/build-wasm.sh all
 step node --test --test-concurrency=1 tests/browser/

@@ -23,4 +23,4 @@ RUSTFLAGS="-C target-feature=+simd128" \
 # The WebGPU backend's conformance suite (crates/backend-wgpu/tests/conformance.rs) on the
 # browser's WebGPU (SwiftShader here), with its asynchronous read-back.
 RUSTFLAGS="-C target-feature=+simd128" \
-  cargo test --locked --release -p backend-wgpu --target wasm32-unknown-unknown --test conformance
+  cargo test --locked --release -p tessera-backend-wgpu --target wasm32-unknown-unknown --test conformance

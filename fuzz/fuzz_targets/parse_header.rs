@@ -4,7 +4,7 @@
 //! model the reader accepts survives a writer round trip.
 #![no_main]
 
-use gguf::{parse_header, GgufFile, GgufWriter, Header, StreamEvent, StreamParser};
+use tessera_gguf::{parse_header, GgufFile, GgufWriter, Header, StreamEvent, StreamParser};
 use libfuzzer_sys::fuzz_target;
 
 /// Chunk sizes from a cheap generator seeded by the input, so chunking varies with it.

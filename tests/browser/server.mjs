@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 
 export const repoRoot = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 export const modelsDir = resolve(process.env.TESSERA_MODELS || join(repoRoot, 'models'));
-export const fixturesDir = resolve(process.env.TESSERA_FIXTURES || join(repoRoot, '../shared/fixtures'));
+export const fixturesDir = resolve(process.env.TESSERA_FIXTURES || join(repoRoot, 'tests/fixtures'));
 
 const TYPES = {
   '.js': 'text/javascript', '.mjs': 'text/javascript', '.html': 'text/html', '.wasm': 'application/wasm',

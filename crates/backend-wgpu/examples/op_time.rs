@@ -5,10 +5,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use backend_wgpu::WgpuBackend;
-use engine::backend::{Backend, Batch, KvLayout};
-use engine::graph::GraphBuilder;
-use engine::weights::WeightStore;
+use tessera_backend_wgpu::WgpuBackend;
+use tessera_core::backend::{Backend, Batch, KvLayout};
+use tessera_core::graph::GraphBuilder;
+use tessera_core::weights::WeightStore;
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -22,7 +22,7 @@ fn main() {
         .map(|t| t.parse().expect("token counts"))
         .collect();
     let only = args.next().unwrap_or_default();
-    let file = Arc::new(gguf::GgufFile::open(&path).expect("open"));
+    let file = Arc::new(tessera_gguf::GgufFile::open(&path).expect("open"));
     let mut store = WeightStore::new(file.clone());
     let names: Vec<(String, Vec<u64>)> = file
         .header()

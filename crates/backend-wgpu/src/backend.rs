@@ -1,10 +1,10 @@
 //! `WgpuBackend`: the engine's [`Backend`] on a WebGPU device.
 
-use engine::backend::{Backend, Batch, KvLayout};
-use engine::graph::{Graph, Op};
-use engine::sampling::{DeviceSampling, SamplingError};
-use engine::weights::WeightStore;
-use engine::EngineError;
+use tessera_core::backend::{Backend, Batch, KvLayout};
+use tessera_core::graph::{Graph, Op};
+use tessera_core::sampling::{DeviceSampling, SamplingError};
+use tessera_core::weights::WeightStore;
+use tessera_core::EngineError;
 
 use crate::device::Gpu;
 use crate::error::WgpuError;
@@ -293,7 +293,7 @@ impl Backend for WgpuBackend {
         n_keep: usize,
         n_discard: usize,
     ) -> Result<(), EngineError> {
-        engine::backend::check_shift(n_past, n_keep, n_discard)?;
+        tessera_core::backend::check_shift(n_past, n_keep, n_discard)?;
         if n_past > self.kv.n_ctx {
             return Err(EngineError::InvalidArgument(format!(
                 "shift: {n_past} positions > context {}",

@@ -1,8 +1,8 @@
 //! The backend's typed errors. They reach the engine as `EngineError::Backend` (boxed, so a
 //! caller can downcast to [`WgpuError`] and, e.g., recreate the backend after a device loss).
 
-use engine::EngineError;
-use gguf::GgmlType;
+use tessera_core::EngineError;
+use tessera_gguf::GgmlType;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WgpuError {

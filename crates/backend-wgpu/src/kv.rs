@@ -1,7 +1,7 @@
 //! The KV cache on the GPU: per layer, K and V buffers of f16 pairs packed in u32
 //! (`[position][kv head][dim]`, slot index == position, like the CPU cache).
 
-use engine::backend::{KvLayerLayout, KvLayout};
+use tessera_core::backend::{KvLayerLayout, KvLayout};
 
 use crate::device::Gpu;
 use crate::error::WgpuError;

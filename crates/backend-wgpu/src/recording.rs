@@ -4,9 +4,9 @@
 //! (token ids, positions, output rows), encodes the recording into one command buffer and
 //! submits it once; only the result is read back.
 
-use engine::backend::Batch;
-use engine::cpu::plan::Plan;
-use engine::graph::{Graph, Node, Op};
+use tessera_core::backend::Batch;
+use tessera_core::plan::Plan;
+use tessera_core::graph::{Graph, Node, Op};
 
 use crate::device::Gpu;
 use crate::error::WgpuError;
@@ -16,7 +16,7 @@ use crate::ops::quantize::act_rounding;
 use crate::ops::{attention, elementwise, mul_mat, norm, quantize, rope, rows, sample};
 use crate::recorder::{encode, Dispatch, Recorder};
 use crate::weights::GpuWeights;
-use gguf::GgmlType;
+use tessera_gguf::GgmlType;
 
 /// Identifies a graph shape: (n_tokens, n_outputs, node count).
 pub type GraphKey = (usize, usize, usize);
@@ -83,7 +83,7 @@ impl Recording {
             wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
             false,
         )?;
-        let buf = |id: engine::graph::NodeId| &slots[plan.slot_of[id.0 as usize]];
+        let buf = |id: tessera_core::graph::NodeId| &slots[plan.slot_of[id.0 as usize]];
         // Rounded activations for matmuls: one scratch buffer, refilled when a matmul needs
         // another input or rounding (q, k and v share theirs, as do gate and up).
         let act_len = graph

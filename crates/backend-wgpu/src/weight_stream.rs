@@ -11,8 +11,8 @@
 
 use std::collections::HashMap;
 
-use engine::weights::{WeightId, WeightStore};
-use gguf::{Header, TensorInfo};
+use tessera_core::weights::{WeightId, WeightStore};
+use tessera_gguf::{Header, TensorInfo};
 
 use crate::device::Gpu;
 use crate::error::WgpuError;
@@ -201,7 +201,7 @@ impl WeightStream {
     }
 
     /// The streamed tensors as the weights of `store` (a model loaded from the same headers:
-    /// [`gguf::GgufFile::from_headers`]). Fails if any tensor did not arrive whole. Tensors the
+    /// [`tessera_gguf::GgufFile::from_headers`]). Fails if any tensor did not arrive whole. Tensors the
     /// model does not use are freed.
     pub fn finish(mut self, store: &WeightStore) -> Result<GpuWeights, WgpuError> {
         self.flush()?;

@@ -3,8 +3,8 @@
 //! host memory. A tensor larger than the adapter's largest storage binding is split by rows
 //! into several buffers (bindings), each holding whole rows.
 
-use engine::weights::{WeightId, WeightStore};
-use gguf::GgmlType;
+use tessera_core::weights::{WeightId, WeightStore};
+use tessera_gguf::GgmlType;
 
 use crate::device::Gpu;
 use crate::error::WgpuError;

@@ -16,13 +16,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use backend_wgpu::{Gpu, WgpuBackend};
-use engine::backend::{Backend, Batch, KvLayerLayout, KvLayout};
-use engine::cpu::CpuBackend;
-use engine::graph::{AttentionParams, Graph, GraphBuilder, NodeId, RopeMode, RopeParams};
-use engine::weights::{WeightId, WeightStore};
-use engine::{EngineError, SequentialPool};
-use gguf::{GgmlType, GgufFile, GgufWriter};
+use tessera_backend_wgpu::{Gpu, WgpuBackend};
+use tessera_core::backend::{Backend, Batch, KvLayerLayout, KvLayout};
+use tessera_backend_cpu::CpuBackend;
+use tessera_core::graph::{AttentionParams, Graph, GraphBuilder, NodeId, RopeMode, RopeParams};
+use tessera_core::weights::{WeightId, WeightStore};
+use tessera_core::{EngineError, SequentialPool};
+use tessera_gguf::{GgmlType, GgufFile, GgufWriter};
 
 #[cfg(target_arch = "wasm32")]
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
@@ -96,10 +96,10 @@ fn encode(ty: GgmlType, k: usize, data: &[f32]) -> Vec<u8> {
             .flat_map(|&v| half::f16::from_f32(v).to_le_bytes())
             .collect(),
         _ => {
-            let rb = quant::row_bytes(ty, k).unwrap();
+            let rb = tessera_quant::row_bytes(ty, k).unwrap();
             let mut out = vec![0u8; rb * data.len() / k];
             for (src, dst) in data.chunks(k).zip(out.chunks_mut(rb)) {
-                quant::quantize_row_ref(ty, src, dst).unwrap();
+                tessera_quant::quantize_row_ref(ty, src, dst).unwrap();
             }
             out
         }

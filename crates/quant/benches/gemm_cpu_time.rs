@@ -4,12 +4,12 @@
 //!
 //! `cargo bench -p quant --bench gemm_cpu_time [-- FILTER]`
 
-#[path = "../tests/vec_dot_support/mod.rs"]
+#[path = "../tests/suite/vec_dot_support/mod.rs"]
 mod vec_dot_support;
 
 mod cpu_time;
 
-use quant::vec_dot::{gemm, vec_dot_x4};
+use tessera_quant::vec_dot::{gemm, vec_dot_x4};
 use std::hint::black_box;
 use vec_dot_support::*;
 

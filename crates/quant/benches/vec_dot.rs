@@ -4,12 +4,12 @@
 //!
 //! `cargo bench -p quant --bench vec_dot`
 
-#[path = "../tests/vec_dot_support/mod.rs"]
+#[path = "../tests/suite/vec_dot_support/mod.rs"]
 mod vec_dot_support;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use gguf::GgmlType;
-use quant::vec_dot::{kernel_isa, vec_dot, vec_dot_x4};
+use tessera_gguf::GgmlType;
+use tessera_quant::vec_dot::{kernel_isa, vec_dot, vec_dot_x4};
 use std::hint::black_box;
 use std::time::Duration;
 use vec_dot_support::*;
@@ -106,7 +106,7 @@ fn bench_f16(c: &mut Criterion) {
     g.bench_function("scalar", |b| {
         b.iter(|| {
             rows.iter()
-                .map(|r| quant::vec_dot::scalar::vec_dot_f16_f16(K, black_box(r), &act))
+                .map(|r| tessera_quant::vec_dot::scalar::vec_dot_f16_f16(K, black_box(r), &act))
                 .sum::<f32>()
         })
     });

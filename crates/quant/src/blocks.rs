@@ -197,7 +197,7 @@ pub fn with_blocks_mut<B: Pod, R>(bytes: &mut [u8], f: impl FnOnce(&mut [B]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gguf::GgmlType;
+    use tessera_gguf::GgmlType;
 
     #[test]
     fn block_sizes_match_the_type_table() {

@@ -17,7 +17,7 @@ pub mod vec_dot;
 
 pub use blocks::*;
 pub use dequantize::*;
-pub use gguf::GgmlType;
+pub use tessera_gguf::GgmlType;
 pub use quantize::*;
 pub use vec_dot::{vec_dot, vec_dot_type, vec_dot_x4};
 
@@ -26,11 +26,11 @@ pub use vec_dot::{vec_dot, vec_dot_type, vec_dot_x4};
 pub enum QuantError {
     /// A type Tessera cannot (de)quantize (yet): the IQ family, integer types, F64, TQ, MXFP4.
     #[error("unsupported type {0}")]
-    Unsupported(gguf::GgmlType),
+    Unsupported(tessera_gguf::GgmlType),
     /// A buffer whose length does not match the element count.
     #[error("{ty}: {what} has length {got}, expected {expected}")]
     BadLength {
-        ty: gguf::GgmlType,
+        ty: tessera_gguf::GgmlType,
         expected: usize,
         got: usize,
         what: &'static str,
@@ -38,7 +38,7 @@ pub enum QuantError {
     /// An element count that is not a whole number of blocks.
     #[error("{ty}: {n} elements is not a whole number of {block_size}-element blocks")]
     PartialBlock {
-        ty: gguf::GgmlType,
+        ty: tessera_gguf::GgmlType,
         n: usize,
         block_size: usize,
     },
@@ -47,7 +47,7 @@ pub enum QuantError {
 /// Checks that `n` elements of `ty` fill whole blocks and returns the row's byte length.
 // `%` rather than `is_multiple_of`, which is newer than the workspace's rust-version.
 #[allow(clippy::manual_is_multiple_of)]
-pub fn row_bytes(ty: gguf::GgmlType, n: usize) -> Result<usize, QuantError> {
+pub fn row_bytes(ty: tessera_gguf::GgmlType, n: usize) -> Result<usize, QuantError> {
     let block_size = ty.block_size() as usize;
     if n % block_size != 0 {
         return Err(QuantError::PartialBlock { ty, n, block_size });

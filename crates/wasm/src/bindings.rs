@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use engine::chat_template::ChatMessage;
-use engine::generate::{Clock, GenerateStats, StopReason};
-use engine::{Model, ThreadPool};
+use tessera_tokenizer::chat_template::ChatMessage;
+use tessera_runtime::generate::{Clock, GenerateStats, StopReason};
+use tessera_core::{Model, ThreadPool};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
@@ -85,7 +85,7 @@ pub fn build_kind() -> String {
 pub fn kernels_exact() -> bool {
     #[cfg(target_feature = "relaxed-simd")]
     {
-        quant::vec_dot::relaxed_simd_is_exact()
+        tessera_quant::vec_dot::relaxed_simd_is_exact()
     }
     #[cfg(not(target_feature = "relaxed-simd"))]
     true
@@ -198,7 +198,7 @@ fn used_loader() -> WasmError {
 /// A WebGPU device (wgpu on the browser's `navigator.gpu`), made by `requestWebGpu`.
 #[cfg(feature = "webgpu")]
 #[wasm_bindgen]
-pub struct WebGpu(backend_wgpu::Gpu);
+pub struct WebGpu(tessera_backend_wgpu::Gpu);
 
 #[cfg(feature = "webgpu")]
 #[wasm_bindgen]
@@ -215,7 +215,7 @@ impl WebGpu {
 #[wasm_bindgen(js_name = requestWebGpu)]
 pub async fn request_web_gpu() -> Result<WebGpu, JsValue> {
     install_panic_hook();
-    backend_wgpu::Gpu::new()
+    tessera_backend_wgpu::Gpu::new()
         .await
         .map(WebGpu)
         .map_err(|e| js_error(WasmError::new(ErrorCode::BackendError, e.to_string())))
@@ -240,7 +240,7 @@ fn thread_pool() -> Result<Arc<dyn ThreadPool>, JsValue> {
 
 #[cfg(not(feature = "threads"))]
 fn thread_pool() -> Result<Arc<dyn ThreadPool>, JsValue> {
-    Ok(Arc::new(engine::SequentialPool))
+    Ok(Arc::new(tessera_core::SequentialPool))
 }
 
 /// A loaded model and its context.
@@ -254,7 +254,7 @@ enum Backend {
     Cpu,
     #[cfg(feature = "webgpu")]
     WebGpu {
-        signal: backend_wgpu::device::ReadBackSignal,
+        signal: tessera_backend_wgpu::device::ReadBackSignal,
         adapter: String,
     },
 }
@@ -366,7 +366,7 @@ impl Engine {
                 #[cfg(feature = "webgpu")]
                 Backend::WebGpu { adapter, .. } => Some(adapter.clone()),
             },
-            simd: quant::vec_dot::kernel_isa(),
+            simd: tessera_quant::vec_dot::kernel_isa(),
             heap_bytes: (core::arch::wasm32::memory_size(0) as f64) * 65536.0,
         })
     }
@@ -402,7 +402,7 @@ impl Engine {
         let n_vocab = self.session.model().n_vocab();
         if let Some(&id) = ids.iter().find(|&&id| id as usize >= n_vocab) {
             return Err(js_error(
-                engine::EngineError::BadToken { id, n_vocab }.into(),
+                tessera_core::EngineError::BadToken { id, n_vocab }.into(),
             ));
         }
         Ok(self.session.model().tokenizer().decode(&ids, special))

@@ -10,9 +10,9 @@
 
 use std::sync::Arc;
 
-use backend_wgpu::{Gpu, WeightStream, WgpuBackend, WgpuError};
-use engine::{EngineError, Model};
-use gguf::{GgufFile, Header, StreamEvent, StreamParser};
+use tessera_backend_wgpu::{Gpu, WeightStream, WgpuBackend, WgpuError};
+use tessera_core::{EngineError, Model};
+use tessera_gguf::{GgufFile, Header, StreamEvent, StreamParser};
 
 use crate::errors::{ErrorCode, WasmError};
 use crate::options::LoadOptions;

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use gguf::{GgufFile, StreamEvent, StreamParser};
+use tessera_gguf::{GgufFile, StreamEvent, StreamParser};
 
 use crate::errors::{ErrorCode, WasmError};
 

@@ -1,9 +1,9 @@
 //! Option objects as they come from JS (snake_case, like OpenAI's request fields), checked and
 //! turned into the engine's parameters. Absent fields take llama.cpp's defaults.
 
-use engine::generate::GenerateParams;
-use engine::sampling::SamplingParams;
-use engine::speculative::{SpecParams, SpecType};
+use tessera_runtime::generate::GenerateParams;
+use tessera_core::sampling::SamplingParams;
+use tessera_runtime::speculative::{SpecParams, SpecType};
 use serde::Deserialize;
 
 use crate::errors::{ErrorCode, WasmError};

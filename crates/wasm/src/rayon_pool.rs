@@ -8,7 +8,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use engine::{SpinPool, ThreadPool};
+use tessera_backend_cpu::SpinPool;
+use tessera_core::ThreadPool;
 
 /// Polls of an idle worker before it parks. wasm has no `pause` instruction, so a poll is one
 /// atomic load: this is a few hundred microseconds, the gap between decode steps.
@@ -17,7 +18,7 @@ const IDLE_SPINS: u32 = 1 << 18;
 static POOL: Mutex<Option<Arc<SpinPool>>> = Mutex::new(None);
 
 /// The shared pool, started on first use with one worker per rayon thread.
-pub fn shared_pool() -> Result<Arc<dyn ThreadPool>, engine::EngineError> {
+pub fn shared_pool() -> Result<Arc<dyn ThreadPool>, tessera_core::EngineError> {
     let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(p) = pool.as_ref() {
         return Ok(p.clone());

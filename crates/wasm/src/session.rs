@@ -1,6 +1,6 @@
 //! A loaded model with its context, generating one token per call.
 //!
-//! `engine::generate::generate` runs a whole generation in one call. In the browser the worker
+//! `tessera_runtime::generate::generate` runs a whole generation in one call. In the browser the worker
 //! must get back to its event loop between tokens (to post each token to the page and to hear
 //! an abort), so this is the same loop cut into steps: [`Session::begin`] checks the request
 //! and primes the sampler, each [`Session::step`] decodes a slice of the prompt or produces one
@@ -13,20 +13,21 @@
 //!
 //! With draftless speculative decoding ([`Session::begin_with`], CPU only) a decode step
 //! verifies a draft in one batch and may commit several tokens, exactly the ones plain
-//! decoding gives (`engine::speculative`'s loop, cut into the same steps).
+//! decoding gives (`tessera_runtime::speculative`'s loop, cut into the same steps).
 
 use std::sync::Arc;
 
-use engine::backend::Backend;
-use engine::chat_template::{ChatMessage, ChatTemplate};
-use engine::generate::{
+use tessera_backend_cpu::CpuBackend;
+use tessera_core::backend::Backend;
+use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate};
+use tessera_runtime::generate::{
     prompt_sampler, tokenize_chat, Clock, GenerateError, GenerateParams, GenerateStats, StopReason,
 };
-use engine::sampling::{DeviceSampling, Sampler};
-use engine::speculative::{verify_draft, SpecParams, SpecType, SpeculatorChain};
-use engine::stop::StopMatcher;
-use engine::tokenizer::StreamDecoder;
-use engine::{Context, ContextParams, EngineError, Model, ThreadPool};
+use tessera_core::sampling::{DeviceSampling, Sampler};
+use tessera_runtime::speculative::{verify_draft, SpecParams, SpecType, SpeculatorChain};
+use tessera_runtime::stop::StopMatcher;
+use tessera_tokenizer::StreamDecoder;
+use tessera_core::{Context, ContextParams, EngineError, Model, ThreadPool};
 
 use crate::errors::{ErrorCode, WasmError};
 use crate::options::LoadOptions;
@@ -159,10 +160,10 @@ fn decode_step(ctx: &mut Context, g: &mut Generation, tokens: &[u32]) -> Result<
         Picking::DeviceSampled => {
             let step = g.draw.get_or_insert_with(|| g.sampler.device_step());
             match ctx.decode_sampled(tokens, step) {
-                Err(GenerateError::Engine(EngineError::ReadBackPending)) => Ok(false),
+                Err(EngineError::ReadBackPending) => Ok(false),
                 r => {
                     g.draw = None;
-                    g.next = Some(r?);
+                    g.next = Some(r??);
                     Ok(true)
                 }
             }
@@ -183,7 +184,8 @@ impl Session {
         options: &LoadOptions,
         threads: Arc<dyn ThreadPool>,
     ) -> Result<Session, WasmError> {
-        let ctx = Context::new(model.clone(), context_params(options, threads))?;
+        let backend = Box::new(CpuBackend::new(threads));
+        let ctx = Context::new(model.clone(), context_params(options), backend)?;
         Ok(Session::with_context(model, ctx, false, false))
     }
 
@@ -196,8 +198,7 @@ impl Session {
         backend: Box<dyn Backend>,
         device_sampling: bool,
     ) -> Result<Session, WasmError> {
-        let params = context_params(options, Arc::new(engine::SequentialPool));
-        let ctx = Context::with_backend(model.clone(), params, backend)?;
+        let ctx = Context::new(model.clone(), context_params(options), backend)?;
         Ok(Session::with_context(model, ctx, device_sampling, true))
     }
 
@@ -352,7 +353,7 @@ impl Session {
             .into());
         }
         if let Some(&id) = ids.iter().find(|&&id| id as usize >= self.model.n_vocab()) {
-            return Err(engine::EngineError::BadToken {
+            return Err(tessera_core::EngineError::BadToken {
                 id,
                 n_vocab: self.model.n_vocab(),
             }
@@ -547,7 +548,7 @@ impl Session {
 fn emit(
     g: &mut Generation,
     tokens: &[u32],
-    tokenizer: &engine::tokenizer::Tokenizer,
+    tokenizer: &tessera_tokenizer::Tokenizer,
     clock: &dyn Clock,
 ) -> Step {
     let mut text = String::new();
@@ -582,7 +583,7 @@ fn done(
     g: &mut Generation,
     reason: StopReason,
     text: String,
-    tokenizer: &engine::tokenizer::Tokenizer,
+    tokenizer: &tessera_tokenizer::Tokenizer,
     clock: &dyn Clock,
 ) -> Step {
     let (text, stats) = finish(g, reason, text, tokenizer, clock);
@@ -604,7 +605,7 @@ fn finish(
     g: &mut Generation,
     reason: StopReason,
     mut text: String,
-    tokenizer: &engine::tokenizer::Tokenizer,
+    tokenizer: &tessera_tokenizer::Tokenizer,
     clock: &dyn Clock,
 ) -> (String, GenerateStats) {
     if !matches!(reason, StopReason::StopString(_) | StopReason::Cancelled) {
@@ -641,7 +642,7 @@ fn finish(
 /// The text `token` completes, carrying an incomplete UTF-8 character over in `partial`
 /// (the engine's `StreamDecoder`, whose state lives here between steps).
 fn decode_utf8(
-    tokenizer: &engine::tokenizer::Tokenizer,
+    tokenizer: &tessera_tokenizer::Tokenizer,
     partial: &mut Vec<u8>,
     token: u32,
 ) -> String {
@@ -652,11 +653,10 @@ fn decode_utf8(
     text
 }
 
-fn context_params(options: &LoadOptions, threads: Arc<dyn ThreadPool>) -> ContextParams {
+fn context_params(options: &LoadOptions) -> ContextParams {
     let defaults = ContextParams::default();
     ContextParams {
         n_ctx: options.context_size.unwrap_or(defaults.n_ctx),
         n_batch: options.batch_size.unwrap_or(defaults.n_batch).max(1),
-        threads,
     }
 }

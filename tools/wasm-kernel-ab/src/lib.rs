@@ -5,8 +5,8 @@
 
 #![cfg(target_arch = "wasm32")]
 
-use gguf::GgmlType;
-use quant::vec_dot::gemm;
+use tessera_gguf::GgmlType;
+use tessera_quant::vec_dot::gemm;
 use std::cell::RefCell;
 
 struct Matmul {
@@ -58,16 +58,16 @@ fn weight_type(t: u32) -> GgmlType {
 pub extern "C" fn setup_matmul(t: u32, rows: u32, k: u32, acts: u32) {
     let ty = weight_type(t);
     let (rows, k, acts) = (rows as usize, k as usize, acts as usize);
-    let act_ty = quant::vec_dot_type(ty).expect("a quantized type");
+    let act_ty = tessera_quant::vec_dot_type(ty).expect("a quantized type");
     let (w_row, a_row) = (
-        quant::row_bytes(ty, k).expect("whole blocks"),
-        quant::row_bytes(act_ty, k).expect("whole blocks"),
+        tessera_quant::row_bytes(ty, k).expect("whole blocks"),
+        tessera_quant::row_bytes(act_ty, k).expect("whole blocks"),
     );
     let mut seed = 7;
     let mut quantized = |ty, n_rows, row_bytes| {
         let mut bytes = vec![0u8; row_bytes * n_rows];
         for row in bytes.chunks_exact_mut(row_bytes) {
-            quant::quantize_row(ty, &floats(&mut seed, k), row).expect("quantize");
+            tessera_quant::quantize_row(ty, &floats(&mut seed, k), row).expect("quantize");
         }
         bytes
     };
@@ -115,7 +115,7 @@ pub extern "C" fn setup_attention() {
 /// `reps` × 256 keys of head size 256 against one query, four keys per call.
 #[no_mangle]
 pub extern "C" fn run_attention_dot(reps: u32) -> f32 {
-    use engine::cpu::ops::attention_simd128::dot_f16_steps_x4;
+    use tessera_backend_cpu::ops::attention_simd128::dot_f16_steps_x4;
     ATTENTION.with_borrow(|a| {
         let a = a.as_ref().expect("setup_attention first");
         let mut s = 0.0;
@@ -131,7 +131,7 @@ pub extern "C" fn run_attention_dot(reps: u32) -> f32 {
 /// `reps` × 256 V rows of 256 added into four accumulator rows (a GQA group of four heads).
 #[no_mangle]
 pub extern "C" fn run_attention_mad(reps: u32) -> f32 {
-    use engine::cpu::ops::attention_simd128::mad_f16_steps;
+    use tessera_backend_cpu::ops::attention_simd128::mad_f16_steps;
     ATTENTION.with_borrow_mut(|a| {
         let a = a.as_mut().expect("setup_attention first");
         for _ in 0..reps {

@@ -1,6 +1,6 @@
 //! Attention (`attention.wgsl`) and the KV store before it (`kv.wgsl`).
 
-use engine::graph::AttentionParams;
+use tessera_core::graph::AttentionParams;
 
 use crate::error::WgpuError;
 use crate::kv::LayerKv;

@@ -1,7 +1,7 @@
 //! Activation rounding before matmuls (`quantize.wgsl`), the way ggml's CPU backend quantizes
 //! activations for each weight type's vec_dot (so the GPU computes llama.cpp's numbers).
 
-use gguf::GgmlType;
+use tessera_gguf::GgmlType;
 
 use crate::error::WgpuError;
 use crate::pipelines::PipelineKey;

@@ -1,6 +1,6 @@
 //! Rotary embedding (`rope.wgsl`), positions from the step buffer.
 
-use engine::graph::{RopeMode, RopeParams};
+use tessera_core::graph::{RopeMode, RopeParams};
 
 use crate::error::WgpuError;
 use crate::pipelines::PipelineKey;

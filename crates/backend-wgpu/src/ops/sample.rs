@@ -32,7 +32,7 @@ pub const SPEC_HEADER: usize = 10;
 pub const SPEC_EDITS: usize = 1024;
 
 /// The spec words of one sampling step, or `None` when it has more edits than [`SPEC_EDITS`].
-pub fn spec_words(step: &engine::sampling::DeviceSampling) -> Option<Vec<u32>> {
+pub fn spec_words(step: &tessera_core::sampling::DeviceSampling) -> Option<Vec<u32>> {
     let p = &step.params;
     let counts: &[(u32, u32)] = if step.penalties_active() {
         &step.counts

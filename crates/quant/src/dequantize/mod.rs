@@ -16,7 +16,7 @@ pub use legacy::{
 
 use crate::blocks::blocks_from_bytes;
 use crate::{row_bytes, QuantError};
-use gguf::GgmlType;
+use tessera_gguf::GgmlType;
 
 /// Dequantizes one row: `dst.len()` elements from `src`, which must be exactly that row's bytes.
 pub fn dequantize_row(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<(), QuantError> {

@@ -27,7 +27,7 @@ pub use legacy::{
 
 use crate::blocks::with_blocks_mut;
 use crate::{row_bytes, QuantError};
-use gguf::GgmlType;
+use tessera_gguf::GgmlType;
 
 /// Quantizes one row of `src.len()` elements into `dst`, which must be exactly that row's bytes,
 /// the way ggml's CPU backend quantizes matmul inputs: Q8_0 and Q8_1 with the x86 SIMD

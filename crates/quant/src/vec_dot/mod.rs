@@ -37,7 +37,7 @@ pub use simd128::relaxed_simd_is_exact;
 
 use crate::blocks::*;
 use bytemuck::Pod;
-use gguf::GgmlType;
+use tessera_gguf::GgmlType;
 use half::f16;
 use std::borrow::Cow;
 use std::sync::LazyLock;

@@ -1,0 +1,99 @@
+//! Attention of the query rows of one KV head (`attend_rows`: `tokens` tokens × `heads` heads,
+//! each row against every key) in CPU time of this thread (Linux schedstat), as nanoseconds
+//! per key and row. Gemma 3's shape (4 heads of 256 per KV head: whole 128-element steps in
+//! emulated f16 arithmetic) and SmolLM2's (3 heads of 64: the sequential f64 sum), 512 keys,
+//! normally distributed keys, values and queries. The fastest of 9 samples is the
+//! figure to compare (another process on the same core inflates CPU time too).
+//!
+//! `cargo bench -p engine --bench attention_cpu_time`
+
+use tessera_core::backend::KvLayerLayout;
+use tessera_backend_cpu::kv_cache::LayerKv;
+use tessera_backend_cpu::ops::attention::{attend_rows, QueryRow};
+use tessera_backend_cpu::parallel::SharedOut;
+use tessera_core::graph::{RopeMode, RopeParams};
+use half::f16;
+use std::hint::black_box;
+
+fn thread_cpu_ns() -> u64 {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").expect("Linux schedstat");
+    s.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+/// splitmix64 turned into standard normal samples (Box-Muller).
+struct Normal(u64);
+
+impl Normal {
+    fn uniform(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn sample(&mut self) -> f32 {
+        let (u, v) = (self.uniform().max(1e-300), self.uniform());
+        ((-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()) as f32
+    }
+}
+
+fn run(hd: usize, heads: usize, tokens: usize, n_keys: usize) {
+    let n_rows = heads * tokens;
+    let mut rng = Normal(7);
+    let kv = LayerKv {
+        layout: KvLayerLayout {
+            n_head_kv: 1,
+            head_dim_k: hd,
+            head_dim_v: hd,
+            rope: RopeParams {
+                n_dims: hd,
+                mode: RopeMode::Normal,
+                freq_base: 10000.0,
+                freq_scale: 1.0,
+            },
+        },
+        k: (0..n_keys * hd)
+            .map(|_| f16::from_f32(rng.sample()))
+            .collect(),
+        v: (0..n_keys * hd)
+            .map(|_| f16::from_f32(0.5 * rng.sample()))
+            .collect(),
+    };
+    let q: Vec<f32> = (0..n_rows * hd).map(|_| rng.sample()).collect();
+    let mut out = vec![0.0f32; n_rows * hd];
+    let rows: Vec<QueryRow> = (0..n_rows)
+        .map(|row| QueryRow {
+            row,
+            lo: 0,
+            hi: n_keys - 1,
+        })
+        .collect();
+    let scale = 1.0 / (hd as f32).sqrt();
+    let mut pass = || {
+        attend_rows(&q, &rows, &kv, 0, scale, None, &SharedOut::new(&mut out));
+        black_box(&out);
+    };
+    pass();
+    let mut samples = Vec::new();
+    for _ in 0..9 {
+        let start = thread_cpu_ns();
+        let mut passes = 0u64;
+        while thread_cpu_ns() - start < 100_000_000 {
+            pass();
+            passes += 1;
+        }
+        samples.push((thread_cpu_ns() - start) as f64 / (passes * (n_keys * n_rows) as u64) as f64);
+    }
+    samples.sort_by(f64::total_cmp);
+    println!(
+        "{tokens} tokens × {heads} heads of {hd:>3}, {n_keys} keys: {:.1} ns per key and row (fastest of 9; median {:.1})",
+        samples[0], samples[4]
+    );
+}
+
+fn main() {
+    run(256, 4, 4, 512);
+    run(256, 4, 1, 512);
+    run(256, 1, 1, 512);
+    run(64, 3, 4, 512);
+}

@@ -1,0 +1,269 @@
+//! The CPU backend: runs graphs node by node with the kernels in [`ops`], on the injected
+//! thread pool, with buffers planned once per graph shape and reused from step to step.
+
+use std::sync::Arc;
+
+use tessera_gguf::GgmlType;
+
+use tessera_core::backend::{Backend, Batch, KvLayout};
+use tessera_core::error::EngineError;
+use tessera_core::graph::{Graph, Op};
+use tessera_core::threading::ThreadPool;
+use tessera_core::weights::WeightStore;
+use crate::kv_cache::KvCache;
+use crate::ops;
+use crate::ops::mul_mat::QuantizedActs;
+use tessera_core::plan::Plan;
+
+pub struct CpuBackend {
+    pool: Arc<dyn ThreadPool>,
+    kv: KvCache,
+    slots: Vec<Vec<f32>>,
+    /// The plan of the last graph run, keyed by (n_tokens, n_outputs, node count).
+    plan: Option<((usize, usize, usize), Plan)>,
+    acts: QuantizedActs,
+    /// Which node's output (and to which type) `acts` holds during one `compute`.
+    acts_of: Option<(usize, GgmlType)>,
+    rope_scratch: Vec<f32>,
+    trace: Option<TraceFn>,
+    reference_matmul: bool,
+}
+
+/// Called after every node with its index, the node and its output (debugging aid, like
+/// ggml's eval callback).
+pub type TraceFn = Box<dyn FnMut(usize, &tessera_core::graph::Node, &[f32]) + Send>;
+
+impl CpuBackend {
+    pub fn new(pool: Arc<dyn ThreadPool>) -> CpuBackend {
+        CpuBackend {
+            pool,
+            kv: KvCache::default(),
+            slots: Vec::new(),
+            plan: None,
+            acts: QuantizedActs::default(),
+            acts_of: None,
+            rope_scratch: Vec::new(),
+            trace: None,
+            reference_matmul: false,
+        }
+    }
+
+    /// Uses the slow float reference for matmuls (dequantized weights, f32 activations).
+    pub fn set_reference_matmul(&mut self, on: bool) {
+        self.reference_matmul = on;
+    }
+
+    /// Installs a callback that sees every node's output.
+    pub fn set_trace(&mut self, trace: Option<TraceFn>) {
+        self.trace = trace;
+    }
+
+    pub fn kv_cache(&self) -> &KvCache {
+        &self.kv
+    }
+}
+
+/// Elements of node `i`'s output.
+fn len_of(graph: &Graph, i: usize) -> usize {
+    graph.nodes[i].n_elements()
+}
+
+impl Backend for CpuBackend {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn init_kv(&mut self, layout: &KvLayout) -> Result<(), EngineError> {
+        self.kv = KvCache::new(layout)?;
+        Ok(())
+    }
+
+    fn kv_truncate(&mut self, _n: usize) {
+        // Slot index == position: later steps overwrite positions n.. before reading them.
+    }
+
+    fn kv_shift(
+        &mut self,
+        n_past: usize,
+        n_keep: usize,
+        n_discard: usize,
+    ) -> Result<(), EngineError> {
+        tessera_core::backend::check_shift(n_past, n_keep, n_discard)?;
+        self.kv.shift(n_past, n_keep, n_discard);
+        Ok(())
+    }
+
+    fn compute(
+        &mut self,
+        graph: &Graph,
+        batch: &Batch,
+        weights: &WeightStore,
+        out: &mut [f32],
+    ) -> Result<(), EngineError> {
+        if !weights.has_bytes() {
+            return Err(EngineError::WeightsNotInMemory);
+        }
+        let n_tokens = batch.tokens.len();
+        if n_tokens != graph.n_tokens || batch.output_rows.len() != graph.n_outputs {
+            return Err(EngineError::InvalidArgument(
+                "batch does not match the graph's shape".into(),
+            ));
+        }
+        if batch.pos0 + n_tokens > self.kv.n_ctx {
+            return Err(EngineError::ContextFull {
+                needed: batch.pos0 + n_tokens,
+                n_ctx: self.kv.n_ctx,
+            });
+        }
+        let key = (graph.n_tokens, graph.n_outputs, graph.nodes.len());
+        if self.plan.as_ref().map(|(k, _)| *k) != Some(key) {
+            let plan = Plan::new(graph);
+            self.slots.resize_with(plan.slot_len.len(), Vec::new);
+            for (s, &len) in self.slots.iter_mut().zip(&plan.slot_len) {
+                if s.len() < len {
+                    s.resize(len, 0.0);
+                }
+            }
+            self.plan = Some((key, plan));
+        }
+        let plan = &self.plan.as_ref().expect("plan set above").1;
+        self.acts_of = None;
+        let pool: &dyn ThreadPool = &*self.pool;
+
+        for (i, node) in graph.nodes.iter().enumerate() {
+            if matches!(node.op, Op::Reshape { .. }) {
+                continue;
+            }
+            let n = len_of(graph, i);
+            let slot = plan.slot_of[i];
+            let mut dst_buf = std::mem::take(&mut self.slots[slot]);
+            let dst = &mut dst_buf[..n];
+            let slots = &self.slots;
+            let input = |id: tessera_core::graph::NodeId| -> &[f32] {
+                let j = id.0 as usize;
+                &slots[plan.slot_of[j]][..len_of(graph, j)]
+            };
+            let result: Result<(), EngineError> = (|| {
+                match node.op {
+                    Op::GetRows { table } => {
+                        let d = weights.desc(table);
+                        ops::get_rows::get_rows(
+                            d.ty,
+                            weights.bytes(table),
+                            d.ne[0],
+                            d.ne[1],
+                            batch.tokens,
+                            dst,
+                        )?;
+                    }
+                    Op::Reshape { .. } => unreachable!("skipped above"),
+                    Op::RmsNorm { x, eps } => {
+                        ops::norm::rms_norm(input(x), dst, node.ne[0], eps);
+                    }
+                    Op::MulWeight { x, w } => {
+                        let wb: &[f32] = f32_weight(weights, w)?;
+                        ops::binary::mul_rows(input(x), wb, dst);
+                    }
+                    Op::Add { a, b } => ops::binary::add(input(a), input(b), dst),
+                    Op::Scale { x, s } => ops::binary::scale(input(x), s, dst),
+                    Op::MulMat { w, x } => {
+                        let d = weights.desc(w);
+                        let (k, m) = (d.ne[0], d.ne[1]);
+                        let xs = input(x);
+                        if self.reference_matmul {
+                            return ops::mul_mat::mul_mat_reference(
+                                d.ty,
+                                weights.bytes(w),
+                                k,
+                                m,
+                                xs,
+                                dst,
+                            );
+                        }
+                        let act_ty = ops::mul_mat::act_type(d.ty)?;
+                        let root = plan_root(graph, x.0 as usize);
+                        if self.acts_of != Some((root, act_ty)) {
+                            self.acts.quantize(pool, act_ty, xs, k)?;
+                            self.acts_of = Some((root, act_ty));
+                        }
+                        ops::mul_mat::mul_mat_quantized(
+                            pool,
+                            d.ty,
+                            weights.bytes(w),
+                            k,
+                            m,
+                            &self.acts,
+                            dst,
+                        );
+                    }
+                    Op::Rope { x, params } => {
+                        let ne = node.ne;
+                        self.rope_scratch.resize(params.n_dims, 0.0);
+                        ops::rope::rope(
+                            input(x),
+                            dst,
+                            ne[0],
+                            ne[1],
+                            batch.pos0,
+                            &params,
+                            &mut self.rope_scratch,
+                        );
+                    }
+                    Op::Attention { q, k, v, params } => {
+                        self.kv.store(params.layer, batch.pos0, input(k), input(v));
+                        ops::attention::attention(
+                            pool,
+                            input(q),
+                            &self.kv.layers[params.layer],
+                            batch.pos0,
+                            &params,
+                            dst,
+                        );
+                    }
+                    Op::SwiGlu { gate, up } => ops::glu::swiglu(input(gate), input(up), dst),
+                    Op::GeGlu { gate, up } => ops::glu::geglu(input(gate), input(up), dst),
+                    Op::SoftCap { x, cap } => ops::glu::softcap(input(x), cap, dst),
+                    Op::OutputRows { x } => {
+                        let xs = input(x);
+                        let w = node.ne[0];
+                        for (r, &src) in batch.output_rows.iter().enumerate() {
+                            dst[r * w..(r + 1) * w].copy_from_slice(&xs[src * w..(src + 1) * w]);
+                        }
+                    }
+                }
+                Ok(())
+            })();
+            self.slots[slot] = dst_buf;
+            result?;
+            if let Some(trace) = self.trace.as_mut() {
+                trace(i, node, &self.slots[slot][..n]);
+            }
+        }
+        let o = graph.output.0 as usize;
+        let n = len_of(graph, o);
+        out[..n].copy_from_slice(&self.slots[plan.slot_of[o]][..n]);
+        Ok(())
+    }
+}
+
+/// The node owning the storage of node `i` (through reshapes).
+fn plan_root(graph: &Graph, mut i: usize) -> usize {
+    while let Op::Reshape { x } = graph.nodes[i].op {
+        i = x.0 as usize;
+    }
+    i
+}
+
+/// A weight that must be f32 (norm weights), viewed as floats.
+fn f32_weight(weights: &WeightStore, w: tessera_core::weights::WeightId) -> Result<&[f32], EngineError> {
+    let d = weights.desc(w);
+    if d.ty != GgmlType::F32 {
+        return Err(EngineError::UnsupportedType {
+            name: weights.get(w).name.clone(),
+            ty: d.ty,
+        });
+    }
+    bytemuck::try_cast_slice(weights.bytes(w)).map_err(|_| EngineError::MissingTensorData {
+        name: weights.get(w).name.clone(),
+    })
+}

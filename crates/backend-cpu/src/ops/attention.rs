@@ -1,0 +1,843 @@
+//! Causal grouped-query attention over the f16 KV cache, computed like ggml's CPU flash
+//! attention (llama.cpp's default): per query row, q is rounded to f16, each score is an
+//! f16·f16 dot product (in the reference build's summation order, see [`dot_f16`]), and an
+//! online softmax accumulates V into an f16 accumulator (rounded after every key), divided by
+//! the f32 running sum at the end. Masked keys are skipped.
+//!
+//! Each (token, head) row is computed alone, in key order, so results do not depend on the
+//! batch or the thread split. The heads of one GQA group are walked together only so that each
+//! K/V row is widened to f32 once for all of them; every head keeps its own state.
+//!
+//! Rows of f16 values (q, K, V) are handled as f32 slices holding f16-exact values.
+
+use half::f16;
+
+use super::f16_arith;
+
+use crate::kv_cache::LayerKv;
+use crate::parallel::SharedOut;
+use tessera_core::graph::AttentionParams;
+use tessera_core::threading::ThreadPool;
+
+/// Largest head dimension the stack scratch holds.
+pub use tessera_core::backend::MAX_HEAD_DIM;
+
+/// Most query rows (tokens × heads of one KV head) one walk over the keys serves.
+pub const MAX_ROWS: usize = 16;
+
+/// Consecutive tokens whose rows walk the keys together (their causal ranges differ by at
+/// most this many keys, the only keys computed for nothing).
+const TOKEN_BLOCK: usize = 4;
+
+/// Keys whose scores are computed together before the softmax consumes them (the AVX2 dot
+/// kernel takes four keys).
+const KEY_BLOCK: usize = 4;
+
+/// Elements of a head that the reference build's `ggml_vec_dot_f16` handles in its SIMD loop:
+/// whole steps of 128 (an AVX512-FP16 build: 4 registers of 32 halves). The rest of the row is
+/// its scalar "leftovers" loop, summed in f64.
+pub const DOT_F16_STEP: usize = f16_arith::STEP;
+
+/// q·k as ggml's `ggml_vec_dot_f16` computes it in the build the reference outputs come from.
+///
+/// That build steps through the row 128 elements at a time in f16 arithmetic
+/// ([`dot_f16_steps`]) and adds the remaining `n % 128` products one by one in f64
+/// (`sumf += (ggml_float)(x[i]*y[i])`). For a head of 64 (SmolLM2) there is no full step, so
+/// the whole score is that sequential f64 sum: this reproduces llama.cpp's SmolLM2 reference
+/// logits to the last printed digit, where the 16-lane order of an AVX-512F build (or the
+/// 8-lane order of an AVX2 build) moves the top-10 logprobs by up to 0.3.
+#[inline]
+pub fn dot_f16(k: &[f32], q: &[f32]) -> f32 {
+    let np = k.len() / DOT_F16_STEP * DOT_F16_STEP;
+    let head = if np > 0 {
+        dot_f16_steps(&k[..np], &q[..np]) as f64
+    } else {
+        0.0
+    };
+    head_plus_leftovers(head, &k[np..], &q[np..k.len()])
+}
+
+/// The scalar tail of ggml's `ggml_vec_dot_f16`: each exact f32 product added in f64.
+#[inline]
+pub fn head_plus_leftovers(mut sum: f64, k: &[f32], q: &[f32]) -> f32 {
+    for (a, b) in k.iter().zip(q) {
+        sum += (a * b) as f64;
+    }
+    sum as f32
+}
+
+/// Whole steps (`k.len()` a multiple of 128) in the f16 arithmetic of an AVX512-FP16 build:
+/// 4 × 32 f16 accumulators, each fused multiply-add rounded once to f16, reduced in f16
+/// ([`f16_arith::dot_steps`]). Used for heads of 128 and more (Gemma 3: 256).
+#[inline]
+pub fn dot_f16_steps(k: &[f32], q: &[f32]) -> f32 {
+    f16_arith::dot_steps(k, q)
+}
+
+/// One query row of [`attend_rows`]: row `row` of the q matrix (head_dim values from
+/// `row * head_dim`, and of the output from `row * head_dim_v`), seeing keys `lo ..= hi`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QueryRow {
+    pub row: usize,
+    pub lo: usize,
+    pub hi: usize,
+}
+
+/// Query rows (at most [`MAX_ROWS`]) that share KV head `kv_head` — a GQA group's heads, of
+/// one or several tokens — each against its own keys, walked together so that every K/V row
+/// is loaded and widened once for all of them. Each row's result is what it gets alone.
+#[allow(clippy::too_many_arguments)]
+pub fn attend_rows(
+    q: &[f32],
+    rows: &[QueryRow],
+    kv: &LayerKv,
+    kv_head: usize,
+    scale: f32,
+    softcap: Option<f32>,
+    out: &SharedOut<f32>,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if kv.layout.head_dim_v % 8 == 0 && super::attention_avx2::available() {
+        // SAFETY: the CPU has AVX2/FMA/F16C (checked just above).
+        return unsafe { attend_rows_avx2(q, rows, kv, kv_head, scale, softcap, out) };
+    }
+    // wasm32: the SIMD128 kernels are compiled in or not.
+    let simd = cfg!(all(target_arch = "wasm32", target_feature = "simd128"));
+    attend_rows_impl(q, rows, kv, kv_head, scale, softcap, out, simd);
+}
+
+/// [`attend_rows_impl`] compiled for AVX2 (so its softmax bookkeeping inlines the kernels and
+/// uses the hardware FMA).
+///
+/// # Safety
+/// The CPU must support AVX2, FMA and F16C; `head_dim_v % 8 == 0`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn attend_rows_avx2(
+    q: &[f32],
+    rows: &[QueryRow],
+    kv: &LayerKv,
+    kv_head: usize,
+    scale: f32,
+    softcap: Option<f32>,
+    out: &SharedOut<f32>,
+) {
+    attend_rows_impl(q, rows, kv, kv_head, scale, softcap, out, true);
+}
+
+/// The kernel; `simd` picks the SIMD inner loops (bit-identical to the scalar ones): on
+/// x86_64 the AVX2 ones, and then it may only be set on a CPU that has them, with
+/// `head_dim_v % 8 == 0`; on wasm32 the SIMD128 ones, where the build has them.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn attend_rows_impl(
+    q: &[f32],
+    rows: &[QueryRow],
+    kv: &LayerKv,
+    kv_head: usize,
+    scale: f32,
+    softcap: Option<f32>,
+    out: &SharedOut<f32>,
+    simd: bool,
+) {
+    let hd = kv.layout.head_dim_k;
+    let dv = kv.layout.head_dim_v;
+    let (ks, vs) = (kv.k_stride(), kv.v_stride());
+    let n = rows.len();
+    assert!(n <= MAX_ROWS && hd <= MAX_HEAD_DIM && dv <= MAX_HEAD_DIM);
+    let (Some(lo), Some(hi)) = (
+        rows.iter().map(|r| r.lo).min(),
+        rows.iter().map(|r| r.hi).max(),
+    ) else {
+        return;
+    };
+    let mut q16 = [0.0f32; MAX_ROWS * MAX_HEAD_DIM];
+    for (d, r) in q16.chunks_exact_mut(hd).zip(rows) {
+        let q = &q[r.row * hd..(r.row + 1) * hd];
+        // wasm: `half`'s conversion is a software one.
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        let (d, q) = if simd {
+            let done = super::attention_simd128::round_to_f16(q, d);
+            (&mut d[done..], &q[done..])
+        } else {
+            (d, q)
+        };
+        for (d, &s) in d.iter_mut().zip(q) {
+            *d = f16_arith::round_f16(s);
+        }
+    }
+    // The f16 accumulators, held as f32 values that are always exactly representable in f16.
+    let mut acc = [0.0f32; MAX_ROWS * MAX_HEAD_DIM];
+    let acc = &mut acc[..n * dv];
+    let mut sum = [0.0f32; MAX_ROWS];
+    let mut max = [f32::NEG_INFINITY; MAX_ROWS];
+    // Keys go in blocks: all the scores of a block first (independent dot products the CPU
+    // can overlap), then each row's softmax updates in key order.
+    let mut k = [[0.0f32; MAX_HEAD_DIM]; KEY_BLOCK];
+    let mut v = [[0.0f32; MAX_HEAD_DIM]; KEY_BLOCK];
+    let mut scores = [[0.0f32; KEY_BLOCK]; MAX_ROWS];
+    for j0 in (lo..=hi).step_by(KEY_BLOCK) {
+        let nb = KEY_BLOCK.min(hi + 1 - j0);
+        for b in 0..nb {
+            let j = j0 + b;
+            widen(&kv.k[j * ks + kv_head * hd..][..hd], &mut k[b][..hd], simd);
+            widen(&kv.v[j * vs + kv_head * dv..][..dv], &mut v[b][..dv], simd);
+        }
+        for (q16, scores) in q16.chunks_exact(hd).zip(&mut scores[..n]) {
+            *scores = dot_block(&k, nb, q16, simd);
+            for s in &mut scores[..nb] {
+                *s *= scale;
+                if let Some(cap) = softcap {
+                    *s = cap * (*s / cap).tanh();
+                }
+            }
+        }
+        for (b, v) in v[..nb].iter().enumerate() {
+            let j = j0 + b;
+            let mut vscale = [1.0f32; MAX_ROWS];
+            let mut all_rows = true;
+            for (g, r) in rows.iter().enumerate() {
+                if j < r.lo || j > r.hi {
+                    all_rows = false;
+                    continue;
+                }
+                let s = scores[g][b];
+                let mut ms = 1.0f32;
+                if s > max[g] {
+                    let old = max[g];
+                    max[g] = s;
+                    ms = expf(old - s);
+                    scale_acc(&mut acc[g * dv..(g + 1) * dv], ms, simd);
+                } else {
+                    vscale[g] = expf(s - max[g]);
+                }
+                // ggml's `S = S*ms + vs`, which GCC contracts into one fused multiply-add.
+                sum[g] = sum[g].mul_add(ms, vscale[g]);
+            }
+            if all_rows {
+                mad_rows(acc, &v[..dv], &vscale[..n], simd);
+            } else {
+                // Rows whose keys end before or start after this one (ends of a token block).
+                for (g, r) in rows.iter().enumerate() {
+                    if (r.lo..=r.hi).contains(&j) {
+                        mad_rows(
+                            &mut acc[g * dv..(g + 1) * dv],
+                            &v[..dv],
+                            &vscale[g..g + 1],
+                            simd,
+                        );
+                    }
+                }
+            }
+        }
+    }
+    for (g, r) in rows.iter().enumerate() {
+        let inv = if sum[g] == 0.0 { 0.0 } else { 1.0 / sum[g] };
+        let o = out.slice(r.row * dv, dv);
+        for (o, &a) in o.iter_mut().zip(&acc[g * dv..(g + 1) * dv]) {
+            *o = a * inv;
+        }
+    }
+}
+
+/// `expf` as the reference build's C library computes it (llama.cpp's softmax calls `expf`).
+///
+/// Natively Rust's `f32::exp` is that function (glibc's, correctly rounded but for rare
+/// inputs). On wasm32 it is the `libm` crate's port of an older, less exact algorithm, whose
+/// last bits differ often enough to change Gemma 3's greedy text: "The capital of France is"
+/// parted from llama.cpp's plain reference at token 11 of 64 in the browser build. The f64
+/// exponential rounded once to f32 is the correctly rounded value except within 2^-52 of an
+/// f32 midpoint, and with it all three fixture prompts give llama.cpp's 64 tokens there too.
+#[inline(always)]
+fn expf(x: f32) -> f32 {
+    #[cfg(target_arch = "wasm32")]
+    {
+        (x as f64).exp() as f32
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    x.exp()
+}
+
+/// An f16 row widened (exactly) to f32.
+#[inline(always)]
+fn widen(src: &[f16], dst: &mut [f32], simd: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if simd && src.len() % 8 == 0 {
+        // SAFETY: `simd` is only set when the CPU has AVX2/FMA/F16C; lengths checked.
+        unsafe { super::attention_avx2::widen(src, dst) };
+        return;
+    }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    let (src, dst) = if simd {
+        let done = super::attention_simd128::widen(src, dst);
+        (&src[done..], &mut dst[done..])
+    } else {
+        (src, dst)
+    };
+    let _ = simd;
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d = s.to_f32();
+    }
+}
+
+/// [`dot_f16`] of the first `nb` keys of a block against `q` (head_dim long), on AVX2 or
+/// SIMD128 when `simd` is set.
+#[inline(always)]
+fn dot_block(
+    k: &[[f32; MAX_HEAD_DIM]; KEY_BLOCK],
+    nb: usize,
+    q: &[f32],
+    simd: bool,
+) -> [f32; KEY_BLOCK] {
+    let hd = q.len();
+    let mut out = [0.0f32; KEY_BLOCK];
+    #[cfg(target_arch = "x86_64")]
+    if simd {
+        use super::attention_avx2 as avx2;
+        let np = hd / DOT_F16_STEP * DOT_F16_STEP;
+        if np > 0 {
+            // Slots past `nb` repeat the last key (their scores are not used).
+            let rows: [&[f32]; KEY_BLOCK] = std::array::from_fn(|b| &k[b.min(nb - 1)][..np]);
+            // SAFETY: `simd` is only set when the CPU has AVX2/FMA/F16C; np % 128 == 0.
+            let heads = unsafe { avx2::dot_f16_steps_x4(rows, &q[..np]) };
+            for b in 0..nb {
+                out[b] = head_plus_leftovers(heads[b] as f64, &k[b][np..hd], &q[np..]);
+            }
+            return out;
+        }
+        if hd % 8 == 0 {
+            for b in 0..nb {
+                // SAFETY: as above; hd % 8 == 0.
+                out[b] = unsafe { avx2::dot_f16_exact_f64(&k[b][..hd], q) }
+                    .unwrap_or_else(|| head_plus_leftovers(0.0, &k[b][..hd], q));
+            }
+            return out;
+        }
+    }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    if simd {
+        use super::attention_simd128 as simd128;
+        let np = hd / DOT_F16_STEP * DOT_F16_STEP;
+        // Slots past `nb` repeat the last key (their scores are not used).
+        let keys = |from: usize, to: usize| -> [&[f32]; KEY_BLOCK] {
+            std::array::from_fn(|b| &k[b.min(nb - 1)][from..to])
+        };
+        let heads = if np > 0 {
+            simd128::dot_f16_steps_x4(keys(0, np), &q[..np]).map(f64::from)
+        } else {
+            [0.0; KEY_BLOCK]
+        };
+        if (hd - np) % 4 == 0 {
+            return simd128::head_plus_leftovers_x4(heads, keys(np, hd), &q[np..]);
+        }
+        for b in 0..nb {
+            out[b] = head_plus_leftovers(heads[b], &k[b][np..hd], &q[np..]);
+        }
+        return out;
+    }
+    let _ = simd;
+    for b in 0..nb {
+        out[b] = dot_f16(&k[b][..hd], q);
+    }
+    out
+}
+
+/// ggml_vec_scale_f16: whole steps of 128 in f16 arithmetic (`acc = f16(acc * f16(ms))`,
+/// [`f16_arith::scale_steps`]), the rest as its scalar loop: `acc = f16(acc * ms)` in f32.
+#[inline(always)]
+fn scale_acc(acc: &mut [f32], ms: f32, simd: bool) {
+    let np = acc.len() / DOT_F16_STEP * DOT_F16_STEP;
+    let (steps, acc) = acc.split_at_mut(np);
+    #[cfg(target_arch = "x86_64")]
+    if simd {
+        // SAFETY: `simd` is only set when the CPU has AVX2/FMA/F16C and head_dim_v % 8 == 0.
+        unsafe {
+            super::attention_avx2::scale_f16_steps(steps, ms);
+            super::attention_avx2::scale_f16(acc, ms);
+        }
+        return;
+    }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    if simd {
+        use super::attention_simd128 as simd128;
+        simd128::scale_f16_steps(steps, ms);
+        let done = simd128::scale_f16(acc, ms);
+        return scale_scalar(&mut acc[done..], ms);
+    }
+    let _ = simd;
+    f16_arith::scale_steps(steps, ms);
+    scale_scalar(acc, ms);
+}
+
+/// ggml_vec_scale_f16's scalar loop: `acc = f16(acc * ms)` in f32.
+#[inline(always)]
+fn scale_scalar(acc: &mut [f32], ms: f32) {
+    for a in acc.iter_mut() {
+        *a = f16_arith::round_f16(*a * ms);
+    }
+}
+
+/// Runs `$call` — an expression of `$rows` and `$factors`, arrays of 1 to 4 — over the step
+/// parts (`..$np`) of the accumulator rows (`$acc`: rows of `$dv`) four rows at a time, with
+/// their factors (`$vs`): the multi-row `mad_f16_steps` kernels take arrays of fixed length.
+macro_rules! by_four_rows {
+    ($acc:expr, $dv:expr, $np:expr, $vs:expr, |$rows:ident, $factors:ident| $call:expr) => {
+        for (acc, vs) in $acc.chunks_mut(4 * $dv).zip($vs.chunks(4)) {
+            let mut r = acc.chunks_exact_mut($dv).map(|a| &mut a[..$np]);
+            match (r.next(), r.next(), r.next(), r.next()) {
+                (Some(a), None, _, _) => {
+                    let ($rows, $factors) = ([a], [vs[0]]);
+                    $call
+                }
+                (Some(a), Some(b), None, _) => {
+                    let ($rows, $factors) = ([a, b], [vs[0], vs[1]]);
+                    $call
+                }
+                (Some(a), Some(b), Some(c), None) => {
+                    let ($rows, $factors) = ([a, b, c], [vs[0], vs[1], vs[2]]);
+                    $call
+                }
+                (Some(a), Some(b), Some(c), Some(d)) => {
+                    let ($rows, $factors) = ([a, b, c, d], [vs[0], vs[1], vs[2], vs[3]]);
+                    $call
+                }
+                _ => unreachable!("a chunk holds 1 to 4 rows"),
+            }
+        }
+    };
+}
+
+/// ggml_vec_mad_f16 for each row's accumulator (`acc`: rows of `v.len()`, contiguous) with
+/// its own factor `vs[r]`, over one V row: whole steps of 128 in f16 arithmetic (`acc =
+/// f16(v * f16(vs) + acc)`, one rounding, [`f16_arith::mad_steps`]), the rest as its scalar
+/// loop: one fused multiply-add in f32, rounded to f16.
+#[inline(always)]
+fn mad_rows(acc: &mut [f32], v: &[f32], vs: &[f32], simd: bool) {
+    let dv = v.len();
+    let np = dv / DOT_F16_STEP * DOT_F16_STEP;
+    let (v_steps, v_rest) = v.split_at(np);
+    #[cfg(target_arch = "x86_64")]
+    if simd {
+        use super::attention_avx2 as avx2;
+        // SAFETY (all calls): `simd` is only set when the CPU has AVX2/FMA/F16C and
+        // head_dim_v % 8 == 0; np % 128 == 0.
+        if np > 0 {
+            by_four_rows!(acc, dv, np, vs, |rows, factors| unsafe {
+                avx2::mad_f16_steps(rows, v_steps, factors)
+            });
+        }
+        if np < dv {
+            for (acc, &vs) in acc.chunks_exact_mut(dv).zip(vs) {
+                unsafe { avx2::mad_f16(&mut acc[np..], v_rest, vs) };
+            }
+        }
+        return;
+    }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    if simd {
+        use super::attention_simd128 as simd128;
+        if np > 0 {
+            by_four_rows!(acc, dv, np, vs, |rows, factors| {
+                simd128::mad_f16_steps(rows, v_steps, factors)
+            });
+        }
+        for (acc, &vs) in acc.chunks_exact_mut(dv).zip(vs) {
+            let rest = &mut acc[np..];
+            let done = simd128::mad_f16(rest, v_rest, vs);
+            mad_scalar(&mut rest[done..], &v_rest[done..], vs);
+        }
+        return;
+    }
+    let _ = simd;
+    for (acc, &vs) in acc.chunks_exact_mut(dv).zip(vs) {
+        let (steps, rest) = acc.split_at_mut(np);
+        f16_arith::mad_steps(steps, v_steps, vs);
+        mad_scalar(rest, v_rest, vs);
+    }
+}
+
+/// ggml_vec_mad_f16's scalar loop: one fused multiply-add in f32, rounded to f16.
+#[inline(always)]
+fn mad_scalar(acc: &mut [f32], v: &[f32], vs: f32) {
+    for (a, &x) in acc.iter_mut().zip(v) {
+        *a = f16_arith::round_f16(x.mul_add(vs, *a));
+    }
+}
+
+/// Attention for `T` query tokens at positions `pos0 ..` (their keys and values already in
+/// `kv`): q `[head_dim, n_head, T]` → out `[head_dim_v * n_head, T]`.
+pub fn attention(
+    pool: &dyn ThreadPool,
+    q: &[f32],
+    kv: &LayerKv,
+    pos0: usize,
+    p: &AttentionParams,
+    out: &mut [f32],
+) {
+    let n_tokens = q.len() / (p.head_dim * p.n_head);
+    let group = p.n_head / p.n_head_kv;
+    // Work items: `tokens` consecutive tokens × `heads` heads of one KV head, at most
+    // MAX_ROWS rows; halved while that leaves fewer than four items per thread (decoding, and
+    // speculative verify batches, where a few equal items would leave a thread idle).
+    let mut heads = group.min(MAX_ROWS);
+    let mut tokens = (MAX_ROWS / heads).min(TOKEN_BLOCK).min(n_tokens).max(1);
+    let items = |tokens: usize, heads: usize| {
+        n_tokens.div_ceil(tokens) * p.n_head_kv * group.div_ceil(heads)
+    };
+    while items(tokens, heads) < 4 * pool.n_threads() && tokens * heads > 1 {
+        if tokens > 1 {
+            tokens = tokens.div_ceil(2);
+        } else {
+            heads = heads.div_ceil(2);
+        }
+    }
+    let chunks = group.div_ceil(heads);
+    let shared = SharedOut::new(out);
+    let n_items = items(tokens, heads);
+    // One task per item, the last tokens (the most keys) first, so that the threads finish
+    // together.
+    pool.run(n_items, &|task| {
+        let item = n_items - 1 - task;
+        let per_block = p.n_head_kv * chunks;
+        let (t0, rest) = ((item / per_block) * tokens, item % per_block);
+        let (kv_head, chunk) = (rest / chunks, rest % chunks);
+        let h0 = kv_head * group + chunk * heads;
+        let h1 = (h0 + heads).min((kv_head + 1) * group);
+        let mut rows = [QueryRow::default(); MAX_ROWS];
+        let mut n = 0;
+        for t in t0..(t0 + tokens).min(n_tokens) {
+            let pos = pos0 + t;
+            let lo = match p.window {
+                Some(w) => (pos + 1).saturating_sub(w),
+                None => 0,
+            };
+            for h in h0..h1 {
+                rows[n] = QueryRow {
+                    row: t * p.n_head + h,
+                    lo,
+                    hi: pos,
+                };
+                n += 1;
+            }
+        }
+        attend_rows(q, &rows[..n], kv, kv_head, p.scale, p.softcap, &shared);
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessera_core::backend::KvLayerLayout;
+    use tessera_core::graph::{RopeMode, RopeParams};
+    use tessera_core::threading::SequentialPool;
+    use f16_arith::tests::widen;
+    // In Node, under wasm-bindgen-test (`cargo test --target wasm32-unknown-unknown`).
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    fn layer(n_ctx: usize, n_head_kv: usize, hd: usize) -> LayerKv {
+        LayerKv {
+            layout: KvLayerLayout {
+                n_head_kv,
+                head_dim_k: hd,
+                head_dim_v: hd,
+                rope: RopeParams {
+                    n_dims: hd,
+                    mode: RopeMode::Normal,
+                    freq_base: 10000.0,
+                    freq_scale: 1.0,
+                },
+            },
+            k: (0..n_ctx * n_head_kv * hd)
+                .map(|i| f16::from_f32(((i * 7919 % 613) as f32 / 306.0) - 1.0))
+                .collect(),
+            v: (0..n_ctx * n_head_kv * hd)
+                .map(|i| f16::from_f32(((i * 104729 % 389) as f32 / 194.0) - 1.0))
+                .collect(),
+        }
+    }
+
+    /// Plain softmax attention in f64 over the same f16 keys and values.
+    fn reference(
+        q: &[f32],
+        kv: &LayerKv,
+        head: usize,
+        lo: usize,
+        hi: usize,
+        scale: f32,
+    ) -> Vec<f64> {
+        let hd = kv.layout.head_dim_k;
+        let s = kv.k_stride();
+        let scores: Vec<f64> = (lo..=hi)
+            .map(|j| {
+                (0..hd)
+                    .map(|d| kv.k[j * s + head * hd + d].to_f64() * f16::from_f32(q[d]).to_f64())
+                    .sum::<f64>()
+                    * scale as f64
+            })
+            .collect();
+        let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let w: Vec<f64> = scores.iter().map(|x| (x - m).exp()).collect();
+        let z: f64 = w.iter().sum();
+        (0..hd)
+            .map(|d| {
+                (lo..=hi)
+                    .zip(&w)
+                    .map(|(j, wj)| wj * kv.v[j * s + head * hd + d].to_f64())
+                    .sum::<f64>()
+                    / z
+            })
+            .collect()
+    }
+
+    #[test]
+    fn matches_plain_softmax_attention_with_gqa_and_windows() {
+        let (hd, n_head, n_head_kv, n_ctx) = (64, 4, 2, 40);
+        let kv = layer(n_ctx, n_head_kv, hd);
+        let t = 5;
+        let pos0 = 30;
+        let q: Vec<f32> = (0..hd * n_head * t)
+            .map(|i| ((i * 31 % 97) as f32 / 48.0) - 1.0)
+            .collect();
+        for window in [None, Some(8)] {
+            let p = AttentionParams {
+                layer: 0,
+                n_head,
+                n_head_kv,
+                head_dim: hd,
+                scale: 0.125,
+                window,
+                softcap: None,
+            };
+            let mut out = vec![0.0; hd * n_head * t];
+            attention(&SequentialPool, &q, &kv, pos0, &p, &mut out);
+            for ti in 0..t {
+                for h in 0..n_head {
+                    let pos = pos0 + ti;
+                    let lo = window.map_or(0, |w| pos + 1 - w);
+                    let row = ti * n_head + h;
+                    let want = reference(&q[row * hd..(row + 1) * hd], &kv, h / 2, lo, pos, 0.125);
+                    for d in 0..hd {
+                        // The f16 accumulator limits agreement to f16 precision.
+                        let got = out[row * hd + d] as f64;
+                        assert!(
+                            (got - want[d]).abs() < 4e-3,
+                            "{window:?} t{ti} h{h} d{d}: {got} vs {}",
+                            want[d]
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn short_heads_are_one_sequential_f64_sum() {
+        // Below one step of 128 the reference build adds every product in f64, in order.
+        for n in [64, 96, 127] {
+            let k: Vec<f16> = (0..n)
+                .map(|i| f16::from_f32(((i * 7919 % 613) as f32 / 30.0) - 10.0))
+                .collect();
+            let q: Vec<f16> = (0..n)
+                .map(|i| f16::from_f32(((i * 104729 % 389) as f32 / 19.0) - 10.0))
+                .collect();
+            let mut want = 0.0f64;
+            for i in 0..n {
+                want += (k[i].to_f32() * q[i].to_f32()) as f64;
+            }
+            assert_eq!(dot_f16(&widen(&k), &widen(&q)), want as f32, "n = {n}");
+        }
+        // Whole steps keep their SIMD order; the rest is added to them in f64.
+        let k: Vec<f32> = (0..192)
+            .map(|i| f16_arith::round_f16(i as f32 * 0.01))
+            .collect();
+        let q: Vec<f32> = (0..192)
+            .map(|i| f16_arith::round_f16(1.0 - i as f32 * 0.003))
+            .collect();
+        let head = dot_f16_steps(&k[..128], &q[..128]) as f64;
+        assert_eq!(
+            dot_f16(&k, &q),
+            head_plus_leftovers(head, &k[128..], &q[128..])
+        );
+    }
+
+    /// Whether [`attend_rows`] takes SIMD kernels here (AVX2 on this CPU, or a SIMD128 build).
+    fn simd_available() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return crate::ops::attention_avx2::available();
+        #[cfg(not(target_arch = "x86_64"))]
+        cfg!(all(target_arch = "wasm32", target_feature = "simd128"))
+    }
+
+    /// `rows` of `q` attended together (on the SIMD path where there is one, or on the
+    /// scalar path when `scalar`); the output rows in the order of `rows`.
+    fn run_rows(q: &[f32], rows: &[QueryRow], kv: &LayerKv, scalar: bool) -> Vec<Vec<f32>> {
+        let dv = kv.layout.head_dim_v;
+        let mut out = vec![f32::NAN; (rows.iter().map(|r| r.row).max().unwrap() + 1) * dv];
+        let shared = SharedOut::new(&mut out);
+        if scalar {
+            attend_rows_impl(q, rows, kv, 1, 0.1, Some(3.0), &shared, false);
+        } else {
+            attend_rows(q, rows, kv, 1, 0.1, Some(3.0), &shared);
+        }
+        rows.iter()
+            .map(|r| out[r.row * dv..(r.row + 1) * dv].to_vec())
+            .collect()
+    }
+
+    /// Rows of a token block: 4 tokens at positions 10..14 (causal), 3 heads each, the first
+    /// tokens' keys ending before the block's last keys, and windows of 6 keys.
+    fn block_rows(window: bool) -> Vec<QueryRow> {
+        let mut rows = Vec::new();
+        for t in 0..4 {
+            let hi = 10 + t;
+            let lo = if window { hi - 5 } else { 0 };
+            for h in 0..3 {
+                rows.push(QueryRow {
+                    row: t * 3 + h,
+                    lo,
+                    hi,
+                });
+            }
+        }
+        rows
+    }
+
+    #[test]
+    fn simd_rows_are_bit_identical_to_scalar_rows() {
+        if simd_available() {
+            // 66, 130, 132: leftovers that are not a multiple of 4 (of 8: the x86 kernels'),
+            // after no step or one, or that are.
+            for hd in [64, 66, 130, 132, 192, 256] {
+                let kv = layer(24, 2, hd);
+                let q: Vec<f32> = (0..12 * hd)
+                    .map(|i| ((i * 29 % 83) as f32 / 20.0) - 2.0)
+                    .collect();
+                for window in [false, true] {
+                    let rows = block_rows(window);
+                    let a = run_rows(&q, &rows, &kv, true);
+                    let b = run_rows(&q, &rows, &kv, false);
+                    assert_eq!(a, b, "hd {hd} window {window}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rows_walked_together_equal_rows_alone() {
+        for hd in [64, 256] {
+            let kv = layer(24, 2, hd);
+            let q: Vec<f32> = (0..12 * hd)
+                .map(|i| ((i * 37 % 101) as f32 / 25.0) - 2.0)
+                .collect();
+            for window in [false, true] {
+                let rows = block_rows(window);
+                let together = run_rows(&q, &rows, &kv, false);
+                for (r, want) in rows.iter().zip(&together) {
+                    let alone = run_rows(&q, &[*r], &kv, false);
+                    assert_eq!(&alone[0], want, "hd {hd} window {window} row {}", r.row);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn exact_f64_fast_path_equals_the_sequential_sum() {
+        #[cfg(target_arch = "x86_64")]
+        if crate::ops::attention_avx2::available() {
+            use crate::ops::attention_avx2::dot_f16_exact_f64;
+            // Random f16 bit patterns cover tiny, subnormal, huge, infinite and NaN values;
+            // the scaled normals are what attention sees. Either the fast path declines or it
+            // returns the sequential sum's bits.
+            let mut state = 0x9e37_79b9_7f4a_7c15u64;
+            let mut next = || {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state
+            };
+            let (mut taken, mut declined) = (0, 0);
+            for case in 0..20_000 {
+                let n = [8, 64, 96, 120][case % 4];
+                let mut gen = |_| {
+                    let r = next();
+                    match case % 3 {
+                        0 => f16::from_bits(r as u16),
+                        1 => f16::from_f32(
+                            ((r >> 11) as f64 / (1u64 << 53) as f64 * 8.0 - 4.0) as f32,
+                        ),
+                        // Mostly ordinary values with an occasional tiny one.
+                        _ if r % 50 == 0 => f16::from_bits((r >> 16) as u16 & 0x83ff),
+                        _ => f16::from_f32(
+                            ((r >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) as f32,
+                        ),
+                    }
+                };
+                let k = widen(&(0..n).map(&mut gen).collect::<Vec<_>>());
+                let q = widen(&(0..n).map(&mut gen).collect::<Vec<_>>());
+                let want = head_plus_leftovers(0.0, &k, &q);
+                // SAFETY: checked `available()` above; n % 8 == 0.
+                match unsafe { dot_f16_exact_f64(&k, &q) } {
+                    Some(got) => {
+                        taken += 1;
+                        assert_eq!(
+                            got.to_bits(),
+                            want.to_bits(),
+                            "case {case}: {got} vs {want}"
+                        );
+                    }
+                    None => declined += 1,
+                }
+            }
+            // A row whose sequential sum rounds: 2^30 + 2^-28 is 2^30 in f64, so the sequential
+            // sum ends at 0 while summing the lanes apart would give 2^-28.
+            let mut k = vec![0.0f32; 8];
+            let mut q = vec![0.0f32; 8];
+            (k[0], q[0]) = (32768.0, 32768.0);
+            (k[1], q[1]) = (2f32.powi(-14), 2f32.powi(-14));
+            (k[4], q[4]) = (-32768.0, 32768.0);
+            assert_eq!(head_plus_leftovers(0.0, &k, &q), 0.0);
+            // SAFETY: as above.
+            assert_eq!(unsafe { dot_f16_exact_f64(&k, &q) }, None);
+            // The check must let ordinary rows through, and must decline some hostile ones.
+            assert!(
+                taken > 10_000 && declined > 100,
+                "taken {taken}, declined {declined}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_row_does_not_depend_on_the_batch() {
+        let (hd, n_head, n_head_kv) = (64, 2, 1);
+        let kv = layer(16, n_head_kv, hd);
+        let p = AttentionParams {
+            layer: 0,
+            n_head,
+            n_head_kv,
+            head_dim: hd,
+            scale: 0.125,
+            window: None,
+            softcap: Some(20.0),
+        };
+        let q: Vec<f32> = (0..hd * n_head * 4)
+            .map(|i| ((i * 13 % 37) as f32 / 18.0) - 1.0)
+            .collect();
+        let mut batch = vec![0.0; q.len()];
+        attention(&SequentialPool, &q, &kv, 6, &p, &mut batch);
+        for t in 0..4 {
+            let n = hd * n_head;
+            let mut alone = vec![0.0; n];
+            attention(
+                &SequentialPool,
+                &q[t * n..(t + 1) * n],
+                &kv,
+                6 + t,
+                &p,
+                &mut alone,
+            );
+            assert_eq!(alone, batch[t * n..(t + 1) * n]);
+        }
+    }
+}

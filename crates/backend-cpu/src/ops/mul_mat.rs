@@ -1,0 +1,285 @@
+//! Matrix multiplication with quantized weights, the way ggml does it on CPU.
+//!
+//! The weights stay in their file format. Each activation row is quantized once to the weight
+//! type's vec-dot partner (`tessera_quant::vec_dot::vec_dot_type`: Q8_0, Q8_1, Q8_K, F16 or F32), then
+//! every output element is one `vec_dot` of a weight row with an activation row. Work is split
+//! over threads by weight rows only, never inside a dot product, and the tiled kernel
+//! (`tessera_quant::vec_dot::gemm`: several weight rows × several tokens per pass) gives each element
+//! exactly `vec_dot`'s bits: an output element does not depend on the thread count or on how
+//! many tokens share the batch.
+
+use tessera_gguf::GgmlType;
+use tessera_quant::vec_dot::{gemm, vec_dot_type};
+
+use crate::parallel::{for_each_chunk, SharedOut};
+use tessera_core::error::EngineError;
+use tessera_core::threading::ThreadPool;
+
+/// Activations quantized for one weight type: `n_rows` rows of `row_bytes` bytes. The buffer is
+/// kept in 8-byte words so block views (f16/f32 fields) are always aligned.
+#[derive(Default)]
+pub struct QuantizedActs {
+    words: Vec<u64>,
+    pub ty: Option<GgmlType>,
+    pub row_bytes: usize,
+    pub n_rows: usize,
+}
+
+impl QuantizedActs {
+    fn bytes(&self) -> &[u8] {
+        &bytemuck::cast_slice(&self.words)[..self.row_bytes * self.n_rows]
+    }
+
+    pub fn row(&self, r: usize) -> &[u8] {
+        &self.bytes()[r * self.row_bytes..(r + 1) * self.row_bytes]
+    }
+
+    /// Quantizes `x` (rows of `k` floats) to `ty`, reusing the buffer.
+    pub fn quantize(
+        &mut self,
+        pool: &dyn ThreadPool,
+        ty: GgmlType,
+        x: &[f32],
+        k: usize,
+    ) -> Result<(), EngineError> {
+        let row_bytes = tessera_quant::row_bytes(ty, k)?;
+        let n_rows = x.len() / k;
+        let n_words = (row_bytes * n_rows).div_ceil(8);
+        if self.words.len() < n_words {
+            self.words.resize(n_words, 0);
+        }
+        self.ty = Some(ty);
+        self.row_bytes = row_bytes;
+        self.n_rows = n_rows;
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut self.words);
+        let out = SharedOut::new(&mut bytes[..row_bytes * n_rows]);
+        let failed = std::sync::atomic::AtomicBool::new(false);
+        for_each_chunk(pool, n_rows, pool.n_threads(), 1, &|rows| {
+            for r in rows {
+                let dst = out.slice(r * row_bytes, row_bytes);
+                if tessera_quant::quantize_row(ty, &x[r * k..(r + 1) * k], dst).is_err() {
+                    failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        });
+        if failed.into_inner() {
+            // Only a length/type mismatch fails, which row_bytes above already ruled out.
+            return Err(EngineError::InvalidArgument(format!(
+                "cannot quantize activations to {ty}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The activation type for weights of type `w_ty`.
+pub fn act_type(w_ty: GgmlType) -> Result<GgmlType, EngineError> {
+    vec_dot_type(w_ty).ok_or(EngineError::UnsupportedType {
+        name: "matmul weight".into(),
+        ty: w_ty,
+    })
+}
+
+/// Rows of weights handled together: their bytes stay in L1 while all tokens pass by.
+const ROW_BLOCK: usize = 16;
+
+/// Output floats per `gemm` call (weight rows × tokens): small batches (decode, speculative
+/// verification) pass up to 256 rows per call, so the kernel's per-call work (arranging the
+/// activations and their scales) is spread over many rows, while the output tile stays in L1/L2;
+/// long batches keep `ROW_BLOCK` rows.
+const CALL_FLOATS: usize = 4096;
+
+/// `out[t][r] = w_row(r) · act_row(t)` for `m` weight rows of length `k`, `acts.n_rows` tokens.
+pub fn mul_mat_quantized(
+    pool: &dyn ThreadPool,
+    w_ty: GgmlType,
+    w: &[u8],
+    k: usize,
+    m: usize,
+    acts: &QuantizedActs,
+    out: &mut [f32],
+) {
+    let w_row_bytes = w.len() / m;
+    let n = acts.n_rows;
+    debug_assert_eq!(out.len(), n * m);
+    let shared = SharedOut::new(out);
+    let n_tasks = (pool.n_threads() * 4).min(m.div_ceil(ROW_BLOCK));
+    let act_bytes = &acts.bytes()[..n * acts.row_bytes];
+    let call_rows = (CALL_FLOATS / n.max(1)).clamp(ROW_BLOCK, 256) / ROW_BLOCK * ROW_BLOCK;
+    for_each_chunk(pool, m, n_tasks, ROW_BLOCK, &|rows| {
+        SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            if scratch.len() < call_rows * n {
+                scratch.resize(call_rows * n, 0.0);
+            }
+            let mut r0 = rows.start;
+            while r0 < rows.end {
+                let r1 = (r0 + call_rows).min(rows.end);
+                let nr = r1 - r0;
+                let tile = &mut scratch[..nr * n];
+                // Tiles of weight rows × tokens; each element bit-identical to vec_dot.
+                gemm(
+                    w_ty,
+                    k,
+                    &w[r0 * w_row_bytes..r1 * w_row_bytes],
+                    nr,
+                    act_bytes,
+                    n,
+                    tile,
+                );
+                for t in 0..n {
+                    shared
+                        .slice(t * m + r0, nr)
+                        .copy_from_slice(&tile[t * nr..(t + 1) * nr]);
+                }
+                r0 = r1;
+            }
+        });
+    });
+}
+
+thread_local! {
+    /// Per-thread output tile of `mul_mat_quantized` (reused: decode steps allocate nothing).
+    static SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Reference: weights dequantized to f32, activations kept in f32, dot products in f64.
+/// Slow; for checking the quantized path and for debugging.
+pub fn mul_mat_reference(
+    w_ty: GgmlType,
+    w: &[u8],
+    k: usize,
+    m: usize,
+    x: &[f32],
+    out: &mut [f32],
+) -> Result<(), EngineError> {
+    let w_row_bytes = w.len() / m;
+    let mut row = vec![0.0f32; k];
+    for r in 0..m {
+        tessera_quant::dequantize_row(w_ty, &w[r * w_row_bytes..(r + 1) * w_row_bytes], &mut row)?;
+        for (t, xr) in x.chunks_exact(k).enumerate() {
+            let d: f64 = row.iter().zip(xr).map(|(&a, &b)| a as f64 * b as f64).sum();
+            out[t * m + r] = d as f32;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessera_core::threading::SequentialPool;
+
+    /// Splits work into one task per call, run in reverse order, to shake out order effects.
+    struct ReversePool(usize);
+    impl ThreadPool for ReversePool {
+        fn n_threads(&self) -> usize {
+            self.0
+        }
+        fn run(&self, n: usize, task: &(dyn Fn(usize) + Sync)) {
+            for i in (0..n).rev() {
+                task(i);
+            }
+        }
+    }
+
+    fn data(n: usize, seed: u32) -> Vec<f32> {
+        (0..n)
+            .map(|i| {
+                let h = (i as u32)
+                    .wrapping_mul(2654435761)
+                    .wrapping_add(seed.wrapping_mul(97));
+                ((h >> 8) % 2001) as f32 / 1000.0 - 1.0
+            })
+            .collect()
+    }
+
+    fn quantize_weights(ty: GgmlType, w: &[f32], k: usize) -> Vec<u8> {
+        let rb = tessera_quant::row_bytes(ty, k).unwrap();
+        let mut out = vec![0u8; rb * (w.len() / k)];
+        for (src, dst) in w.chunks(k).zip(out.chunks_mut(rb)) {
+            tessera_quant::quantize_row(ty, src, dst).unwrap();
+        }
+        out
+    }
+
+    fn run(
+        pool: &dyn ThreadPool,
+        ty: GgmlType,
+        wq: &[u8],
+        x: &[f32],
+        k: usize,
+        m: usize,
+    ) -> Vec<f32> {
+        let mut acts = QuantizedActs::default();
+        acts.quantize(pool, act_type(ty).unwrap(), x, k).unwrap();
+        let mut out = vec![0.0; (x.len() / k) * m];
+        mul_mat_quantized(pool, ty, wq, k, m, &acts, &mut out);
+        out
+    }
+
+    #[test]
+    fn close_to_float_matmul_for_every_weight_type() {
+        let (k, m, n) = (512, 37, 6);
+        let w = data(k * m, 1);
+        let x = data(k * n, 2);
+        for ty in [
+            GgmlType::F32,
+            GgmlType::F16,
+            GgmlType::Q4_0,
+            GgmlType::Q4_1,
+            GgmlType::Q5_0,
+            GgmlType::Q5_1,
+            GgmlType::Q8_0,
+            GgmlType::Q2_K,
+            GgmlType::Q3_K,
+            GgmlType::Q4_K,
+            GgmlType::Q5_K,
+            GgmlType::Q6_K,
+        ] {
+            let wq = quantize_weights(ty, &w, k);
+            // Reference: dequantized weights times float activations.
+            let mut wd = vec![0.0f32; k * m];
+            let rb = wq.len() / m;
+            for r in 0..m {
+                tessera_quant::dequantize_row(ty, &wq[r * rb..(r + 1) * rb], &mut wd[r * k..(r + 1) * k])
+                    .unwrap();
+            }
+            let got = run(&SequentialPool, ty, &wq, &x, k, m);
+            let mut err = 0.0f64;
+            let mut norm = 0.0f64;
+            for t in 0..n {
+                for r in 0..m {
+                    let want: f64 = (0..k)
+                        .map(|i| wd[r * k + i] as f64 * x[t * k + i] as f64)
+                        .sum();
+                    err += (got[t * m + r] as f64 - want).powi(2);
+                    norm += want * want;
+                }
+            }
+            // Only the activation quantization separates the two (normalized MSE).
+            assert!(err / norm < 5e-4, "{ty}: nmse {}", err / norm);
+        }
+    }
+
+    #[test]
+    fn a_token_gets_the_same_bits_alone_or_in_any_batch_and_any_split() {
+        let (k, m) = (256, 50);
+        let w = data(k * m, 3);
+        let x = data(k * 7, 4);
+        for ty in [
+            GgmlType::Q4_1,
+            GgmlType::Q8_0,
+            GgmlType::Q4_K,
+            GgmlType::Q6_K,
+            GgmlType::F32,
+        ] {
+            let wq = quantize_weights(ty, &w, k);
+            let batch = run(&ReversePool(3), ty, &wq, &x, k, m);
+            for t in 0..7 {
+                let alone = run(&SequentialPool, ty, &wq, &x[t * k..(t + 1) * k], k, m);
+                assert_eq!(alone, batch[t * m..(t + 1) * m], "{ty} token {t}");
+            }
+        }
+    }
+}

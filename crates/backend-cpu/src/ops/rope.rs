@@ -1,0 +1,138 @@
+//! Rotary position embedding, computed like ggml: for each position the angles are built
+//! cumulatively in f32 (`theta *= theta_scale` per pair, `theta_scale = base^(-2/n_dims)`), so
+//! the cos/sin match llama.cpp's bit for bit.
+
+use tessera_core::graph::{RopeMode, RopeParams};
+
+/// Fills `cache` (length `n_dims`) with interleaved (cos, sin) per rotated pair at position `pos`.
+pub fn rope_cache(pos: f32, p: &RopeParams, cache: &mut [f32]) {
+    let theta_scale = p.theta_scale();
+    let mut theta = pos;
+    for pair in cache[..p.n_dims].chunks_exact_mut(2) {
+        let t = p.freq_scale * theta;
+        pair[0] = t.cos();
+        pair[1] = t.sin();
+        theta *= theta_scale;
+    }
+}
+
+/// Rotates one head (length ≥ n_dims) in place with a cache from [`rope_cache`]. The products
+/// are fused the way GCC contracts ggml's `x0*cos - x1*sin` on FMA machines, so rotated values
+/// match llama.cpp's to the bit.
+#[inline]
+pub fn rotate_head(head: &mut [f32], cache: &[f32], p: &RopeParams) {
+    match p.mode {
+        RopeMode::Normal => {
+            for (x, cs) in head[..p.n_dims]
+                .chunks_exact_mut(2)
+                .zip(cache.chunks_exact(2))
+            {
+                let (x0, x1) = (x[0], x[1]);
+                let (c, s) = (cs[0], cs[1]);
+                x[0] = x0.mul_add(c, -(x1 * s));
+                x[1] = x0.mul_add(s, x1 * c);
+            }
+        }
+        RopeMode::Neox => {
+            let half = p.n_dims / 2;
+            for (i, cs) in cache[..p.n_dims].chunks_exact(2).enumerate() {
+                let (x0, x1) = (head[i], head[i + half]);
+                let (c, s) = (cs[0], cs[1]);
+                head[i] = x0.mul_add(c, -(x1 * s));
+                head[i + half] = x0.mul_add(s, x1 * c);
+            }
+        }
+    }
+}
+
+/// Rotates `x` viewed as `[head_dim, n_heads, n_tokens]`; token `t` is at position `pos0 + t`.
+/// `cache` is scratch of length ≥ n_dims.
+pub fn rope(
+    x: &[f32],
+    out: &mut [f32],
+    head_dim: usize,
+    n_heads: usize,
+    pos0: usize,
+    p: &RopeParams,
+    cache: &mut [f32],
+) {
+    out.copy_from_slice(x);
+    for (t, tok) in out.chunks_exact_mut(head_dim * n_heads).enumerate() {
+        rope_cache((pos0 + t) as f32, p, cache);
+        for head in tok.chunks_exact_mut(head_dim) {
+            rotate_head(head, cache, p);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(mode: RopeMode) -> RopeParams {
+        RopeParams {
+            n_dims: 8,
+            mode,
+            freq_base: 10000.0,
+            freq_scale: 1.0,
+        }
+    }
+
+    /// Direct formula in f64 with the pair frequencies base^(-2i/n).
+    fn reference(x: &[f32], pos: f64, p: &RopeParams) -> Vec<f64> {
+        let mut y: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        let half = p.n_dims / 2;
+        for i in 0..half {
+            let th = pos * (p.freq_base as f64).powf(-2.0 * i as f64 / p.n_dims as f64);
+            let (a, b) = match p.mode {
+                RopeMode::Normal => (2 * i, 2 * i + 1),
+                RopeMode::Neox => (i, i + half),
+            };
+            let (x0, x1) = (x[a] as f64, x[b] as f64);
+            y[a] = x0 * th.cos() - x1 * th.sin();
+            y[b] = x0 * th.sin() + x1 * th.cos();
+        }
+        y
+    }
+
+    #[test]
+    fn matches_the_formula_for_both_modes_and_keeps_the_tail() {
+        for mode in [RopeMode::Normal, RopeMode::Neox] {
+            let p = params(mode);
+            // head_dim 10: the last 2 dims are not rotated.
+            let x: Vec<f32> = (0..20).map(|i| (i as f32 * 0.31).sin()).collect();
+            let mut y = vec![0.0; 20];
+            let mut cache = vec![0.0; 8];
+            rope(&x, &mut y, 10, 1, 7, &p, &mut cache);
+            for t in 0..2 {
+                let r = reference(&x[t * 10..t * 10 + 10], (7 + t) as f64, &p);
+                for i in 0..10 {
+                    assert!(
+                        (y[t * 10 + i] as f64 - r[i]).abs() < 1e-4,
+                        "{mode:?} t{t} i{i}"
+                    );
+                }
+                assert_eq!(&y[t * 10 + 8..t * 10 + 10], &x[t * 10 + 8..t * 10 + 10]);
+            }
+        }
+    }
+
+    #[test]
+    fn position_zero_is_identity_and_rotation_composes() {
+        let p = params(RopeMode::Neox);
+        let x: Vec<f32> = (0..8).map(|i| i as f32 - 3.0).collect();
+        let mut y = vec![0.0; 8];
+        let mut c = vec![0.0; 8];
+        rope(&x, &mut y, 8, 1, 0, &p, &mut c);
+        assert_eq!(x, y);
+        // rotating by 3 then by 4 ≈ rotating by 7
+        let mut a = vec![0.0; 8];
+        let mut b = vec![0.0; 8];
+        rope(&x, &mut a, 8, 1, 3, &p, &mut c);
+        rope(&a, &mut b, 8, 1, 4, &p, &mut c);
+        rope(&x, &mut y, 8, 1, 7, &p, &mut c);
+        for (u, v) in b.iter().zip(&y) {
+            assert!((u - v).abs() < 1e-5);
+        }
+    }
+}

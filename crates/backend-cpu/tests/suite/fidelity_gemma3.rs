@@ -1,0 +1,115 @@
+//! Gemma 3 270M (Q4_K_M) against llama.cpp's outputs. llama.cpp itself moves by up to ~0.4
+//! logprob with its weight repacking on this model (fixtures README), so the checks against the
+//! repacked reference are tolerant (first 8 greedy tokens identical, top-10 within 0.45), while
+//! the plain (`_norepack`) reference is matched exactly: 64-token greedy continuations
+//! identical, top-10 logprobs equal to the printed digits, forced-decoding top-1 agreement
+//! ≥ 95 % (in fact 100 %). How: docs/engine.md, "Fidelity".
+
+use tessera_testkit::*;
+
+/// Sensitive to last-bit details: it failed ("The capital of France is" parted at token 5)
+/// while the attention's running sum was rounded twice (`S*ms + vs` without the fused
+/// multiply-add GCC uses in ggml); it holds again since. See docs/engine.md.
+#[test]
+fn first_greedy_tokens_match_llama_cpp() {
+    let model = load_model(GEMMA3);
+    let mut ctx = context(&model, 256, 512, 2);
+    for file in ["greedy_gemma3.jsonl", "greedy_gemma3_norepack.jsonl"] {
+        for case in fixture(file) {
+            let prompt = ids(&case["prompt_ids"]);
+            let want = ids(&case["gen_ids"]);
+            let got = greedy(&mut ctx, &prompt, 8);
+            assert_eq!(got, want[..8], "{file} {:?}", case["prompt"]);
+        }
+    }
+}
+
+#[test]
+fn greedy_continuations_equal_the_plain_reference() {
+    let model = load_model(GEMMA3);
+    let mut ctx = context(&model, 256, 512, 2);
+    for case in fixture("greedy_gemma3_norepack.jsonl") {
+        let prompt = ids(&case["prompt_ids"]);
+        let want = ids(&case["gen_ids"]);
+        let got = greedy(&mut ctx, &prompt, want.len());
+        assert_eq!(got, want, "{:?}", case["prompt"]);
+    }
+}
+
+#[test]
+fn forced_decoding_top1_agreement_at_least_95_percent() {
+    let model = load_model(GEMMA3);
+    let mut ctx = context(&model, 256, 512, 2);
+    let (mut agree, mut total) = (0usize, 0usize);
+    for case in fixture("greedy_gemma3_norepack.jsonl") {
+        let prompt = ids(&case["prompt_ids"]);
+        let gen = ids(&case["gen_ids"]);
+        // Feed prompt + continuation in one batch; position i predicts token i+1.
+        let mut all = prompt.clone();
+        all.extend_from_slice(&gen);
+        ctx.clear();
+        ctx.decode(&all[..all.len() - 1], true).unwrap();
+        let n_vocab = model.n_vocab();
+        let logits = ctx.all_logits();
+        for (j, &want) in gen.iter().enumerate() {
+            let pos = prompt.len() - 1 + j;
+            total += 1;
+            agree += (argmax(&logits[pos * n_vocab..(pos + 1) * n_vocab]) == want) as usize;
+        }
+    }
+    let rate = agree as f64 / total as f64;
+    eprintln!("forced-decoding top-1 agreement: {agree}/{total} = {rate:.3}");
+    assert!(rate >= 0.95, "agreement {rate:.3} < 0.95");
+}
+
+/// Issue 3's bound on the plain (no-repack) reference.
+#[test]
+fn top10_logprobs_within_tolerance() {
+    top10_within(&["logits_top10_gemma3_norepack.jsonl"], 0.35);
+}
+
+/// In fact equal to the plain reference's printed digits (6 decimals): every node matches the
+/// reference build bit for bit (docs/engine.md, "Fidelity").
+#[test]
+fn top10_logprobs_equal_the_plain_reference() {
+    top10_within(&["logits_top10_gemma3_norepack.jsonl"], 1e-4);
+}
+
+/// The repacked reference differs from llama.cpp's own plain one by up to 0.42 on this model
+/// (one entry of "def add": we equal the plain reference there), so it gets a wider bound.
+#[test]
+fn top10_logprobs_near_the_repacked_reference() {
+    top10_within(&["logits_top10_gemma3.jsonl"], 0.45);
+}
+
+fn top10_within(files: &[&str], tolerance: f64) {
+    let model = load_model(GEMMA3);
+    let mut ctx = context(&model, 256, 512, 2);
+    for &file in files {
+        let mut worst = 0.0f64;
+        for case in fixture(file) {
+            let prompt = ids(&case["prompt_ids"]);
+            ctx.clear();
+            ctx.decode(&prompt, false).unwrap();
+            let lp = log_softmax(ctx.logits());
+            let top = case["top10"].as_array().unwrap();
+            assert_eq!(
+                argmax(ctx.logits()),
+                top[0]["id"].as_u64().unwrap() as u32,
+                "{file} {:?}: top-1 differs",
+                case["prompt"]
+            );
+            for e in top {
+                let id = e["id"].as_u64().unwrap() as usize;
+                let d = (lp[id] - e["logprob"].as_f64().unwrap()).abs();
+                worst = worst.max(d);
+                assert!(
+                    d < tolerance,
+                    "{file} {:?} id {id}: off by {d:.6}",
+                    case["prompt"]
+                );
+            }
+        }
+        eprintln!("{file}: largest top-10 logprob difference {worst:.6}");
+    }
+}

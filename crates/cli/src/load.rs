@@ -1,0 +1,83 @@
+//! Opening a GGUF file and loading a model with a progress bar on stderr.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use tessera_backend_cpu::CpuBackend;
+use tessera_core::{Context, ContextParams, Model, ThreadPool};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::args::ComputeArgs;
+use crate::pool::{default_threads, spin_pool};
+
+pub fn open_gguf(path: &Path) -> anyhow::Result<tessera_gguf::GgufFile> {
+    tessera_gguf::GgufFile::open(path).map_err(|e| {
+        let shown = path.display().to_string();
+        // I/O errors already name the file.
+        if e.to_string().starts_with(&shown) {
+            anyhow::Error::new(e).context("cannot read model")
+        } else {
+            anyhow::Error::new(e).context(format!("cannot read model {shown}"))
+        }
+    })
+}
+
+pub fn load_model(path: &Path) -> anyhow::Result<Arc<Model>> {
+    let file = Arc::new(open_gguf(path)?);
+    let bar = ProgressBar::new(100).with_style(
+        ProgressStyle::with_template("loading {msg} [{bar:30}] {percent:>3}%")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    );
+    let model = Model::load(file, &mut |f| {
+        bar.set_position((f.clamp(0.0, 1.0) * 100.0) as u64)
+    })
+    .with_context(|| format!("cannot load model {}", path.display()))?;
+    bar.finish_and_clear();
+    Ok(Arc::new(model))
+}
+
+pub fn thread_pool(threads: Option<usize>) -> anyhow::Result<Arc<tessera_backend_cpu::SpinPool>> {
+    Ok(Arc::new(spin_pool(
+        threads.unwrap_or_else(default_threads),
+    )?))
+}
+
+pub fn new_context(model: &Arc<Model>, compute: &ComputeArgs) -> anyhow::Result<Context> {
+    let params = ContextParams {
+        n_ctx: compute.ctx_size,
+        n_batch: compute.batch_size,
+    };
+    context_on(model, params, thread_pool(compute.threads)?, &compute.backend)
+}
+
+/// A context on the named backend (`cpu` or `wgpu`); `threads` run the CPU backend's kernels.
+pub fn context_on(
+    model: &Arc<Model>,
+    params: ContextParams,
+    threads: Arc<dyn ThreadPool>,
+    backend: &str,
+) -> anyhow::Result<Context> {
+    match backend {
+        "cpu" => Ok(Context::new(
+            model.clone(),
+            params,
+            Box::new(CpuBackend::new(threads)),
+        )?),
+        "wgpu" => {
+            let mut gpu =
+                tessera_backend_wgpu::WgpuBackend::new().context("cannot open a WebGPU device")?;
+            eprintln!("wgpu: {}", gpu.gpu().describe());
+            gpu.upload_weights(model.weights())
+                .context("cannot place the weights on the GPU")?;
+            Ok(Context::new(model.clone(), params, Box::new(gpu))?)
+        }
+        other => anyhow::bail!("unknown backend '{other}' (cpu, wgpu)"),
+    }
+}

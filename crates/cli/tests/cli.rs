@@ -1,0 +1,316 @@
+//! The `tessera` binary end to end: inspect, tokenize, run, and how errors are reported.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+const SMOLLM2: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+fn model(file: &str) -> PathBuf {
+    let path = tessera_testkit::models_dir().join(file);
+    assert!(
+        path.exists(),
+        "test model {} is missing: run scripts/fetch-models.sh (or set TESSERA_MODELS)",
+        path.display()
+    );
+    path
+}
+
+use tessera_testkit::fixture;
+
+fn tessera(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .output()
+        .expect("run tessera")
+}
+
+fn stdout(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "tessera failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout.clone()).expect("UTF-8 stdout")
+}
+
+fn ids(v: &serde_json::Value) -> Vec<u32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap() as u32)
+        .collect()
+}
+
+/// A failed run: exit code ≠ 0, nothing on stdout, exactly one line on stderr.
+fn assert_one_line_error(o: &Output, must_contain: &str) {
+    assert!(!o.status.success(), "expected failure");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "stderr: {err:?}");
+    assert!(err.starts_with("error: "), "{err:?}");
+    assert!(err.contains(must_contain), "{err:?} lacks {must_contain:?}");
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn inspect_prints_metadata_and_tensor_table() {
+    let m = model(SMOLLM2);
+    let out = stdout(&tessera(&["inspect", "-m", m.to_str().unwrap()]));
+    assert!(
+        out.contains("GGUF v3, 33 metadata keys, 272 tensors"),
+        "{out}"
+    );
+    let line = |key: &str| {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(key))
+            .unwrap_or_else(|| panic!("no {key} in {out}"))
+            .to_owned()
+    };
+    assert!(line("general.architecture").ends_with("\"llama\""));
+    assert!(line("llama.block_count").ends_with(" 30"));
+    // 49152 tokens: abbreviated.
+    let tokens = line("tokenizer.ggml.tokens");
+    assert!(
+        tokens.contains("string[49152]") && tokens.contains("… 49144 more]"),
+        "{tokens}"
+    );
+    // name, type, shape, bytes
+    let embd: Vec<String> = line("0").split_whitespace().map(str::to_owned).collect();
+    assert_eq!(
+        embd,
+        [
+            "0",
+            "token_embd.weight",
+            "Q8_0",
+            "[576,",
+            "49152]",
+            "30081024"
+        ]
+    );
+    assert_eq!(out.lines().filter(|l| l.contains("blk.")).count(), 30 * 9);
+}
+
+#[test]
+fn tokenize_ids_match_llama_cpp() {
+    let m = model(SMOLLM2);
+    let cases = fixture("tokenize_smollm2.jsonl");
+    // A line where parsing special tokens matters, and a plain one.
+    let special = cases
+        .iter()
+        .find(|c| c["ids"] != c["ids_no_parse_special"])
+        .expect("a line with special tokens");
+    for case in [special, &cases[0]] {
+        let text = case["text"].as_str().unwrap();
+        let parsed: Vec<u32> = serde_json::from_str(&stdout(&tessera(&[
+            "tokenize",
+            "-m",
+            m.to_str().unwrap(),
+            "-p",
+            text,
+            "--ids",
+        ])))
+        .unwrap();
+        assert_eq!(parsed, ids(&case["ids"]), "{text:?}");
+        let plain: Vec<u32> = serde_json::from_str(&stdout(&tessera(&[
+            "tokenize",
+            "-m",
+            m.to_str().unwrap(),
+            "-p",
+            text,
+            "--ids",
+            "--no-parse-special",
+        ])))
+        .unwrap();
+        assert_eq!(plain, ids(&case["ids_no_parse_special"]), "{text:?}");
+    }
+}
+
+#[test]
+fn run_greedy_prints_llama_cpp_continuation() {
+    let m = model(SMOLLM2);
+    let case = &fixture("greedy_smollm2.jsonl")[0];
+    let prompt = case["prompt"].as_str().unwrap();
+    let want_ids = &ids(&case["gen_ids"])[..16];
+    let file = tessera_gguf::GgufFile::open(&m).unwrap();
+    let tok = tessera_tokenizer::Tokenizer::from_gguf(file.header()).unwrap();
+    let want: Vec<u8> = want_ids
+        .iter()
+        .flat_map(|&t| tok.token_to_piece(t, false))
+        .collect();
+    let o = tessera(&[
+        "run",
+        "-m",
+        m.to_str().unwrap(),
+        "-p",
+        prompt,
+        "-n",
+        "16",
+        "--temp",
+        "0",
+        "-t",
+        "2",
+    ]);
+    let out = stdout(&o);
+    // The generated text, then one newline.
+    assert_eq!(
+        out.strip_suffix('\n').unwrap(),
+        String::from_utf8(want).unwrap()
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("generated: 16 tokens"), "{err}");
+    // The positional prompt is the same as -p.
+    let o2 = tessera(&[
+        "run",
+        "-m",
+        m.to_str().unwrap(),
+        "-n",
+        "16",
+        "--temp",
+        "0",
+        "-t",
+        "2",
+        prompt,
+    ]);
+    assert_eq!(stdout(&o2), out);
+}
+
+#[test]
+fn missing_file_is_one_line_error() {
+    let o = tessera(&["inspect", "-m", "/nonexistent/model.gguf"]);
+    assert_one_line_error(&o, "/nonexistent/model.gguf");
+    let o = tessera(&["run", "-m", "/nonexistent/model.gguf", "-p", "hi"]);
+    assert_one_line_error(&o, "/nonexistent/model.gguf");
+}
+
+#[test]
+fn corrupt_file_is_one_line_error() {
+    let dir = std::env::temp_dir().join(format!("tessera-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Not GGUF at all.
+    let junk = dir.join("junk.gguf");
+    std::fs::write(&junk, b"this is not a model, just some text\n").unwrap();
+    assert_one_line_error(
+        &tessera(&["inspect", "-m", junk.to_str().unwrap()]),
+        "magic",
+    );
+    // A real model cut short: the header's arrays run past the end.
+    let bytes = std::fs::read(model(SMOLLM2)).unwrap();
+    let cut = dir.join("cut.gguf");
+    std::fs::write(&cut, &bytes[..100_000]).unwrap();
+    for cmd in ["inspect", "tokenize"] {
+        let mut args = vec![cmd, "-m", cut.to_str().unwrap()];
+        if cmd == "tokenize" {
+            args.extend(["-p", "hi"]);
+        }
+        assert_one_line_error(&tessera(&args), "cut.gguf");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bad_sampling_option_is_one_line_error() {
+    let m = model(SMOLLM2);
+    let o = tessera(&[
+        "run",
+        "-m",
+        m.to_str().unwrap(),
+        "-p",
+        "hi",
+        "--top-p",
+        "1.5",
+    ]);
+    assert_one_line_error(&o, "top_p");
+}
+
+#[test]
+fn bench_json_has_llama_bench_fields() {
+    let m = model(SMOLLM2);
+    let out = stdout(&tessera(&[
+        "bench",
+        "-m",
+        m.to_str().unwrap(),
+        "-p",
+        "16",
+        "-n",
+        "4",
+        "-r",
+        "2",
+        "-t",
+        "1",
+        "--json",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(
+        (rows[0]["n_prompt"].as_u64(), rows[0]["n_gen"].as_u64()),
+        (Some(16), Some(0))
+    );
+    assert_eq!(
+        (rows[1]["n_prompt"].as_u64(), rows[1]["n_gen"].as_u64()),
+        (Some(0), Some(4))
+    );
+    for r in rows {
+        assert_eq!(r["n_threads"].as_u64(), Some(1));
+        assert_eq!(r["samples_ts"].as_array().unwrap().len(), 2);
+        assert!(r["avg_ts"].as_f64().unwrap() > 0.0 && r["stddev_ts"].as_f64().unwrap() >= 0.0);
+        assert!(r["model_filename"].as_str().unwrap().ends_with(SMOLLM2));
+    }
+    let md = stdout(&tessera(&[
+        "bench",
+        "-m",
+        m.to_str().unwrap(),
+        "-p",
+        "8",
+        "-n",
+        "0",
+        "-r",
+        "1",
+        "-t",
+        "1",
+    ]));
+    let lines: Vec<&str> = md.lines().collect();
+    assert_eq!(
+        lines[0],
+        "| model | size | params | backend | threads | test | t/s |"
+    );
+    assert!(
+        lines[2].starts_with("| llama 135M Q4_1 | 92.10 MiB | 134.52 M | CPU | 1 | pp8 | "),
+        "{md}"
+    );
+}
+
+#[test]
+fn perplexity_prints_running_estimates_and_final_line() {
+    let m = model(SMOLLM2);
+    let o = tessera(&[
+        "perplexity",
+        "-m",
+        m.to_str().unwrap(),
+        "-f",
+        "/usr/share/common-licenses/GPL-3",
+        "-c",
+        "64",
+        "--chunks",
+        "2",
+        "-t",
+        "2",
+    ]);
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("[1]") && lines[0].contains(",[2]"),
+        "{out}"
+    );
+    assert!(
+        lines[1].starts_with("Final estimate: PPL = ") && lines[1].contains(" +/- "),
+        "{out}"
+    );
+    let o = tessera(&[
+        "perplexity",
+        "-m",
+        m.to_str().unwrap(),
+        "-f",
+        "/nonexistent.txt",
+    ]);
+    assert_one_line_error(&o, "/nonexistent.txt");
+}

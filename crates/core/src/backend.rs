@@ -1,0 +1,125 @@
+//! The `Backend` trait: what a device (CPU, WebGPU, Vulkan, CUDA) implements to run graphs.
+//!
+//! A backend owns its KV cache and its scratch buffers; the engine hands it a graph, the
+//! batch's per-step inputs and the weights, and gets back the output rows.
+
+use crate::error::EngineError;
+use crate::graph::{Graph, RopeParams};
+use crate::sampling::{DeviceSampling, SamplingError};
+use crate::weights::WeightStore;
+
+/// Per-step inputs of a micro-batch of one sequence: token `i` is at position `pos0 + i`.
+#[derive(Clone, Copy, Debug)]
+pub struct Batch<'a> {
+    pub tokens: &'a [u32],
+    pub pos0: usize,
+    /// Indices (into `tokens`, increasing) of the tokens whose outputs are wanted.
+    pub output_rows: &'a [usize],
+}
+
+/// Shape of one layer's KV cache entry (per position).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KvLayerLayout {
+    pub n_head_kv: usize,
+    pub head_dim_k: usize,
+    pub head_dim_v: usize,
+    /// How this layer's keys were rotated (to re-rotate them on a context shift).
+    pub rope: RopeParams,
+}
+
+/// The KV cache a model needs: `n_ctx` positions for each layer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KvLayout {
+    pub n_ctx: usize,
+    pub layers: Vec<KvLayerLayout>,
+}
+
+/// The largest head dimension (keys or values) the backends' attention kernels support; a model
+/// with larger heads is refused at load time.
+pub const MAX_HEAD_DIM: usize = 512;
+
+/// Index of the largest value (the first among equals; NaNs never win).
+pub fn argmax(row: &[f32]) -> usize {
+    let mut best = 0;
+    for (i, &v) in row.iter().enumerate() {
+        if v > row[best] || row[best].is_nan() && !v.is_nan() {
+            best = i;
+        }
+    }
+    best
+}
+
+pub trait Backend: Send {
+    fn name(&self) -> &'static str;
+
+    /// Allocates (or re-allocates) the KV cache, empty.
+    fn init_kv(&mut self, layout: &KvLayout) -> Result<(), EngineError>;
+
+    /// Runs `graph` for `batch`, storing the batch's keys and values in the KV cache, and
+    /// writes the graph's output (`graph.n_outputs` rows) into `out`.
+    fn compute(
+        &mut self,
+        graph: &Graph,
+        batch: &Batch,
+        weights: &WeightStore,
+        out: &mut [f32],
+    ) -> Result<(), EngineError>;
+
+    /// Like [`Backend::compute`] for a graph whose output rows are logits, but gives only each
+    /// output row's greedy token (the index of its largest logit, the lowest among equals).
+    /// GPU backends override it to sample on the device and read back only the ids; this
+    /// default computes the logits and picks on the CPU.
+    fn compute_greedy(
+        &mut self,
+        graph: &Graph,
+        batch: &Batch,
+        weights: &WeightStore,
+        ids: &mut [u32],
+    ) -> Result<(), EngineError> {
+        let width = graph.node(graph.output).ne[0];
+        let mut logits = vec![0.0f32; width * graph.n_outputs];
+        self.compute(graph, batch, weights, &mut logits)?;
+        for (id, row) in ids.iter_mut().zip(logits.chunks_exact(width.max(1))) {
+            *id = argmax(row) as u32;
+        }
+        Ok(())
+    }
+
+    /// Like [`Backend::compute`] for a graph whose output rows are logits, but samples the
+    /// last output row with `step` on the device and gives only the token (or the sampling
+    /// error: every logit masked, a NaN logit). `None` (this default) means the backend does
+    /// not sample on its device and computed nothing: the caller computes the logits and
+    /// samples them with [`DeviceSampling::sample_cpu`].
+    fn compute_sampled(
+        &mut self,
+        _graph: &Graph,
+        _batch: &Batch,
+        _weights: &WeightStore,
+        _step: &DeviceSampling,
+    ) -> Result<Option<Result<u32, SamplingError>>, EngineError> {
+        Ok(None)
+    }
+
+    /// Drops the keys and values at positions `n..`: later steps overwrite them.
+    fn kv_truncate(&mut self, n: usize);
+
+    /// Drops positions `n_keep .. n_keep + n_discard` of the first `n_past`, moves the rest
+    /// down by `n_discard` and re-rotates their keys to their new positions.
+    fn kv_shift(
+        &mut self,
+        n_past: usize,
+        n_keep: usize,
+        n_discard: usize,
+    ) -> Result<(), EngineError>;
+}
+
+/// Checks [`Backend::kv_shift`]'s arguments: the kept and discarded positions must lie within
+/// the first `n_past`.
+pub fn check_shift(n_past: usize, n_keep: usize, n_discard: usize) -> Result<(), EngineError> {
+    if n_keep + n_discard > n_past {
+        return Err(EngineError::InvalidArgument(format!(
+            "shift: keep {n_keep} + discard {n_discard} > {n_past} positions"
+        )));
+    }
+    Ok(())
+}

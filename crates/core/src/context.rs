@@ -1,0 +1,294 @@
+//! An inference context: one sequence's KV cache on a backend, fed tokens in micro-batches.
+
+use std::sync::Arc;
+
+use crate::backend::{Backend, Batch};
+use crate::error::EngineError;
+use crate::graph::{Graph, GraphBuilder};
+use crate::model::Model;
+use crate::sampling::{DeviceSampling, SamplingError};
+
+#[derive(Clone, Debug)]
+pub struct ContextParams {
+    /// Positions the KV cache holds; 0 → the model's training context.
+    pub n_ctx: usize,
+    /// Largest micro-batch: longer inputs are processed `n_batch` tokens at a time.
+    pub n_batch: usize,
+}
+
+impl Default for ContextParams {
+    fn default() -> Self {
+        ContextParams {
+            n_ctx: 4096,
+            n_batch: 512,
+        }
+    }
+}
+
+/// Graphs kept for reuse, keyed by (n_tokens, n_outputs): decode steps all share one.
+const GRAPH_CACHE: usize = 4;
+
+pub struct Context {
+    model: Arc<Model>,
+    n_ctx: usize,
+    n_batch: usize,
+    backend: Box<dyn Backend>,
+    tokens: Vec<u32>,
+    logits: Vec<f32>,
+    all_logits: Vec<f32>,
+    graphs: Vec<((usize, usize), Graph)>,
+    output_rows: Vec<usize>,
+}
+
+impl Context {
+    /// A context for `model` on `backend` (e.g. `tessera_backend_cpu::CpuBackend`), its KV
+    /// cache allocated for `params.n_ctx` positions.
+    pub fn new(
+        model: Arc<Model>,
+        params: ContextParams,
+        mut backend: Box<dyn Backend>,
+    ) -> Result<Context, EngineError> {
+        let n_ctx = if params.n_ctx == 0 {
+            model.n_ctx_train()
+        } else {
+            params.n_ctx
+        };
+        if params.n_batch == 0 {
+            return Err(EngineError::InvalidArgument(
+                "n_batch must be at least 1".into(),
+            ));
+        }
+        if n_ctx > 1 << 22 {
+            return Err(EngineError::InvalidArgument(format!(
+                "n_ctx {n_ctx} is too large"
+            )));
+        }
+        backend.init_kv(&model.architecture().kv_layout(n_ctx))?;
+        let n_vocab = model.n_vocab();
+        Ok(Context {
+            model,
+            n_ctx,
+            n_batch: params.n_batch,
+            backend,
+            tokens: Vec::with_capacity(n_ctx),
+            logits: vec![0.0; n_vocab],
+            all_logits: Vec::new(),
+            graphs: Vec::new(),
+            output_rows: Vec::new(),
+        })
+    }
+
+    pub fn model(&self) -> &Arc<Model> {
+        &self.model
+    }
+
+    pub fn n_ctx(&self) -> usize {
+        self.n_ctx
+    }
+
+    pub fn n_batch(&self) -> usize {
+        self.n_batch
+    }
+
+    /// Appends `tokens` at the current position, `n_batch` at a time. Afterwards
+    /// [`Context::logits`] holds the last token's logits and, when `all_logits`,
+    /// [`Context::all_logits`] every token's.
+    ///
+    /// With a backend whose read-back is asynchronous (`WgpuBackend` in a browser) a call may
+    /// fail with [`EngineError::ReadBackPending`] after submitting a micro-batch: the tokens of
+    /// that micro-batch are not committed, so repeating the call once the read-back is done
+    /// returns its result. Callers of such a backend pass at most `n_batch` tokens per call
+    /// (earlier micro-batches of a longer call would already be committed).
+    pub fn decode(&mut self, tokens: &[u32], all_logits: bool) -> Result<(), EngineError> {
+        let n_kept = if all_logits { tokens.len() } else { 1 };
+        self.decode_with(tokens, n_kept, all_logits, None, None)
+    }
+
+    /// Appends `tokens` like [`Context::decode`] and keeps the logits of the last `n_kept` of
+    /// them (1 ..= `tokens.len()`) in [`Context::all_logits`], in order; the output projection
+    /// runs for those rows only (llama-perplexity asks for the scored half of each chunk so).
+    pub fn decode_keeping_last(
+        &mut self,
+        tokens: &[u32],
+        n_kept: usize,
+    ) -> Result<(), EngineError> {
+        if n_kept == 0 || n_kept > tokens.len() {
+            return Err(EngineError::InvalidArgument(format!(
+                "keep the logits of {n_kept} of {} tokens",
+                tokens.len()
+            )));
+        }
+        self.decode_with(tokens, n_kept, true, None, None)
+    }
+
+    /// Appends `tokens` like [`Context::decode`] but keeps no logits: returns the greedy next
+    /// token after every token (`all`) or after the last one only. On a GPU backend only these
+    /// ids leave the device. [`Context::logits`] is not updated.
+    pub fn decode_greedy(&mut self, tokens: &[u32], all: bool) -> Result<Vec<u32>, EngineError> {
+        let n_kept = if all { tokens.len() } else { 1 };
+        let mut ids = Vec::with_capacity(n_kept);
+        self.decode_with(tokens, n_kept, false, Some(&mut ids), None)?;
+        Ok(ids)
+    }
+
+    /// Appends `tokens` like [`Context::decode`] and samples the next token from the last
+    /// one's logits with `step` (from [`Sampler::device_step`](crate::sampling::Sampler::device_step)).
+    /// A backend that samples on its device reads back only the token id, and then
+    /// [`Context::logits`] is not updated; otherwise the logits are computed and sampled on the
+    /// CPU ([`DeviceSampling::sample_cpu`]).
+    ///
+    /// The outer error is the decode's, the inner one the sampling's (every logit masked, a NaN).
+    pub fn decode_sampled(
+        &mut self,
+        tokens: &[u32],
+        step: &DeviceSampling,
+    ) -> Result<Result<u32, SamplingError>, EngineError> {
+        let mut sampled = None;
+        self.decode_with(tokens, 1, false, None, Some((step, &mut sampled)))?;
+        Ok(match sampled {
+            Some(result) => result,
+            None => step.sample_cpu(&self.logits[..self.model.n_vocab()]),
+        })
+    }
+
+    /// Decodes `tokens` in micro-batches; the outputs (logits, greedy ids or a sample) are those
+    /// of the last `n_kept` tokens (1 ..= `tokens.len()`, checked by the callers). Their logits
+    /// go to `all_logits` when `keep_rows` (and no greedy or sampled output is asked for).
+    fn decode_with(
+        &mut self,
+        tokens: &[u32],
+        n_kept: usize,
+        keep_rows: bool,
+        mut greedy: Option<&mut Vec<u32>>,
+        mut sample: Option<(&DeviceSampling, &mut Option<Result<u32, SamplingError>>)>,
+    ) -> Result<(), EngineError> {
+        if tokens.is_empty() {
+            return Err(EngineError::InvalidArgument("decode of no tokens".into()));
+        }
+        let needed = self.tokens.len() + tokens.len();
+        if needed > self.n_ctx {
+            return Err(EngineError::ContextFull {
+                needed,
+                n_ctx: self.n_ctx,
+            });
+        }
+        let n_vocab = self.model.n_vocab();
+        if let Some(&id) = tokens.iter().find(|&&t| t as usize >= n_vocab) {
+            return Err(EngineError::BadToken { id, n_vocab });
+        }
+        let keep_rows = keep_rows && greedy.is_none() && sample.is_none();
+        if keep_rows {
+            self.all_logits.resize(n_kept * n_vocab, 0.0);
+        } else {
+            self.all_logits.clear();
+        }
+        let first_kept = tokens.len() - n_kept;
+        let n_chunks = tokens.len().div_ceil(self.n_batch);
+        let mut kept_so_far = 0;
+        for (c, chunk) in tokens.chunks(self.n_batch).enumerate() {
+            let last = c + 1 == n_chunks;
+            let chunk_start = c * self.n_batch;
+            self.output_rows.clear();
+            self.output_rows
+                .extend(first_kept.saturating_sub(chunk_start).min(chunk.len())..chunk.len());
+            let key = (chunk.len(), self.output_rows.len());
+            let gi = match self.graphs.iter().position(|(k, _)| *k == key) {
+                Some(i) => i,
+                None => {
+                    let model = &self.model;
+                    let mut b = GraphBuilder::new(model.weights(), key.0, key.1);
+                    let out = model.architecture().build(&mut b)?;
+                    if self.graphs.len() == GRAPH_CACHE {
+                        self.graphs.remove(0);
+                    }
+                    self.graphs.push((key, b.finish(out)));
+                    self.graphs.len() - 1
+                }
+            };
+            let batch = Batch {
+                tokens: chunk,
+                pos0: self.tokens.len(),
+                output_rows: &self.output_rows,
+            };
+            let graph = &self.graphs[gi].1;
+            let on_device = match sample.as_mut() {
+                Some((step, sampled)) if last => {
+                    **sampled =
+                        self.backend
+                            .compute_sampled(graph, &batch, self.model.weights(), step)?;
+                    sampled.is_some()
+                }
+                _ => false,
+            };
+            if on_device {
+            } else if let Some(ids) = greedy.as_deref_mut() {
+                let at = ids.len();
+                ids.resize(at + key.1, 0);
+                self.backend
+                    .compute_greedy(graph, &batch, self.model.weights(), &mut ids[at..])?;
+            } else {
+                let out: &mut [f32] = if keep_rows {
+                    &mut self.all_logits[kept_so_far * n_vocab..(kept_so_far + key.1) * n_vocab]
+                } else {
+                    &mut self.logits[..key.1 * n_vocab]
+                };
+                self.backend
+                    .compute(graph, &batch, self.model.weights(), out)?;
+            }
+            kept_so_far += key.1;
+            self.tokens.extend_from_slice(chunk);
+        }
+        if keep_rows {
+            let n = self.all_logits.len();
+            self.logits.copy_from_slice(&self.all_logits[n - n_vocab..]);
+        }
+        Ok(())
+    }
+
+    /// The last decoded token's logits (`n_vocab`).
+    pub fn logits(&self) -> &[f32] {
+        &self.logits
+    }
+
+    /// Every token's logits from the last `decode(.., true)` (`tokens.len() * n_vocab`), or the
+    /// kept tokens' from the last [`Context::decode_keeping_last`].
+    pub fn all_logits(&self) -> &[f32] {
+        &self.all_logits
+    }
+
+    /// Positions in the KV cache.
+    pub fn n_past(&self) -> usize {
+        self.tokens.len()
+    }
+
+    /// The tokens in the KV cache.
+    pub fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
+
+    /// Keeps the first `n` positions (no-op when `n >= n_past`).
+    pub fn truncate(&mut self, n: usize) {
+        if n < self.tokens.len() {
+            self.tokens.truncate(n);
+            self.backend.kv_truncate(n);
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.truncate(0);
+    }
+
+    /// Frees room like llama.cpp's context shift: keeps the first `n_keep` positions, drops the
+    /// next `n_discard`, and moves the rest down (their keys re-rotated to the new positions).
+    pub fn shift(&mut self, n_keep: usize, n_discard: usize) -> Result<(), EngineError> {
+        let n_past = self.tokens.len();
+        if n_keep + n_discard > n_past {
+            return Err(EngineError::InvalidArgument(format!(
+                "shift: keep {n_keep} + discard {n_discard} > {n_past} positions"
+            )));
+        }
+        self.backend.kv_shift(n_past, n_keep, n_discard)?;
+        self.tokens.drain(n_keep..n_keep + n_discard);
+        Ok(())
+    }
+}

@@ -1,0 +1,108 @@
+//! A loaded model: the GGUF file (weights stay in it, never copied), the architecture with its
+//! checked weights, and the tokenizer.
+
+use std::sync::Arc;
+
+use tessera_gguf::GgufFile;
+
+use crate::error::EngineError;
+use crate::models::{self, Architecture, HParams};
+use tessera_tokenizer::Tokenizer;
+use crate::weights::WeightStore;
+
+pub struct Model {
+    weights: WeightStore,
+    arch: Box<dyn Architecture>,
+    tokenizer: Tokenizer,
+}
+
+impl Model {
+    /// Reads the hyper-parameters and tokenizer and checks every tensor the architecture uses
+    /// (present, right shape, a type the engine computes with). `progress` gets 0.0 ..= 1.0.
+    pub fn load(file: Arc<GgufFile>, progress: &mut dyn FnMut(f32)) -> Result<Model, EngineError> {
+        progress(0.0);
+        let header = file.header();
+        // Architecture first: "unknown architecture" says more than a tokenizer complaint.
+        let arch_name = header
+            .architecture()
+            .ok_or(EngineError::NoArchitecture)?
+            .to_string();
+        if !matches!(arch_name.as_str(), "llama" | "gemma3") {
+            return Err(EngineError::UnknownArchitecture(arch_name));
+        }
+        let mut weights = WeightStore::new(file.clone());
+        let arch = models::load(file.header(), &mut weights)?;
+        progress(0.5);
+        let tokenizer = Tokenizer::from_gguf(file.header())
+            .map_err(|e| EngineError::Tokenizer(e.to_string()))?;
+        if tokenizer_vocab_mismatch(&tokenizer, arch.hparams()) {
+            return Err(EngineError::Tokenizer(format!(
+                "the tokenizer has more tokens than the embedding's {} rows",
+                arch.hparams().n_vocab
+            )));
+        }
+        progress(1.0);
+        Ok(Model {
+            weights,
+            arch,
+            tokenizer,
+        })
+    }
+
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    pub fn arch(&self) -> &str {
+        self.arch.name()
+    }
+
+    pub fn hparams(&self) -> &HParams {
+        self.arch.hparams()
+    }
+
+    pub fn n_vocab(&self) -> usize {
+        self.arch.hparams().n_vocab
+    }
+
+    pub fn n_ctx_train(&self) -> usize {
+        self.arch.hparams().n_ctx_train
+    }
+
+    pub fn weights(&self) -> &WeightStore {
+        &self.weights
+    }
+
+    pub(crate) fn architecture(&self) -> &dyn Architecture {
+        &*self.arch
+    }
+
+    /// One line: architecture, size and shape.
+    pub fn describe(&self) -> String {
+        let hp = self.hparams();
+        let name = self
+            .weights
+            .file()
+            .header()
+            .get_str("general.name")
+            .unwrap_or("unnamed");
+        format!(
+            "{name} ({}): {} layers, n_embd {}, {} heads ({} KV, dim {}), n_ff {}, vocab {}, \
+             context {}, weights {:.1} MiB",
+            hp.arch,
+            hp.n_layer,
+            hp.n_embd,
+            hp.n_head,
+            hp.n_head_kv,
+            hp.head_dim_k,
+            hp.n_ff,
+            hp.n_vocab,
+            hp.n_ctx_train,
+            self.weights.total_bytes() as f64 / (1024.0 * 1024.0)
+        )
+    }
+}
+
+fn tokenizer_vocab_mismatch(t: &Tokenizer, hp: &HParams) -> bool {
+    t.vocab_size() > hp.n_vocab
+}

@@ -1,0 +1,362 @@
+//! Hyper-parameters, layer weights and graph blocks shared by the architectures.
+
+use tessera_gguf::Header;
+
+use crate::backend::{KvLayerLayout, KvLayout};
+use crate::error::EngineError;
+use crate::graph::{AttentionParams, GraphBuilder, NodeId, RopeMode, RopeParams};
+use crate::weights::{WeightId, WeightStore};
+
+/// Hyper-parameters found under `<arch>.` in the metadata.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HParams {
+    pub arch: String,
+    pub n_vocab: usize,
+    pub n_ctx_train: usize,
+    pub n_embd: usize,
+    pub n_layer: usize,
+    pub n_head: usize,
+    pub n_head_kv: usize,
+    pub head_dim_k: usize,
+    pub head_dim_v: usize,
+    pub n_ff: usize,
+    pub norm_eps: f32,
+    pub rope_dims: usize,
+    pub rope_freq_base: f32,
+    pub rope_freq_scale: f32,
+}
+
+/// Reads metadata values with the architecture prefix and typed errors.
+pub struct Meta<'h> {
+    pub header: &'h Header,
+    pub arch: String,
+}
+
+/// Upper bound on sizes read from metadata (far above any real model; guards allocations).
+const MAX_DIM: u64 = 1 << 24;
+
+impl<'h> Meta<'h> {
+    pub fn new(header: &'h Header) -> Result<Self, EngineError> {
+        let arch = header
+            .architecture()
+            .ok_or(EngineError::NoArchitecture)?
+            .to_string();
+        Ok(Meta { header, arch })
+    }
+
+    fn key(&self, k: &str) -> String {
+        format!("{}.{k}", self.arch)
+    }
+
+    pub fn opt_usize(&self, k: &str) -> Result<Option<usize>, EngineError> {
+        let key = self.key(k);
+        match self.header.get(&key) {
+            None => Ok(None),
+            Some(v) => match v.as_u64() {
+                Some(x) if x > 0 && x <= MAX_DIM => Ok(Some(x as usize)),
+                _ => Err(EngineError::BadKey {
+                    key,
+                    why: format!("expected a positive integer up to {MAX_DIM}, got {v:?}"),
+                }),
+            },
+        }
+    }
+
+    pub fn usize(&self, k: &str) -> Result<usize, EngineError> {
+        self.opt_usize(k)?
+            .ok_or_else(|| EngineError::MissingKey(self.key(k)))
+    }
+
+    pub fn opt_f32(&self, k: &str) -> Result<Option<f32>, EngineError> {
+        let key = self.key(k);
+        match self.header.get(&key) {
+            None => Ok(None),
+            Some(v) => match v.as_f32() {
+                Some(x) if x.is_finite() => Ok(Some(x)),
+                _ => Err(EngineError::BadKey {
+                    key,
+                    why: format!("expected a number, got {v:?}"),
+                }),
+            },
+        }
+    }
+}
+
+impl HParams {
+    /// The hyper-parameters every architecture has; `n_vocab` comes from the embedding's shape.
+    pub fn read(meta: &Meta) -> Result<HParams, EngineError> {
+        let n_embd = meta.usize("embedding_length")?;
+        let n_head = meta.usize("attention.head_count")?;
+        let n_head_kv = meta.opt_usize("attention.head_count_kv")?.unwrap_or(n_head);
+        if n_head % n_head_kv != 0 {
+            return Err(EngineError::BadKey {
+                key: format!("{}.attention.head_count_kv", meta.arch),
+                why: format!("{n_head} heads are not a multiple of {n_head_kv} KV heads"),
+            });
+        }
+        let head_dim_k = match meta.opt_usize("attention.key_length")? {
+            Some(d) => d,
+            None if n_embd % n_head == 0 => n_embd / n_head,
+            None => {
+                return Err(EngineError::MissingKey(format!(
+                    "{}.attention.key_length",
+                    meta.arch
+                )))
+            }
+        };
+        let head_dim_v = meta
+            .opt_usize("attention.value_length")?
+            .unwrap_or(head_dim_k);
+        let rope_dims = meta
+            .opt_usize("rope.dimension_count")?
+            .unwrap_or(head_dim_k);
+        if head_dim_k > crate::backend::MAX_HEAD_DIM
+            || head_dim_v > crate::backend::MAX_HEAD_DIM
+            || rope_dims > head_dim_k
+            || rope_dims % 2 != 0
+        {
+            return Err(EngineError::BadKey {
+                key: format!("{}.attention.key_length", meta.arch),
+                why: format!("unsupported head size {head_dim_k}/{head_dim_v} (rope {rope_dims})"),
+            });
+        }
+        let mut rope_freq_scale = 1.0;
+        let scaling = meta
+            .header
+            .get_str(&format!("{}.rope.scaling.type", meta.arch))
+            .unwrap_or("none");
+        match scaling {
+            "none" => {}
+            "linear" => {
+                if let Some(f) = meta.opt_f32("rope.scaling.factor")? {
+                    if f > 0.0 {
+                        rope_freq_scale = 1.0 / f;
+                    }
+                }
+            }
+            other => {
+                return Err(EngineError::BadKey {
+                    key: format!("{}.rope.scaling.type", meta.arch),
+                    why: format!("rope scaling '{other}' is not supported"),
+                })
+            }
+        }
+        Ok(HParams {
+            arch: meta.arch.clone(),
+            n_vocab: 0,
+            n_ctx_train: meta.usize("context_length")?,
+            n_embd,
+            n_layer: meta.usize("block_count")?,
+            n_head,
+            n_head_kv,
+            head_dim_k,
+            head_dim_v,
+            n_ff: meta.usize("feed_forward_length")?,
+            norm_eps: meta
+                .opt_f32("attention.layer_norm_rms_epsilon")?
+                .ok_or_else(|| {
+                    EngineError::MissingKey(format!(
+                        "{}.attention.layer_norm_rms_epsilon",
+                        meta.arch
+                    ))
+                })?,
+            rope_dims,
+            rope_freq_base: meta.opt_f32("rope.freq_base")?.unwrap_or(10000.0),
+            rope_freq_scale,
+        })
+    }
+
+    pub fn rope(&self, mode: RopeMode, freq_base: f32) -> RopeParams {
+        RopeParams {
+            n_dims: self.rope_dims,
+            mode,
+            freq_base,
+            freq_scale: self.rope_freq_scale,
+        }
+    }
+
+    /// A KV layout with the same shape for every layer; `rope_of(layer)` gives its rope.
+    pub fn kv_layout(&self, n_ctx: usize, rope_of: impl Fn(usize) -> RopeParams) -> KvLayout {
+        KvLayout {
+            n_ctx,
+            layers: (0..self.n_layer)
+                .map(|il| KvLayerLayout {
+                    n_head_kv: self.n_head_kv,
+                    head_dim_k: self.head_dim_k,
+                    head_dim_v: self.head_dim_v,
+                    rope: rope_of(il),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Embedding and output weights.
+pub struct IoWeights {
+    pub tok_embd: WeightId,
+    pub output_norm: WeightId,
+    /// `output.weight`, or the embedding when tied.
+    pub output: WeightId,
+}
+
+impl IoWeights {
+    /// Registers the embedding (which fixes `hp.n_vocab`) and output weights.
+    pub fn load(hp: &mut HParams, w: &mut WeightStore) -> Result<IoWeights, EngineError> {
+        let n_vocab = w
+            .file()
+            .header()
+            .tensor("token_embd.weight")
+            .ok_or_else(|| EngineError::MissingTensor("token_embd.weight".into()))?
+            .dims
+            .get(1)
+            .copied()
+            .unwrap_or(0);
+        if n_vocab == 0 || n_vocab > 1 << 24 {
+            return Err(EngineError::BadShape {
+                name: "token_embd.weight".into(),
+                got: vec![hp.n_embd as u64, n_vocab],
+                expected: vec![hp.n_embd as u64],
+            });
+        }
+        hp.n_vocab = n_vocab as usize;
+        let tok_embd = w.require("token_embd.weight", &[hp.n_embd, hp.n_vocab])?;
+        let output_norm = w.require("output_norm.weight", &[hp.n_embd])?;
+        let output = w
+            .optional("output.weight", &[hp.n_embd, hp.n_vocab])?
+            .unwrap_or(tok_embd);
+        Ok(IoWeights {
+            tok_embd,
+            output_norm,
+            output,
+        })
+    }
+}
+
+/// The weights of one transformer block; optional pieces are `None` where an architecture
+/// has no such tensor.
+pub struct LayerWeights {
+    pub attn_norm: WeightId,
+    pub wq: WeightId,
+    pub wk: WeightId,
+    pub wv: WeightId,
+    pub wo: WeightId,
+    pub q_norm: Option<WeightId>,
+    pub k_norm: Option<WeightId>,
+    pub attn_post_norm: Option<WeightId>,
+    pub ffn_norm: WeightId,
+    pub ffn_gate: WeightId,
+    pub ffn_up: WeightId,
+    pub ffn_down: WeightId,
+    pub ffn_post_norm: Option<WeightId>,
+}
+
+impl LayerWeights {
+    pub fn load(hp: &HParams, w: &mut WeightStore, il: usize) -> Result<LayerWeights, EngineError> {
+        let n = |s: &str| format!("blk.{il}.{s}.weight");
+        let (e, hk, hv) = (hp.n_embd, hp.head_dim_k, hp.head_dim_v);
+        Ok(LayerWeights {
+            attn_norm: w.require(&n("attn_norm"), &[e])?,
+            wq: w.require(&n("attn_q"), &[e, hk * hp.n_head])?,
+            wk: w.require(&n("attn_k"), &[e, hk * hp.n_head_kv])?,
+            wv: w.require(&n("attn_v"), &[e, hv * hp.n_head_kv])?,
+            wo: w.require(&n("attn_output"), &[hv * hp.n_head, e])?,
+            q_norm: w.optional(&n("attn_q_norm"), &[hk])?,
+            k_norm: w.optional(&n("attn_k_norm"), &[hk])?,
+            attn_post_norm: w.optional(&n("post_attention_norm"), &[e])?,
+            ffn_norm: w.require(&n("ffn_norm"), &[e])?,
+            ffn_gate: w.require(&n("ffn_gate"), &[e, hp.n_ff])?,
+            ffn_up: w.require(&n("ffn_up"), &[e, hp.n_ff])?,
+            ffn_down: w.require(&n("ffn_down"), &[hp.n_ff, e])?,
+            ffn_post_norm: w.optional(&n("post_ffw_norm"), &[e])?,
+        })
+    }
+}
+
+/// How one layer's attention is set up.
+pub struct AttentionSetup {
+    pub rope: RopeParams,
+    /// Multiplies q before attention (gemma); `None` leaves q alone.
+    pub q_scale: Option<f32>,
+    /// Multiplies the scores inside attention.
+    pub kq_scale: f32,
+    pub window: Option<usize>,
+    pub softcap: Option<f32>,
+}
+
+/// Self-attention of block `il` on the normed input `h`: projections, optional q/k norms, rope,
+/// attention over the KV cache, output projection.
+pub fn attention_block(
+    b: &mut GraphBuilder,
+    hp: &HParams,
+    lw: &LayerWeights,
+    il: usize,
+    h: NodeId,
+    setup: &AttentionSetup,
+) -> Result<NodeId, EngineError> {
+    let t = b.n_tokens;
+    let q = b.mul_mat(lw.wq, h)?;
+    let mut q = b.reshape(q, [hp.head_dim_k, hp.n_head, t, 1])?;
+    let k = b.mul_mat(lw.wk, h)?;
+    let mut k = b.reshape(k, [hp.head_dim_k, hp.n_head_kv, t, 1])?;
+    let v = b.mul_mat(lw.wv, h)?;
+    let v = b.reshape(v, [hp.head_dim_v, hp.n_head_kv, t, 1])?;
+    if let Some(qn) = lw.q_norm {
+        q = b.rms_norm_weighted(q, qn, hp.norm_eps)?;
+    }
+    if let Some(kn) = lw.k_norm {
+        k = b.rms_norm_weighted(k, kn, hp.norm_eps)?;
+    }
+    let mut q = b.rope(q, setup.rope)?;
+    let k = b.rope(k, setup.rope)?;
+    if let Some(s) = setup.q_scale {
+        q = b.scale(q, s);
+    }
+    let a = b.attention(
+        q,
+        k,
+        v,
+        AttentionParams {
+            layer: il,
+            n_head: hp.n_head,
+            n_head_kv: hp.n_head_kv,
+            head_dim: hp.head_dim_k,
+            scale: setup.kq_scale,
+            window: setup.window,
+            softcap: setup.softcap,
+        },
+    )?;
+    b.mul_mat(lw.wo, a)
+}
+
+/// Gated feed-forward: `down(act(gate(h)) * up(h))`, act = SiLU or GELU.
+pub fn ffn_block(
+    b: &mut GraphBuilder,
+    lw: &LayerWeights,
+    h: NodeId,
+    gelu: bool,
+) -> Result<NodeId, EngineError> {
+    let g = b.mul_mat(lw.ffn_gate, h)?;
+    let u = b.mul_mat(lw.ffn_up, h)?;
+    let a = if gelu {
+        b.geglu(g, u)?
+    } else {
+        b.swiglu(g, u)?
+    };
+    b.mul_mat(lw.ffn_down, a)
+}
+
+/// Final norm and output projection, with optional logit soft-capping.
+pub fn output_head(
+    b: &mut GraphBuilder,
+    hp: &HParams,
+    io: &IoWeights,
+    x: NodeId,
+    softcap: Option<f32>,
+) -> Result<NodeId, EngineError> {
+    let h = b.rms_norm_weighted(x, io.output_norm, hp.norm_eps)?;
+    let logits = b.mul_mat(io.output, h)?;
+    Ok(match softcap {
+        Some(cap) => b.softcap(logits, cap),
+        None => logits,
+    })
+}

@@ -1,0 +1,246 @@
+//! Text generation: prompt → tokens → decode → sample → streamed text, until an end-of-generation
+//! token, a stop string, the token limit or a full context.
+//!
+//! The engine has no clock of its own (wasm has none it could rely on), so timings come from a
+//! [`Clock`] the host supplies.
+
+use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate, ChatTemplateError};
+use tessera_core::context::Context;
+use tessera_core::error::EngineError;
+use tessera_core::sampling::{Sampler, SamplingError, SamplingParams};
+use crate::stop::StopMatcher;
+use tessera_tokenizer::{StreamDecoder, Tokenizer};
+
+/// Seconds since some fixed point, from the host.
+pub trait Clock {
+    fn now_s(&self) -> f64;
+}
+
+/// For hosts without a clock: every timing reads 0.
+pub struct NoClock;
+
+impl Clock for NoClock {
+    fn now_s(&self) -> f64 {
+        0.0
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GenerateError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Sampling(#[from] SamplingError),
+    #[error("chat template: {0}")]
+    ChatTemplate(#[from] ChatTemplateError),
+    #[error("the model has no chat template")]
+    NoChatTemplate,
+    #[error("the prompt is empty (no tokens)")]
+    EmptyPrompt,
+    #[error("the prompt has {n_prompt} tokens but the context holds {n_ctx}: use a larger context (-c) or a shorter prompt")]
+    PromptTooLong { n_prompt: usize, n_ctx: usize },
+}
+
+#[derive(Clone, Debug)]
+pub struct GenerateParams {
+    /// Most tokens to generate; `None` → until end of generation or a full context.
+    pub max_tokens: Option<usize>,
+    pub sampling: SamplingParams,
+    /// Generation ends before any of these strings; they are not part of the output.
+    pub stop: Vec<String>,
+    /// Never end at an end-of-generation token: like llama.cpp, such tokens are never sampled.
+    pub ignore_eos: bool,
+}
+
+impl Default for GenerateParams {
+    fn default() -> Self {
+        GenerateParams {
+            max_tokens: Some(128),
+            sampling: SamplingParams::default(),
+            stop: Vec::new(),
+            ignore_eos: false,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// The model produced this end-of-generation token (not part of the text).
+    EndOfGeneration(u32),
+    /// The stop string with this index in [`GenerateParams::stop`] appeared.
+    StopString(usize),
+    MaxTokens,
+    /// No room for the next token in the context.
+    ContextFull,
+    /// The text callback asked to stop.
+    Cancelled,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct GenerateStats {
+    /// Prompt tokens decoded by this call (fewer than the prompt when a cached prefix was reused).
+    pub n_prompt_eval: usize,
+    pub n_prompt: usize,
+    /// Tokens sampled (an end-of-generation token included).
+    pub n_generated: usize,
+    pub prompt_s: f64,
+    pub generate_s: f64,
+    pub stop: StopReason,
+    pub tokens: Vec<u32>,
+}
+
+impl GenerateStats {
+    pub fn prompt_tokens_per_s(&self) -> f64 {
+        per_second(self.n_prompt_eval, self.prompt_s)
+    }
+    /// Decode speed; the first generated token comes from the prompt's logits, so the steps
+    /// timed are `n_generated - 1` decodes (at most).
+    pub fn generate_tokens_per_s(&self) -> f64 {
+        per_second(self.n_generated.saturating_sub(1), self.generate_s)
+    }
+}
+
+/// The sampler for a generation after `prompt`: `params.sampling`, with the end-of-generation
+/// tokens banned when `ignore_eos` is set, primed with the prompt (for the penalties).
+pub fn prompt_sampler(
+    params: &GenerateParams,
+    tokenizer: &Tokenizer,
+    prompt: &[u32],
+) -> Result<Sampler, SamplingError> {
+    let mut sampling = params.sampling.clone();
+    if params.ignore_eos {
+        sampling.logit_bias.extend(
+            tokenizer
+                .eog_ids()
+                .iter()
+                .map(|&id| (id, f32::NEG_INFINITY)),
+        );
+    }
+    let mut sampler = Sampler::new(sampling)?;
+    for &t in prompt {
+        sampler.accept(t);
+    }
+    Ok(sampler)
+}
+
+fn per_second(n: usize, s: f64) -> f64 {
+    if s > 0.0 {
+        n as f64 / s
+    } else {
+        0.0
+    }
+}
+
+/// Tokenizes a raw prompt the way llama.cpp does: special-token text is parsed as special tokens
+/// and BOS is added per the model's policy.
+pub fn tokenize_prompt(tokenizer: &Tokenizer, text: &str) -> Vec<u32> {
+    tokenizer.encode(text, true, true)
+}
+
+/// Renders `messages` with the template (opening the assistant's turn) and tokenizes the result.
+/// Templates often write the BOS text themselves; it is not doubled.
+pub fn tokenize_chat(
+    tokenizer: &Tokenizer,
+    template: &ChatTemplate,
+    messages: &[ChatMessage],
+) -> Result<Vec<u32>, GenerateError> {
+    let text = template.render(messages, true)?;
+    let mut ids = tokenizer.encode(&text, true, true);
+    if let Some(bos) = tokenizer.bos() {
+        if tokenizer.add_bos() && ids.len() >= 2 && ids[0] == bos && ids[1] == bos {
+            ids.remove(0);
+        }
+    }
+    Ok(ids)
+}
+
+/// Generates after `prompt`. The context may already hold tokens: the longest common prefix
+/// with `prompt` is kept (chat turns re-send the whole history) and only the rest is decoded.
+/// `on_text` receives the output as it becomes safe to show (whole UTF-8 characters, never a
+/// part of a stop string); returning `false` stops generation. The KV cache afterwards holds
+/// the prompt and the generated tokens except the last one sampled.
+pub fn generate(
+    ctx: &mut Context,
+    prompt: &[u32],
+    params: &GenerateParams,
+    clock: &dyn Clock,
+    on_text: &mut dyn FnMut(&str) -> bool,
+) -> Result<GenerateStats, GenerateError> {
+    if prompt.is_empty() {
+        return Err(GenerateError::EmptyPrompt);
+    }
+    let n_ctx = ctx.n_ctx();
+    if prompt.len() > n_ctx {
+        return Err(GenerateError::PromptTooLong {
+            n_prompt: prompt.len(),
+            n_ctx,
+        });
+    }
+    let model = ctx.model().clone();
+    let tokenizer = model.tokenizer();
+
+    let mut sampler = prompt_sampler(params, tokenizer, prompt)?;
+
+    // Reuse the cached prefix; at least one prompt token is decoded to get fresh logits.
+    let common = ctx
+        .tokens()
+        .iter()
+        .zip(prompt)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let keep = common.min(prompt.len() - 1);
+    ctx.truncate(keep);
+    let t0 = clock.now_s();
+    // The prompt's last logits are sampled where they are computed: on a GPU backend only the
+    // token id is read back (the logits only when the caller decodes them itself).
+    let mut next = ctx.decode_sampled(&prompt[keep..], &sampler.device_step())??;
+    let t1 = clock.now_s();
+
+    let mut decoder = StreamDecoder::new(tokenizer, false);
+    let mut stops = StopMatcher::new(&params.stop);
+    let mut tokens = Vec::new();
+    let emit = |text: &str, on_text: &mut dyn FnMut(&str) -> bool| text.is_empty() || on_text(text);
+    let stop = loop {
+        if params.max_tokens.is_some_and(|m| tokens.len() >= m) {
+            break StopReason::MaxTokens;
+        }
+        let token = next;
+        sampler.accept(token);
+        tokens.push(token);
+        if tokenizer.is_eog(token) && !params.ignore_eos {
+            break StopReason::EndOfGeneration(token);
+        }
+        let out = stops.push(&decoder.push(token));
+        if !emit(&out.text, on_text) {
+            break StopReason::Cancelled;
+        }
+        if let Some(i) = out.stopped {
+            break StopReason::StopString(i);
+        }
+        if params.max_tokens.is_some_and(|m| tokens.len() >= m) {
+            break StopReason::MaxTokens;
+        }
+        if ctx.n_past() + 1 > n_ctx {
+            break StopReason::ContextFull;
+        }
+        next = ctx.decode_sampled(&[token], &sampler.device_step())??;
+    };
+    if !matches!(stop, StopReason::StopString(_) | StopReason::Cancelled) {
+        let rest = stops.push(&decoder.finish());
+        let mut tail = rest.text;
+        if rest.stopped.is_none() {
+            tail.push_str(&stops.finish());
+        }
+        emit(&tail, on_text);
+    }
+    let t2 = clock.now_s();
+    Ok(GenerateStats {
+        n_prompt_eval: prompt.len() - keep,
+        n_prompt: prompt.len(),
+        n_generated: tokens.len(),
+        prompt_s: t1 - t0,
+        generate_s: t2 - t1,
+        stop,
+        tokens,
+    })
+}

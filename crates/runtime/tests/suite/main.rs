@@ -1,0 +1,8 @@
+//! The crate's integration tests, one binary (each test binary links the whole dependency
+//! tree, so one binary per crate keeps the suite's build short).
+
+mod generate;
+mod perplexity;
+mod sampling;
+mod speculative_loop;
+mod speculative_models;

@@ -1,0 +1,171 @@
+//! Test support shared by Tessera's crates: where the test models (`scripts/fetch-models.sh`)
+//! and llama.cpp's reference outputs (`tests/fixtures/`) are, loading them, fixture readers,
+//! and a thread pool on rayon's global threads. Native only: the wasm tests fetch what they need.
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tessera_backend_cpu::CpuBackend;
+use tessera_core::{Context, ContextParams, Model, ThreadPool};
+use tessera_tokenizer::Tokenizer;
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+pub fn models_dir() -> PathBuf {
+    std::env::var_os("TESSERA_MODELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("models"))
+}
+
+/// llama.cpp's reference outputs, in the repository (`tests/fixtures/README.md` says how each
+/// file was made); `TESSERA_FIXTURES` points elsewhere (e.g. an independent reference set).
+pub fn fixtures_dir() -> PathBuf {
+    std::env::var_os("TESSERA_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("tests/fixtures"))
+}
+
+pub const SMOLLM2: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+pub const GEMMA3: &str = "gemma-3-270m-q4_k_m.gguf";
+
+/// Loads a test model; fails (never skips) when it is missing.
+pub fn load_model(file: &str) -> Arc<Model> {
+    let path = models_dir().join(file);
+    assert!(
+        path.exists(),
+        "test model {} is missing: run scripts/fetch-models.sh (or set TESSERA_MODELS)",
+        path.display()
+    );
+    let gguf = tessera_gguf::GgufFile::open(&path).expect("open model");
+    Arc::new(Model::load(Arc::new(gguf), &mut |_| {}).expect("load model"))
+}
+
+/// Reports `self.0` threads; runs tasks on rayon's global pool.
+pub struct RayonPool(pub usize);
+
+impl ThreadPool for RayonPool {
+    fn n_threads(&self) -> usize {
+        self.0
+    }
+    fn run(&self, n_tasks: usize, task: &(dyn Fn(usize) + Sync)) {
+        use rayon::prelude::*;
+        (0..n_tasks).into_par_iter().for_each(task);
+    }
+}
+
+pub fn pool(n: usize) -> Arc<dyn ThreadPool> {
+    Arc::new(RayonPool(n))
+}
+
+/// A context on the CPU backend with `threads` rayon threads.
+pub fn context(model: &Arc<Model>, n_ctx: usize, n_batch: usize, threads: usize) -> Context {
+    Context::new(
+        model.clone(),
+        ContextParams { n_ctx, n_batch },
+        Box::new(CpuBackend::new(pool(threads))),
+    )
+    .expect("context")
+}
+
+/// The model's GGUF header. Fails the test with instructions when the model is missing.
+pub fn header(model: &str) -> tessera_gguf::Header {
+    let path = models_dir().join(model);
+    assert!(
+        path.exists(),
+        "test model {} is missing: run scripts/fetch-models.sh (or set TESSERA_MODELS)",
+        path.display()
+    );
+    let file = tessera_gguf::GgufFile::open(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    file.header().clone()
+}
+
+pub fn tokenizer(model: &str) -> Tokenizer {
+    Tokenizer::from_gguf(&header(model)).unwrap_or_else(|e| panic!("tokenizer of {model}: {e}"))
+}
+
+/// One line of a `tokenize_*.jsonl` fixture.
+pub struct TokenizeCase {
+    pub text: String,
+    pub ids: Vec<u32>,
+    pub ids_no_parse_special: Vec<u32>,
+}
+
+/// The lines of a `tokenize_*.jsonl` fixture.
+pub fn tokenize_cases(file: &str) -> Vec<TokenizeCase> {
+    fixture(file)
+        .iter()
+        .map(|v| TokenizeCase {
+            text: v["text"].as_str().expect("text").to_owned(),
+            ids: ids(&v["ids"]),
+            ids_no_parse_special: ids(&v["ids_no_parse_special"]),
+        })
+        .collect()
+}
+
+/// Lines of a JSONL fixture.
+pub fn fixture(name: &str) -> Vec<serde_json::Value> {
+    let path = fixtures_dir().join(name);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("fixture {}: {e} (set TESSERA_FIXTURES)", path.display()));
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("fixture line"))
+        .collect()
+}
+
+pub fn ids(v: &serde_json::Value) -> Vec<u32> {
+    v.as_array()
+        .expect("id array")
+        .iter()
+        .map(|x| x.as_u64().expect("id") as u32)
+        .collect()
+}
+
+/// Index of the largest logit (lowest index on ties), as greedy sampling.
+pub fn argmax(logits: &[f32]) -> u32 {
+    let mut best = 0;
+    for (i, &v) in logits.iter().enumerate() {
+        if v > logits[best] {
+            best = i;
+        }
+    }
+    best as u32
+}
+
+/// log-softmax of one row, in f64.
+pub fn log_softmax(logits: &[f32]) -> Vec<f64> {
+    let m = logits.iter().cloned().fold(f32::NEG_INFINITY, f32::max) as f64;
+    let z: f64 = logits.iter().map(|&x| (x as f64 - m).exp()).sum();
+    let lz = m + z.ln();
+    logits.iter().map(|&x| x as f64 - lz).collect()
+}
+
+/// Indices of the k largest logits, largest first (lowest index on ties).
+pub fn top_k(logits: &[f32], k: usize) -> Vec<u32> {
+    let mut idx: Vec<u32> = (0..logits.len() as u32).collect();
+    idx.sort_by(|&a, &b| {
+        logits[b as usize]
+            .partial_cmp(&logits[a as usize])
+            .unwrap()
+            .then(a.cmp(&b))
+    });
+    idx.truncate(k);
+    idx
+}
+
+/// Greedy continuation of `prompt` for `n` tokens (decoding one token at a time).
+pub fn greedy(ctx: &mut Context, prompt: &[u32], n: usize) -> Vec<u32> {
+    ctx.clear();
+    ctx.decode(prompt, false).expect("decode prompt");
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = argmax(ctx.logits());
+        out.push(t);
+        ctx.decode(&[t], false).expect("decode");
+    }
+    out
+}

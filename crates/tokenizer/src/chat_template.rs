@@ -1,0 +1,193 @@
+//! Chat templates: the model's `tokenizer.chat_template` (Jinja) rendered with minijinja the
+//! way Hugging Face's `apply_chat_template` renders it (`trim_blocks`, `lstrip_blocks`,
+//! `raise_exception`, Python string methods like `.strip()` through minijinja-contrib's
+//! pycompat).
+//!
+//! GGUF files converted without a template (the Gemma 3 270M test model is one) get Gemma's
+//! turn format when their architecture is a Gemma, since that is the format the model was
+//! trained on; other architectures without a template get `None`.
+
+use minijinja::{context, Environment, ErrorKind, Value};
+
+use crate::Tokenizer;
+
+const KEY_TEMPLATE: &str = "tokenizer.chat_template";
+
+/// Marks errors raised by the template's own `raise_exception(...)`.
+const RAISED: &str = "raise_exception: ";
+
+/// Gemma's turn format (`<start_of_turn>user ... <end_of_turn>`, assistant turns as `model`,
+/// a system message folded into the first user turn, alternating roles enforced).
+pub const GEMMA_TEMPLATE: &str = r#"{{ bos_token }}
+{%- if messages[0]['role'] == 'system' -%}
+    {%- set first_user_prefix = messages[0]['content'] + '
+
+' -%}
+    {%- set loop_messages = messages[1:] -%}
+{%- else -%}
+    {%- set first_user_prefix = "" -%}
+    {%- set loop_messages = messages -%}
+{%- endif -%}
+{%- for message in loop_messages -%}
+    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}
+        {{ raise_exception("Conversation roles must alternate user/assistant/user/assistant/...") }}
+    {%- endif -%}
+    {%- if message['role'] == 'assistant' -%}
+        {%- set role = "model" -%}
+    {%- else -%}
+        {%- set role = message['role'] -%}
+    {%- endif -%}
+    {{ '<start_of_turn>' + role + '
+' + (first_user_prefix if loop.first else "") }}
+    {{- message['content'] | trim }}
+    {{- '<end_of_turn>
+' }}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+    {{ '<start_of_turn>model
+' }}
+{%- endif -%}
+"#;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ChatTemplateError {
+    #[error("chat template does not parse: {0}")]
+    Syntax(String),
+    /// The template rejected the conversation (its `raise_exception(...)`).
+    #[error("chat template rejected the conversation: {0}")]
+    Raised(String),
+    #[error("chat template failed to render: {0}")]
+    Render(String),
+    #[error("GGUF metadata key tokenizer.chat_template is not a string")]
+    NotAString,
+}
+
+/// One message of a conversation.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ChatMessage {
+    pub role: String,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn new(role: impl Into<String>, content: impl Into<String>) -> ChatMessage {
+        ChatMessage {
+            role: role.into(),
+            content: content.into(),
+        }
+    }
+}
+
+pub struct ChatTemplate {
+    env: Environment<'static>,
+    source: String,
+    bos_token: String,
+    eos_token: String,
+}
+
+impl ChatTemplate {
+    /// The model's template (`tokenizer.chat_template`), Gemma's for Gemma models that lack
+    /// one, otherwise `None`.
+    pub fn from_gguf(
+        header: &tessera_gguf::Header,
+        tokenizer: &Tokenizer,
+    ) -> Result<Option<ChatTemplate>, ChatTemplateError> {
+        let source = match header.get(KEY_TEMPLATE) {
+            Some(v) => v.as_str().ok_or(ChatTemplateError::NotAString)?.to_owned(),
+            None => match header.architecture() {
+                Some(a) if a.starts_with("gemma") => GEMMA_TEMPLATE.to_owned(),
+                _ => return Ok(None),
+            },
+        };
+        let text = |id: Option<u32>| {
+            id.and_then(|id| tokenizer.token_text(id))
+                .unwrap_or("")
+                .to_owned()
+        };
+        ChatTemplate::new(&source, &text(tokenizer.bos()), &text(tokenizer.eos())).map(Some)
+    }
+
+    /// A template from its Jinja source, with the texts of the BOS and EOS tokens.
+    pub fn new(
+        source: &str,
+        bos_token: &str,
+        eos_token: &str,
+    ) -> Result<ChatTemplate, ChatTemplateError> {
+        let mut env = Environment::new();
+        env.set_trim_blocks(true);
+        env.set_lstrip_blocks(true);
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        minijinja_contrib::add_to_environment(&mut env);
+        env.add_function(
+            "raise_exception",
+            |msg: String| -> Result<Value, minijinja::Error> {
+                Err(minijinja::Error::new(
+                    ErrorKind::InvalidOperation,
+                    format!("{RAISED}{msg}"),
+                ))
+            },
+        );
+        env.add_template_owned("chat", source.to_owned())
+            .map_err(|e| ChatTemplateError::Syntax(describe(&e)))?;
+        Ok(ChatTemplate {
+            env,
+            source: source.to_owned(),
+            bos_token: bos_token.to_owned(),
+            eos_token: eos_token.to_owned(),
+        })
+    }
+
+    /// The Jinja source.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Render a conversation; `add_generation_prompt` appends the opening of the assistant's
+    /// turn.
+    pub fn render(
+        &self,
+        messages: &[ChatMessage],
+        add_generation_prompt: bool,
+    ) -> Result<String, ChatTemplateError> {
+        let tmpl = self
+            .env
+            .get_template("chat")
+            .map_err(|e| ChatTemplateError::Render(describe(&e)))?;
+        tmpl.render(context! {
+            messages => messages,
+            add_generation_prompt => add_generation_prompt,
+            bos_token => &self.bos_token,
+            eos_token => &self.eos_token,
+        })
+        .map_err(|e| match raised_message(&e) {
+            Some(msg) => ChatTemplateError::Raised(msg),
+            None => ChatTemplateError::Render(describe(&e)),
+        })
+    }
+}
+
+/// The message of a `raise_exception` anywhere in the error's chain.
+fn raised_message(e: &minijinja::Error) -> Option<String> {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(mj) = err.downcast_ref::<minijinja::Error>() {
+            if let Some(msg) = mj.detail().and_then(|d| d.strip_prefix(RAISED)) {
+                return Some(msg.to_owned());
+            }
+        }
+        cur = err.source();
+    }
+    None
+}
+
+/// The error and its causes on one line.
+fn describe(e: &minijinja::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = std::error::Error::source(e);
+    while let Some(err) = cur {
+        s.push_str(": ");
+        s.push_str(&err.to_string());
+        cur = err.source();
+    }
+    s
+}

@@ -1,0 +1,6 @@
+//! The crate's integration tests, one binary (each test binary links the whole dependency
+//! tree, so one binary per crate keeps the suite's build short).
+
+mod chat_template;
+mod tokenizer_decode;
+mod tokenizer_fixtures;

@@ -1,0 +1,5 @@
+//! The crate's integration tests, one binary (each test binary links the whole dependency
+//! tree, so one binary per crate keeps the suite's build short).
+
+mod gpu_loader;
+mod session;
