@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Tests of scripts/bench-report.py: `python3 scripts/test_bench_report.py`."""
+import importlib.util
+import json
+import tempfile
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+spec = importlib.util.spec_from_file_location("bench_report", HERE / "bench-report.py")
+report = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(report)
+
+
+def result(kind, date, value):
+    return {"kind": kind, "title": f"{kind} at {date}", "date": date, "commit": None,
+            "machine": "test", "commands": ["bench"],
+            "tables": [{"columns": ["what", "t/s"], "rows": [["pp", value]]}]}
+
+
+class BenchReport(unittest.TestCase):
+    def test_latest_of_each_kind_and_check(self):
+        with tempfile.TemporaryDirectory() as d:
+            d = Path(d)
+            (d / "r").mkdir()
+            for name, r in [("a", result("cpu-vs-llamacpp", "2026-01-01", "1.0")),
+                            ("b", result("cpu-vs-llamacpp", "2026-02-01", "2.0")),
+                            ("c", result("test-suite-warm", "2026-01-15", "3.0"))]:
+                (d / "r" / f"{name}.json").write_text(json.dumps(r))
+            doc = d / "doc.md"
+            doc.write_text("# intro\n")
+            args = ["--results", str(d / "r"), "--doc", str(doc)]
+            self.assertEqual(report.main(args + ["--check"]), 1)
+            self.assertEqual(report.main(args), 0)
+            text = doc.read_text()
+            self.assertTrue(text.startswith("# intro\n"))
+            self.assertIn("| pp | 2.0 |", text)      # the latest cpu-vs-llamacpp file
+            self.assertNotIn("| pp | 1.0 |", text)    # only indexed
+            self.assertIn("a.json", text)
+            self.assertEqual(report.main(args + ["--check"]), 0)
+            (d / "r" / "b.json").write_text(json.dumps(result("cpu-vs-llamacpp", "2026-02-01", "9.9")))
+            self.assertEqual(report.main(args + ["--check"]), 1)
+
+    def test_repository_document_is_current(self):
+        self.assertEqual(report.main(["--check"]), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
