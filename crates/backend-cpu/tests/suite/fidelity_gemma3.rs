@@ -3,13 +3,13 @@
 //! repacked reference are tolerant (first 8 greedy tokens identical, top-10 within 0.45), while
 //! the plain (`_norepack`) reference is matched exactly: 64-token greedy continuations
 //! identical, top-10 logprobs equal to the printed digits, forced-decoding top-1 agreement
-//! ≥ 95 % (in fact 100 %). How: docs/engine.md, "Fidelity".
+//! ≥ 95 % (in fact 100 %). How: docs/backend-cpu.md, "Fidelity".
 
 use tessera_testkit::*;
 
 /// Sensitive to last-bit details: it failed ("The capital of France is" parted at token 5)
 /// while the attention's running sum was rounded twice (`S*ms + vs` without the fused
-/// multiply-add GCC uses in ggml); it holds again since. See docs/engine.md.
+/// multiply-add GCC uses in ggml); it holds again since. See docs/backend-cpu.md.
 #[test]
 fn first_greedy_tokens_match_llama_cpp() {
     let model = load_model(GEMMA3);
@@ -69,7 +69,7 @@ fn top10_logprobs_within_tolerance() {
 }
 
 /// In fact equal to the plain reference's printed digits (6 decimals): every node matches the
-/// reference build bit for bit (docs/engine.md, "Fidelity").
+/// reference build bit for bit (docs/backend-cpu.md, "Fidelity").
 #[test]
 fn top10_logprobs_equal_the_plain_reference() {
     top10_within(&["logits_top10_gemma3_norepack.jsonl"], 1e-4);
