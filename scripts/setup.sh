@@ -9,7 +9,7 @@ rustup target list --installed | grep -qx wasm32-unknown-unknown \
 
 # wasm-bindgen-test-runner (wasm-bindgen-cli): runs the wasm SIMD128 kernel tests in Node. The
 # version must equal the wasm-bindgen in Cargo.lock. Not --locked: the registry lacks a crate
-# version its lockfile names. Takes ~6 minutes on a cold machine.
+# version its lockfile names. It compiles from source, the slowest step of a first setup.
 wasm-bindgen --version 2>/dev/null | grep -qx 'wasm-bindgen 0.2.130' \
   || cargo install wasm-bindgen-cli --version 0.2.130
 

@@ -13,7 +13,7 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tess
 mkdir -p "$CARGO_TARGET_DIR"
 export TESSERA_MODELS=${TESSERA_MODELS:-$root/models}
 # WebGPU backend on software Vulkan (lavapipe by default): the model tests run in full (256
-# forced positions and every greedy fixture prompt of both models, ~4 min here).
+# forced positions and every greedy fixture prompt of both models).
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
 # tessera-wasm's webgpu feature: its GPU loader (the browser's, streaming weights into GPU
 # buffers) is tested natively too.
@@ -28,8 +28,8 @@ step cargo test --workspace --profile ci --locked --features tessera-wasm/webgpu
 unset VK_ICD_FILENAMES
 # The CPU backend must build for wasm32: its wasm tests below and the browser build
 # (scripts/build-wasm.sh) compile it for that target.
-# The wasm test builds without debug info: it is not needed to run them in Node, and it made
-# the quant crate's test binaries build ~1.5x slower (194 s -> 128 s cold here).
+# The wasm test builds without debug info: it is not needed to run them in Node, and it slows
+# the build of the quant crate's test binaries markedly.
 export CARGO_PROFILE_TEST_DEBUG=0 CARGO_PROFILE_DEV_DEBUG=0
 # The quant crate on wasm32 with SIMD128 (.cargo/config.toml), in Node: the simd128 vec-dot
 # kernels bit for bit against the portable ggml-order ones.

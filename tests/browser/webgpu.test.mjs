@@ -132,8 +132,9 @@ describe("backend 'webgpu' (SwiftShader)", () => {
 // CPU's at >= 99 % of the continuation's positions (the CPU's own predictions, not its greedy
 // tokens: ignore_eos bans end-of-generation tokens that may be its top-1). Then (Gemma 3;
 // SmolLM2's is above) greedy 32 tokens sampled on the GPU against llama.cpp's plain reference.
-// SwiftShader takes ~0.2 s (SmolLM2) and ~0.4 s (Gemma 3) per all-logits position on this
-// 2-core machine (docs/backend-wgpu.md); TESSERA_WEBGPU_FORCED_TOKENS shortens the run.
+// SwiftShader computes every all-logits position on the CPU (Gemma 3's 262144-row output
+// projection each time), so these are the suite's slowest tests; TESSERA_WEBGPU_FORCED_TOKENS
+// shortens the run.
 const FORCED = Number(process.env.TESSERA_WEBGPU_FORCED_TOKENS || 256);
 const GEMMA3 = 'gemma-3-270m-q4_k_m.gguf';
 

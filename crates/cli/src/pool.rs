@@ -1,10 +1,11 @@
-//! The CLI's thread pool: the engine's [`SpinPool`] with its workers on std threads.
+//! The CLI's thread pool: the CPU backend's [`SpinPool`] with its workers on std threads.
 
 use tessera_core::EngineError;
 use tessera_backend_cpu::SpinPool;
 
 /// Polls of an idle worker before it parks: a `pause` per poll and a `yield_now` every 32nd,
-/// on the order of the 200 µs the pool used to spin by the clock (decode figures unchanged).
+/// on the order of a few hundred microseconds: long enough to bridge the gap between two ops of
+/// one decode step, short enough that an idle pool soon stops using the CPU.
 const IDLE_SPINS: u32 = 4096;
 
 /// A pool of `n_threads` (the calling thread included).

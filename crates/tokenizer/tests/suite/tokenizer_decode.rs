@@ -74,7 +74,7 @@ fn gemma3_special_tokens_and_eog() {
     assert!(tok.add_bos());
     assert_eq!(tok.encode("", true, true), [2]);
     assert!(tok.encode("", false, true).is_empty());
-    // <eos>, <end_of_turn> and (as llama.cpp now treats it) </s> end generation.
+    // <eos>, <end_of_turn> and (as llama.cpp treats it) </s> end generation.
     assert!(tok.is_eog(1) && tok.is_eog(106) && tok.is_eog(212));
     assert!(!tok.is_eog(2) && !tok.is_eog(105));
     // No space prefix for Gemma, so nothing is stripped when decoding.
