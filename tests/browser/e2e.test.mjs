@@ -245,7 +245,7 @@ describe('cross-origin isolated page', () => {
 
   test('Gemma 3 gives llama.cpp\'s greedy tokens (plain reference, threaded build)', async () => {
     // The first prompt parted from the reference at token 11 while the attention's softmax used
-    // wasm's own expf (crates/engine/src/cpu/ops/attention.rs, `expf`).
+    // wasm's own expf (crates/backend-cpu/src/ops/attention.rs, `expf`).
     const context = await browser.newContext();
     try {
       const page = await openPage(context, isolated.origin);

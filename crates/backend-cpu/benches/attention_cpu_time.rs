@@ -5,7 +5,7 @@
 //! normally distributed keys, values and queries. The fastest of 9 samples is the
 //! figure to compare (another process on the same core inflates CPU time too).
 //!
-//! `cargo bench -p engine --bench attention_cpu_time`
+//! `cargo bench -p tessera-backend-cpu --bench attention_cpu_time`
 
 use tessera_core::backend::KvLayerLayout;
 use tessera_backend_cpu::kv_cache::LayerKv;

@@ -1,5 +1,5 @@
 //! Times single ops of a model on the WebGPU backend (a profiling aid):
-//! `cargo run --profile ci -p backend-wgpu --example op_time -- MODEL.gguf [TOKENS,..] [NAME]`
+//! `cargo run --profile ci -p tessera-backend-wgpu --example op_time -- MODEL.gguf [TOKENS,..] [NAME]`
 //! (token counts, default `1,16`; only weights whose name contains NAME).
 
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! schedstat, so it holds on a loaded machine): GMAC/s for model-like shapes (640 × 1024
 //! weights, 64 tokens).
 //!
-//! `cargo bench -p quant --bench gemm_cpu_time [-- FILTER]`
+//! `cargo bench -p tessera-quant --bench gemm_cpu_time [-- FILTER]`
 
 #[path = "../tests/suite/vec_dot_support/mod.rs"]
 mod vec_dot_support;

@@ -5,7 +5,7 @@
 //! streams the weights once with compute hidden under the memory time costs about 1.
 //! `m` rows, 65536 by default, or `GEMV_ROWS`.
 //!
-//! `cargo bench -p quant --bench gemm_small_batch_cpu_time [-- FILTER]`
+//! `cargo bench -p tessera-quant --bench gemm_small_batch_cpu_time [-- FILTER]`
 
 #[path = "../tests/suite/vec_dot_support/mod.rs"]
 mod vec_dot_support;

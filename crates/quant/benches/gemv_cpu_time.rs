@@ -4,7 +4,7 @@
 //! (640-wide rows); `m` rows of weights, 65536 by default (more than the L3 for Q8_0, as the
 //! 262144-row output matrix is), or `GEMV_ROWS`.
 //!
-//! `cargo bench -p quant --bench gemv_cpu_time [-- FILTER]`
+//! `cargo bench -p tessera-quant --bench gemv_cpu_time [-- FILTER]`
 
 #[path = "../tests/suite/vec_dot_support/mod.rs"]
 mod vec_dot_support;

@@ -2,7 +2,7 @@
 //! where available), single row and x4, over a weight matrix that fits in L2 and one that does
 //! not (decode streams the whole model from memory once per token).
 //!
-//! `cargo bench -p quant --bench vec_dot`
+//! `cargo bench -p tessera-quant --bench vec_dot`
 
 #[path = "../tests/suite/vec_dot_support/mod.rs"]
 mod vec_dot_support;

@@ -2,7 +2,7 @@
 //! figures hold on a loaded machine where wall-clock criterion numbers do not: GB/s of weight
 //! bytes for the scalar reference, the dispatched single-row kernel and the x4 kernel.
 //!
-//! `cargo bench -p quant --bench vec_dot_cpu_time [-- FILTER]`
+//! `cargo bench -p tessera-quant --bench vec_dot_cpu_time [-- FILTER]`
 
 #[path = "../tests/suite/vec_dot_support/mod.rs"]
 mod vec_dot_support;

@@ -1,6 +1,6 @@
 //! Quick speed check, llama-bench style: prompt processing of `-p` tokens and generation of
 //! `-n` tokens, on a rayon pool of `-t` threads.
-//! `cargo run --release -p engine --example bench -- MODEL.gguf [-p 512] [-n 128] [-t 2] [-r 3]`
+//! `cargo run --release -p tessera-runtime --example bench -- MODEL.gguf [-p 512] [-n 128] [-t 2] [-r 3]`
 //! (The real `tessera bench` lives in the CLI; this is the engine-only measurement.)
 
 use std::sync::Arc;

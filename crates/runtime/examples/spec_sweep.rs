@@ -1,6 +1,6 @@
 //! Speculative-decoding parameter sweep without timing noise.
 //!
-//! `cargo run --release -p engine --example spec_sweep -- MODEL.gguf PROMPT.txt [-n 512] [-t 2]
+//! `cargo run --release -p tessera-runtime --example spec_sweep -- MODEL.gguf PROMPT.txt [-n 512] [-t 2]
 //! [--chat] [--reps 5]`
 //!
 //! 1. Generates the plain greedy continuation of the prompt once with the real model (stopping at

@@ -1,5 +1,5 @@
 //! Prints the top-10 log-probabilities after a prompt given as token ids:
-//! `cargo run --release -p engine --example top_logits -- MODEL.gguf 504 3575 282`
+//! `cargo run --release -p tessera-runtime --example top_logits -- MODEL.gguf 504 3575 282`
 //! (a debugging aid for comparing against other implementations). With `GEN=N` it then prints
 //! the next N greedy token ids.
 

@@ -1,5 +1,5 @@
 //! Prints a summary (first values, sum of squares) of every node output for a prompt of token
-//! ids: `cargo run --release -p engine --example trace_nodes -- MODEL.gguf MAX_NODES ID...`
+//! ids: `cargo run --release -p tessera-runtime --example trace_nodes -- MODEL.gguf MAX_NODES ID...`
 //! A debugging aid for locating where two implementations part. With `DUMP_DIR=dir` set, every
 //! node's output is also written there as raw little-endian f32 (`NNNN_Op_ne0xne1.f32`), for
 //! comparing with another implementation's per-node dumps.

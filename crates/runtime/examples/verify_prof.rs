@@ -1,7 +1,7 @@
 //! Repeats one decode call of `b` tokens (a speculative verify batch, every row's logits) at a
 //! fixed position, for profiling (`perf record`) and timing.
 //!
-//! `cargo run --release -p engine --example verify_prof -- MODEL.gguf [-b 4] [-pos 600]
+//! `cargo run --release -p tessera-runtime --example verify_prof -- MODEL.gguf [-b 4] [-pos 600]
 //! [-iters 100] [-t 2]`: decodes `pos` tokens of filler, then times `iters` calls of
 //! `decode(b tokens, all logits)`, each after truncating back to `pos`, and prints the medians of
 //! the wall time and of the calling thread's CPU time (the whole cost with `-t 1`).

@@ -6,7 +6,7 @@
 //!
 //! Ignored by default; run in Node (figures in docs/BENCHMARKS.md):
 //! ```sh
-//! CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner cargo test -p quant \
+//! CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner cargo test -p tessera-quant \
 //!   --release --target wasm32-unknown-unknown --test vec_dot_wasm_bench -- --include-ignored --nocapture
 //! ```
 
