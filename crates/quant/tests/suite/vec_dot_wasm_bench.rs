@@ -4,7 +4,7 @@
 //! weight row) against the portable ggml-order kernels (what a build without
 //! simd128 runs; their FMAs are software `fmaf`) and the plain scalar references.
 //!
-//! Ignored by default; run in Node (figures in docs/BENCHMARKS.md):
+//! Ignored by default; run in Node (figures in bench/results/, kind `wasm-kernels`):
 //! ```sh
 //! CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner cargo test -p tessera-quant \
 //!   --release --target wasm32-unknown-unknown --test vec_dot_wasm_bench -- --include-ignored --nocapture
