@@ -22,7 +22,7 @@ pub fn models_dir() -> PathBuf {
     }
 }
 
-/// The fetch script: next to the executable's repository (target/<profile>/tessera lives two
+/// The fetch script: next to the executable's repository (`target/<profile>/tessera` lives two
 /// levels below it), else in the repository the binary was built from.
 fn find_fetch_script() -> Option<PathBuf> {
     let from_exe = std::env::current_exe().ok().into_iter().flat_map(|exe| {

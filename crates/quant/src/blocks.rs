@@ -18,7 +18,7 @@ pub const QK: usize = 32;
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 pub struct BlockQ4_0 {
     pub d: f16,
-    /// Element j in the low nibble of qs[j], element j+16 in the high nibble.
+    /// Element j in the low nibble of `qs[j]`, element j+16 in the high nibble.
     pub qs: [u8; QK / 2],
 }
 
