@@ -7,6 +7,8 @@ cd "$root"
 # Each step's wall time, so a slow CI run says where its minutes went.
 step() { local start=$SECONDS; "$@"; echo "[test.sh] $(( SECONDS - start )) s: $*" >&2; }
 step "$root/scripts/setup.sh"
+# docs/BENCHMARKS.md is what scripts/bench-report.py renders from bench/results/ (and the script works).
+step python3 "$root/scripts/test_bench_report.py"
 # Compiled artifacts live outside the clone when nothing else is asked for, so a fresh clone on
 # a machine that has built Tessera before reuses them (cargo rebuilds what changed).
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tessera/target}
