@@ -1,4 +1,4 @@
-// Sampling one logits row on the GPU with the engine's chain (crates/engine/src/sampling.rs):
+// Sampling one logits row on the GPU with the engine's chain (crates/core/src/sampling.rs):
 // logit bias and repetition penalties → top-k → top-p → min-p → temperature → the draw `u`
 // (taken from the engine's seeded RNG on the CPU), so a step reads back two words: a status
 // and the token. One workgroup.

@@ -9,9 +9,9 @@ use anyhow::{bail, Context as _};
 pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 const FETCH_SCRIPT: &str = "scripts/fetch-models.sh";
 
-/// The repository this binary was built from (native-host's parent).
+/// The repository this binary was built from (the workspace root, two levels above crates/cli).
 fn build_repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// `$TESSERA_MODELS`, else `<repo>/models`.

@@ -1,6 +1,6 @@
 //! Scalar emulation of the f16 arithmetic an AVX512-FP16 build of ggml does in its f16 vector
 //! primitives, over whole SIMD steps of [`STEP`] elements (the build the fixtures come from,
-//! see docs/engine.md): `ggml_vec_dot_f16` accumulates in f16 registers (`_mm512_fmadd_ph`,
+//! see docs/backend-cpu.md): `ggml_vec_dot_f16` accumulates in f16 registers (`_mm512_fmadd_ph`,
 //! then `_mm512_add_ph` pairs and `_mm512_reduce_add_ph`), `ggml_vec_mad_f16` is one
 //! `_mm512_fmadd_ph` with the factor rounded to f16 (`_mm512_set1_ph`), `ggml_vec_scale_f16`
 //! one `_mm512_mul_ph`. Every operation rounds once to f16 (nearest, ties to even, with f16
