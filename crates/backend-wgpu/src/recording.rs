@@ -6,7 +6,7 @@
 
 use tessera_core::backend::Batch;
 use tessera_core::plan::Plan;
-use tessera_core::graph::{Graph, Node, Op};
+use tessera_core::graph::{Graph, Op};
 
 use crate::device::Gpu;
 use crate::error::WgpuError;
@@ -18,13 +18,6 @@ use crate::recorder::{encode, Dispatch, Recorder};
 use crate::weights::GpuWeights;
 use tessera_gguf::GgmlType;
 
-/// Identifies a graph shape: (n_tokens, n_outputs, node count).
-pub type GraphKey = (usize, usize, usize);
-
-pub fn graph_key(graph: &Graph) -> GraphKey {
-    (graph.n_tokens, graph.n_outputs, graph.nodes.len())
-}
-
 /// What a step reads back: the output rows' logits, their greedy ids, or the last row's token
 /// sampled by the GPU chain with these spec words (`ops::sample::spec_words`).
 #[derive(Clone, Debug, PartialEq)]
@@ -35,9 +28,8 @@ pub enum Readout {
 }
 
 pub struct Recording {
-    pub key: GraphKey,
-    /// The graph recorded (a recording is reused only for an identical graph).
-    nodes: Vec<Node>,
+    /// The graph recorded (a recording is reused only for an equal graph).
+    graph: Graph,
     step: wgpu::Buffer,
     dispatches: Vec<Dispatch>,
     output: wgpu::Buffer,
@@ -255,8 +247,7 @@ impl Recording {
         )?;
         let chain = rec.finish()?;
         Ok(Recording {
-            key: graph_key(graph),
-            nodes: graph.nodes.clone(),
+            graph: graph.clone(),
             step,
             dispatches,
             output,
@@ -288,7 +279,7 @@ impl Recording {
     }
 
     pub fn records(&self, graph: &Graph) -> bool {
-        self.key == graph_key(graph) && self.nodes == graph.nodes
+        self.graph == *graph
     }
 
     fn write_step(&self, gpu: &Gpu, batch: &Batch) -> Result<(), WgpuError> {

@@ -16,6 +16,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
+use tessera_backend_wgpu::pipelines::PipelineKey;
+use tessera_backend_wgpu::shaders::{kernel_files, Define};
 use tessera_backend_wgpu::{Gpu, WgpuBackend};
 use tessera_core::backend::{Backend, Batch, KvLayerLayout, KvLayout};
 use tessera_backend_cpu::CpuBackend;
@@ -55,6 +57,7 @@ conformance_tests! {
     attention_head_dim_256 => attention_head_dim_256_case();
     attention_after_context_shift => attention_after_context_shift_case();
     argmax_on_the_gpu_matches_the_logits => argmax_on_the_gpu_matches_the_logits_case();
+    every_wgsl_file_compiles => every_wgsl_file_compiles_case();
 }
 
 const WEIGHT_TYPES: [GgmlType; 10] = [
@@ -681,4 +684,43 @@ async fn argmax_on_the_gpu_matches_the_logits_case() {
             assert_eq!(got[r] as usize, cpu_best, "row {r} vs CPU");
         }
     }
+}
+
+/// Entry points and defines of one variant of each kernel file (every file build.rs found in
+/// `shaders/wgsl/` but the includes): a new kernel file needs its variants here.
+fn kernel_variants(file: &str) -> Vec<(&'static str, Vec<Define>)> {
+    match file {
+        "attention.wgsl" => vec![("main", vec![("WG", 64), ("HD", 64), ("PPT", 1)])],
+        "elementwise.wgsl" => vec![("main", vec![("OP_ADD", 1)])],
+        "kv.wgsl" => vec![("store", vec![("STORE", 1)]), ("shift", vec![("SHIFT", 1)])],
+        "mul_mat.wgsl" => vec![("main", vec![("W_Q4_K", 1), ("WG", 64), ("NR", 1)])],
+        "norm.wgsl" | "rope.wgsl" => vec![("main", vec![])],
+        "quantize.wgsl" => vec![("main", vec![("ACT_Q8_0", 1)])],
+        "rows.wgsl" => vec![
+            ("get_rows", vec![("GET_ROWS", 1), ("W_Q8_0", 1)]),
+            ("output_rows", vec![("OUTPUT_ROWS", 1)]),
+        ],
+        "sample.wgsl" => vec![("argmax", vec![])],
+        "sample_chain.wgsl" => vec![("sample", vec![])],
+        other => panic!("no variant of {other} to compile: add one to kernel_variants"),
+    }
+}
+
+async fn every_wgsl_file_compiles_case() {
+    let g = gpu().await;
+    let mut n = 0;
+    for family in kernel_files() {
+        for (entry, defines) in kernel_variants(family) {
+            let key = PipelineKey {
+                family,
+                entry,
+                defines,
+            };
+            if let Err(e) = g.pipeline(key) {
+                panic!("{family} {entry}: {e}");
+            }
+            n += 1;
+        }
+    }
+    assert!(n > 0, "no kernel files found");
 }

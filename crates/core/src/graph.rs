@@ -22,7 +22,7 @@ pub enum RopeMode {
     Neox,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug)]
 pub struct RopeParams {
     /// Rotated dimensions at the start of each head (the rest pass through).
     pub n_dims: usize,
@@ -40,7 +40,7 @@ impl RopeParams {
 }
 
 /// One attention layer: causal, grouped-query, over the f16 KV cache of layer `layer`.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug)]
 pub struct AttentionParams {
     pub layer: usize,
     pub n_head: usize,
@@ -54,7 +54,7 @@ pub struct AttentionParams {
     pub softcap: Option<f32>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub enum Op {
     /// Rows of `table` for the batch's token ids → `[n_embd, n_tokens]`.
     GetRows {
@@ -141,7 +141,64 @@ impl Op {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
+/// Graph equality compares f32 parameters by their bits: a recorded or planned graph is reused
+/// only for one that computes the same values (float equality would take -0.0 for 0.0, and
+/// never reuse a graph with a NaN parameter).
+fn same_bits(a: f32, b: f32) -> bool {
+    a.to_bits() == b.to_bits()
+}
+
+impl PartialEq for RopeParams {
+    fn eq(&self, o: &RopeParams) -> bool {
+        self.n_dims == o.n_dims
+            && self.mode == o.mode
+            && same_bits(self.freq_base, o.freq_base)
+            && same_bits(self.freq_scale, o.freq_scale)
+    }
+}
+impl Eq for RopeParams {}
+
+impl PartialEq for AttentionParams {
+    fn eq(&self, o: &AttentionParams) -> bool {
+        self.layer == o.layer
+            && self.n_head == o.n_head
+            && self.n_head_kv == o.n_head_kv
+            && self.head_dim == o.head_dim
+            && same_bits(self.scale, o.scale)
+            && self.window == o.window
+            && self.softcap.map(f32::to_bits) == o.softcap.map(f32::to_bits)
+    }
+}
+impl Eq for AttentionParams {}
+
+impl PartialEq for Op {
+    fn eq(&self, o: &Op) -> bool {
+        use Op::*;
+        match (self, o) {
+            (GetRows { table: a }, GetRows { table: b }) => a == b,
+            (Reshape { x: a }, Reshape { x: b }) | (OutputRows { x: a }, OutputRows { x: b }) => {
+                a == b
+            }
+            (RmsNorm { x: a, eps: e }, RmsNorm { x: b, eps: f })
+            | (Scale { x: a, s: e }, Scale { x: b, s: f })
+            | (SoftCap { x: a, cap: e }, SoftCap { x: b, cap: f }) => a == b && same_bits(*e, *f),
+            (MulWeight { x: a, w: v }, MulWeight { x: b, w: u })
+            | (MulMat { x: a, w: v }, MulMat { x: b, w: u }) => a == b && v == u,
+            (Add { a, b }, Add { a: c, b: d })
+            | (SwiGlu { gate: a, up: b }, SwiGlu { gate: c, up: d })
+            | (GeGlu { gate: a, up: b }, GeGlu { gate: c, up: d }) => a == c && b == d,
+            (Rope { x: a, params: p }, Rope { x: b, params: q }) => a == b && p == q,
+            (
+                Attention { q, k, v, params },
+                Attention { q: q2, k: k2, v: v2, params: p2 },
+            ) => q == q2 && k == k2 && v == v2 && params == p2,
+            _ => false,
+        }
+    }
+}
+impl Eq for Op {}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Node {
     pub op: Op,
     pub ne: Ne,
@@ -154,7 +211,10 @@ impl Node {
 }
 
 /// A forward step for a batch of `n_tokens` tokens producing `n_outputs` rows of logits.
-#[derive(Clone, Debug)]
+///
+/// Two graphs are equal when they compute the same thing: same nodes, parameters and output.
+/// Backends reuse a buffer plan or a recording only for an equal graph.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Graph {
     pub nodes: Vec<Node>,
     pub output: NodeId,
@@ -339,5 +399,38 @@ impl<'w> GraphBuilder<'w> {
             n_tokens: self.n_tokens,
             n_outputs: self.n_outputs,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scaled(s: f32, output: u32) -> Graph {
+        let nodes = vec![
+            Node {
+                op: Op::GetRows { table: WeightId(0) },
+                ne: [4, 1, 1, 1],
+            },
+            Node {
+                op: Op::Scale { x: NodeId(0), s },
+                ne: [4, 1, 1, 1],
+            },
+        ];
+        Graph {
+            nodes,
+            output: NodeId(output),
+            n_tokens: 1,
+            n_outputs: 1,
+        }
+    }
+
+    #[test]
+    fn graphs_are_equal_only_when_they_compute_the_same_values() {
+        assert_eq!(scaled(0.5, 1), scaled(0.5, 1));
+        assert_ne!(scaled(0.5, 1), scaled(0.25, 1));
+        assert_ne!(scaled(0.0, 1), scaled(-0.0, 1));
+        assert_eq!(scaled(f32::NAN, 1), scaled(f32::NAN, 1));
+        assert_ne!(scaled(0.5, 1), scaled(0.5, 0));
     }
 }

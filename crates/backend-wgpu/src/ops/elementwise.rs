@@ -2,7 +2,8 @@
 
 use crate::error::WgpuError;
 use crate::pipelines::PipelineKey;
-use crate::recorder::{Params, Recorder};
+use crate::recorder::Recorder;
+use crate::shaders::wgsl_params;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Elementwise {
@@ -16,6 +17,18 @@ pub enum Elementwise {
     GeGlu,
     SoftCap(f32),
 }
+
+/// `elementwise.wgsl`'s parameters.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct ElementwiseParams {
+    pub n: u32,
+    /// Row width of `b` (`OP_MUL_ROW`).
+    pub width: u32,
+    /// The scale or the cap.
+    pub s: f32,
+}
+const _: () = assert!(size_of::<ElementwiseParams>() == wgsl_params::ELEMENTWISE);
 
 /// `y = op(a, b)` over `n` floats.
 pub fn record(
@@ -49,5 +62,10 @@ pub fn record(
         defines,
     };
     let groups = rec.grid(n.div_ceil(256), 1)?;
-    rec.dispatch(key, Params::new().u(n).u(width).f(s), buffers, groups)
+    let params = ElementwiseParams {
+        n: n as u32,
+        width: width as u32,
+        s,
+    };
+    rec.dispatch(key, params, buffers, groups)
 }

@@ -2,7 +2,18 @@
 
 use crate::error::WgpuError;
 use crate::pipelines::PipelineKey;
-use crate::recorder::{Params, Recorder};
+use crate::recorder::Recorder;
+use crate::shaders::wgsl_params;
+
+/// `norm.wgsl`'s parameters.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct NormParams {
+    pub width: u32,
+    pub rows: u32,
+    pub eps: f32,
+}
+const _: () = assert!(size_of::<NormParams>() == wgsl_params::NORM);
 
 /// Each of `rows` rows of `width` floats divided by its root mean square.
 pub fn rms_norm(
@@ -21,7 +32,11 @@ pub fn rms_norm(
     let groups = rec.grid(rows, 1)?;
     rec.dispatch(
         key,
-        Params::new().u(width).u(rows).f(eps),
+        NormParams {
+            width: width as u32,
+            rows: rows as u32,
+            eps,
+        },
         vec![(1, x.clone()), (3, y.clone())],
         groups,
     )
