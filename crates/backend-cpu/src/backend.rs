@@ -145,7 +145,7 @@ impl Backend for CpuBackend {
                     }
                     Op::Reshape { .. } => unreachable!("skipped above"),
                     Op::RmsNorm { x, eps } => {
-                        ops::norm::rms_norm(input(x), dst, node.ne[0], eps);
+                        ops::rms_norm::rms_norm(input(x), dst, node.ne[0], eps);
                     }
                     Op::MulWeight { x, w } => {
                         let wb: &[f32] = f32_weight(weights, w)?;
@@ -207,9 +207,9 @@ impl Backend for CpuBackend {
                             dst,
                         );
                     }
-                    Op::SwiGlu { gate, up } => ops::glu::swiglu(input(gate), input(up), dst),
-                    Op::GeGlu { gate, up } => ops::glu::geglu(input(gate), input(up), dst),
-                    Op::SoftCap { x, cap } => ops::glu::softcap(input(x), cap, dst),
+                    Op::Swiglu { gate, up } => ops::glu::swiglu(input(gate), input(up), dst),
+                    Op::Geglu { gate, up } => ops::glu::geglu(input(gate), input(up), dst),
+                    Op::Softcap { x, cap } => ops::glu::softcap(input(x), cap, dst),
                     Op::OutputRows { x } => {
                         let xs = input(x);
                         let w = node.ne[0];

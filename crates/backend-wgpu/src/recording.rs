@@ -13,7 +13,7 @@ use crate::error::WgpuError;
 use crate::kv::GpuKv;
 use crate::ops::elementwise::Elementwise;
 use crate::ops::quantize::act_rounding;
-use crate::ops::{attention, elementwise, mul_mat, norm, quantize, rope, rows, sample};
+use crate::ops::{attention, elementwise, mul_mat, quantize, rms_norm, rope, rows, sample};
 use crate::recorder::{encode, Dispatch, Recorder};
 use crate::weights::GpuWeights;
 use tessera_gguf::GgmlType;
@@ -115,7 +115,7 @@ impl Recording {
                 Op::Reshape { .. } => {}
                 Op::GetRows { table } => rows::get_rows(&mut rec, weights.get(table), &step, y, t)?,
                 Op::RmsNorm { x, eps } => {
-                    norm::rms_norm(&mut rec, buf(x), y, node.ne[0], n / node.ne[0], eps)?
+                    rms_norm::record(&mut rec, buf(x), y, node.ne[0], n / node.ne[0], eps)?
                 }
                 Op::MulWeight { x, w } => {
                     let gw = weights.get(w);
@@ -168,24 +168,24 @@ impl Recording {
                     attention::store(&mut rec, &step, buf(k), buf(v), layer, t)?;
                     attention::attend(&mut rec, &step, buf(q), layer, y, &params, t)?;
                 }
-                Op::SwiGlu { gate, up } => elementwise::record(
+                Op::Swiglu { gate, up } => elementwise::record(
                     &mut rec,
-                    Elementwise::SwiGlu,
+                    Elementwise::Swiglu,
                     buf(gate),
                     Some(buf(up)),
                     y,
                     n,
                 )?,
-                Op::GeGlu { gate, up } => elementwise::record(
+                Op::Geglu { gate, up } => elementwise::record(
                     &mut rec,
-                    Elementwise::GeGlu,
+                    Elementwise::Geglu,
                     buf(gate),
                     Some(buf(up)),
                     y,
                     n,
                 )?,
-                Op::SoftCap { x, cap } => {
-                    elementwise::record(&mut rec, Elementwise::SoftCap(cap), buf(x), None, y, n)?
+                Op::Softcap { x, cap } => {
+                    elementwise::record(&mut rec, Elementwise::Softcap(cap), buf(x), None, y, n)?
                 }
                 Op::OutputRows { x } => {
                     rows::output_rows(&mut rec, &step, buf(x), y, node.ne[0], t, n_out)?

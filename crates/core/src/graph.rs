@@ -101,17 +101,17 @@ pub enum Op {
         params: AttentionParams,
     },
     /// `silu(gate) * up`.
-    SwiGlu {
+    Swiglu {
         gate: NodeId,
         up: NodeId,
     },
     /// `gelu_tanh(gate) * up`.
-    GeGlu {
+    Geglu {
         gate: NodeId,
         up: NodeId,
     },
     /// `cap * tanh(x / cap)`.
-    SoftCap {
+    Softcap {
         x: NodeId,
         cap: f32,
     },
@@ -132,10 +132,10 @@ impl Op {
             | Op::Scale { x, .. }
             | Op::MulMat { x, .. }
             | Op::Rope { x, .. }
-            | Op::SoftCap { x, .. }
+            | Op::Softcap { x, .. }
             | Op::OutputRows { x } => vec![x],
             Op::Add { a, b } => vec![a, b],
-            Op::SwiGlu { gate, up } | Op::GeGlu { gate, up } => vec![gate, up],
+            Op::Swiglu { gate, up } | Op::Geglu { gate, up } => vec![gate, up],
             Op::Attention { q, k, v, .. } => vec![q, k, v],
         }
     }
@@ -181,12 +181,12 @@ impl PartialEq for Op {
             }
             (RmsNorm { x: a, eps: e }, RmsNorm { x: b, eps: f })
             | (Scale { x: a, s: e }, Scale { x: b, s: f })
-            | (SoftCap { x: a, cap: e }, SoftCap { x: b, cap: f }) => a == b && same_bits(*e, *f),
+            | (Softcap { x: a, cap: e }, Softcap { x: b, cap: f }) => a == b && same_bits(*e, *f),
             (MulWeight { x: a, w: v }, MulWeight { x: b, w: u })
             | (MulMat { x: a, w: v }, MulMat { x: b, w: u }) => a == b && v == u,
             (Add { a, b }, Add { a: c, b: d })
-            | (SwiGlu { gate: a, up: b }, SwiGlu { gate: c, up: d })
-            | (GeGlu { gate: a, up: b }, GeGlu { gate: c, up: d }) => a == c && b == d,
+            | (Swiglu { gate: a, up: b }, Swiglu { gate: c, up: d })
+            | (Geglu { gate: a, up: b }, Geglu { gate: c, up: d }) => a == c && b == d,
             (Rope { x: a, params: p }, Rope { x: b, params: q }) => a == b && p == q,
             (
                 Attention { q, k, v, params },
@@ -366,9 +366,9 @@ impl<'w> GraphBuilder<'w> {
             return Err(shape_error("glu", format!("{ng:?} vs {nu:?}")));
         }
         let op = if gelu {
-            Op::GeGlu { gate, up }
+            Op::Geglu { gate, up }
         } else {
-            Op::SwiGlu { gate, up }
+            Op::Swiglu { gate, up }
         };
         Ok(self.push(op, ng))
     }
@@ -383,7 +383,7 @@ impl<'w> GraphBuilder<'w> {
 
     pub fn softcap(&mut self, x: NodeId, cap: f32) -> NodeId {
         let ne = self.ne(x);
-        self.push(Op::SoftCap { x, cap }, ne)
+        self.push(Op::Softcap { x, cap }, ne)
     }
 
     /// Keeps the output rows; later ops run on `n_outputs` rows only.

@@ -14,5 +14,5 @@ pub mod glu_avx2;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 pub mod glu_simd128;
 pub mod mul_mat;
-pub mod norm;
+pub mod rms_norm;
 pub mod rope;

@@ -16,7 +16,7 @@ fn store() -> WeightStore {
     let mut w = GgufWriter::new();
     let table: Vec<f32> = (0..WIDTH * 8).map(|i| i as f32 * 0.25 - 1.0).collect();
     w.add_tensor(
-        "emb".into(),
+        "emb",
         &[WIDTH as u64, 8],
         GgmlType::F32,
         bytemuck::cast_slice(&table).to_vec(),

@@ -13,9 +13,9 @@ pub enum Elementwise {
     MulRow {
         width: usize,
     },
-    SwiGlu,
-    GeGlu,
-    SoftCap(f32),
+    Swiglu,
+    Geglu,
+    Softcap(f32),
 }
 
 /// `elementwise.wgsl`'s parameters.
@@ -43,11 +43,11 @@ pub fn record(
         Elementwise::Add => ("OP_ADD", 0.0, 1),
         Elementwise::Scale(s) => ("OP_SCALE", s, 1),
         Elementwise::MulRow { width } => ("OP_MUL_ROW", 0.0, width.max(1)),
-        Elementwise::SwiGlu => ("OP_SWIGLU", 0.0, 1),
-        Elementwise::GeGlu => ("OP_GEGLU", 0.0, 1),
-        Elementwise::SoftCap(cap) => ("OP_SOFTCAP", cap, 1),
+        Elementwise::Swiglu => ("OP_SWIGLU", 0.0, 1),
+        Elementwise::Geglu => ("OP_GEGLU", 0.0, 1),
+        Elementwise::Softcap(cap) => ("OP_SOFTCAP", cap, 1),
     };
-    let unary = matches!(op, Elementwise::Scale(_) | Elementwise::SoftCap(_));
+    let unary = matches!(op, Elementwise::Scale(_) | Elementwise::Softcap(_));
     let mut defines = vec![(define, 1)];
     let mut buffers = vec![(1, a.clone()), (3, y.clone())];
     if unary {

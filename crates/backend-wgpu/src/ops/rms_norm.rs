@@ -1,22 +1,22 @@
-//! rms_norm (`norm.wgsl`).
+//! rms_norm (`rms_norm.wgsl`).
 
 use crate::error::WgpuError;
 use crate::pipelines::PipelineKey;
 use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
 
-/// `norm.wgsl`'s parameters.
+/// `rms_norm.wgsl`'s parameters.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct NormParams {
+pub struct RmsNormParams {
     pub width: u32,
     pub rows: u32,
     pub eps: f32,
 }
-const _: () = assert!(size_of::<NormParams>() == wgsl_params::NORM);
+const _: () = assert!(size_of::<RmsNormParams>() == wgsl_params::RMS_NORM);
 
 /// Each of `rows` rows of `width` floats divided by its root mean square.
-pub fn rms_norm(
+pub fn record(
     rec: &mut Recorder,
     x: &wgpu::Buffer,
     y: &wgpu::Buffer,
@@ -25,14 +25,14 @@ pub fn rms_norm(
     eps: f32,
 ) -> Result<(), WgpuError> {
     let key = PipelineKey {
-        family: "norm.wgsl",
+        family: "rms_norm.wgsl",
         entry: "main",
         defines: vec![],
     };
     let groups = rec.grid(rows, 1)?;
     rec.dispatch(
         key,
-        NormParams {
+        RmsNormParams {
             width: width as u32,
             rows: rows as u32,
             eps,
