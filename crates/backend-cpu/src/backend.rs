@@ -149,10 +149,10 @@ impl Backend for CpuBackend {
                     }
                     Op::MulWeight { x, w } => {
                         let wb: &[f32] = f32_weight(weights, w)?;
-                        ops::binary::mul_rows(input(x), wb, dst);
+                        ops::mul_weight::mul_weight(input(x), wb, dst);
                     }
-                    Op::Add { a, b } => ops::binary::add(input(a), input(b), dst),
-                    Op::Scale { x, s } => ops::binary::scale(input(x), s, dst),
+                    Op::Add { a, b } => ops::add::add(input(a), input(b), dst),
+                    Op::Scale { x, s } => ops::scale::scale(input(x), s, dst),
                     Op::MulMat { w, x } => {
                         let d = weights.desc(w);
                         let (k, m) = (d.ne[0], d.ne[1]);
@@ -209,7 +209,7 @@ impl Backend for CpuBackend {
                     }
                     Op::Swiglu { gate, up } => ops::glu::swiglu(input(gate), input(up), dst),
                     Op::Geglu { gate, up } => ops::glu::geglu(input(gate), input(up), dst),
-                    Op::Softcap { x, cap } => ops::glu::softcap(input(x), cap, dst),
+                    Op::Softcap { x, cap } => ops::softcap::softcap(input(x), cap, dst),
                     Op::OutputRows { x } => {
                         let xs = input(x);
                         let w = node.ne[0];

@@ -65,6 +65,8 @@ conformance_tests! {
     attention_after_context_shift => attention_after_context_shift_case();
     argmax_on_the_gpu_matches_the_logits => argmax_on_the_gpu_matches_the_logits_case();
     every_wgsl_file_compiles => every_wgsl_file_compiles_case();
+    graphs_of_one_shape_get_their_own_recording =>
+        graphs_of_one_shape_get_their_own_recording_case();
 }
 
 const WEIGHT_TYPES: [GgmlType; 10] = [
@@ -719,4 +721,43 @@ async fn every_wgsl_file_compiles_case() {
         }
     }
     assert!(n > 0, "no kernel files found");
+}
+
+/// Two graphs with the same nodes but different outputs (so the same batch shape and node
+/// count): the second must not replay the first's recording.
+async fn graphs_of_one_shape_get_their_own_recording_case() {
+    let mut store = WeightStore::new(file());
+    let table = store.require("inp64", &[64, TABLE_ROWS]).unwrap();
+    let graph_with_output = |pick_scaled: bool| {
+        let mut b = GraphBuilder::new(&store, 2, 2);
+        let x = b.get_rows(table);
+        let scaled = b.scale(x, 2.0);
+        let rows = b.output_rows(x);
+        b.finish(if pick_scaled { scaled } else { rows })
+    };
+    let (rows, scaled) = (graph_with_output(false), graph_with_output(true));
+    let batch = Batch {
+        tokens: &[3, 5],
+        pos0: 0,
+        output_rows: &[0, 1],
+    };
+    let kv = KvLayout {
+        n_ctx: 8,
+        layers: vec![],
+    };
+    let mut shared = backend(gpu().await);
+    shared.init_kv(&kv).unwrap();
+    let mut fresh = backend(gpu().await);
+    fresh.init_kv(&kv).unwrap();
+    let (mut got, mut want) = (vec![0.0; 128], vec![0.0; 128]);
+    gpu_compute(&mut shared, &rows, &batch, &store, &mut got)
+        .await
+        .unwrap();
+    gpu_compute(&mut shared, &scaled, &batch, &store, &mut got)
+        .await
+        .unwrap();
+    gpu_compute(&mut fresh, &scaled, &batch, &store, &mut want)
+        .await
+        .unwrap();
+    assert_eq!(got, want);
 }
