@@ -19,8 +19,8 @@ pub struct CpuBackend {
     pool: Arc<dyn ThreadPool>,
     kv: KvCache,
     slots: Vec<Vec<f32>>,
-    /// The plan of the last graph run, keyed by (n_tokens, n_outputs, node count).
-    plan: Option<((usize, usize, usize), Plan)>,
+    /// The last graph run and its buffer plan, reused only for an equal graph.
+    plan: Option<(Graph, Plan)>,
     acts: QuantizedActs,
     /// Which node's output (and to which type) `acts` holds during one `compute`.
     acts_of: Option<(usize, GgmlType)>,
@@ -78,17 +78,16 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn kv_truncate(&mut self, _n: usize) {
-        // Slot index == position: later steps overwrite positions n.. before reading them.
+    fn kv_n_ctx(&self) -> usize {
+        self.kv.n_ctx
     }
 
-    fn kv_shift(
+    fn kv_shift_checked(
         &mut self,
         n_past: usize,
         n_keep: usize,
         n_discard: usize,
     ) -> Result<(), EngineError> {
-        tessera_core::backend::check_shift(n_past, n_keep, n_discard)?;
         self.kv.shift(n_past, n_keep, n_discard);
         Ok(())
     }
@@ -103,20 +102,8 @@ impl Backend for CpuBackend {
         if !weights.has_bytes() {
             return Err(EngineError::WeightsNotInMemory);
         }
-        let n_tokens = batch.tokens.len();
-        if n_tokens != graph.n_tokens || batch.output_rows.len() != graph.n_outputs {
-            return Err(EngineError::InvalidArgument(
-                "batch does not match the graph's shape".into(),
-            ));
-        }
-        if batch.pos0 + n_tokens > self.kv.n_ctx {
-            return Err(EngineError::ContextFull {
-                needed: batch.pos0 + n_tokens,
-                n_ctx: self.kv.n_ctx,
-            });
-        }
-        let key = (graph.n_tokens, graph.n_outputs, graph.nodes.len());
-        if self.plan.as_ref().map(|(k, _)| *k) != Some(key) {
+        self.check_batch(graph, batch, weights)?;
+        if self.plan.as_ref().is_none_or(|(planned, _)| planned != graph) {
             let plan = Plan::new(graph);
             self.slots.resize_with(plan.slot_len.len(), Vec::new);
             for (s, &len) in self.slots.iter_mut().zip(&plan.slot_len) {
@@ -124,7 +111,7 @@ impl Backend for CpuBackend {
                     s.resize(len, 0.0);
                 }
             }
-            self.plan = Some((key, plan));
+            self.plan = Some((graph.clone(), plan));
         }
         let plan = &self.plan.as_ref().expect("plan set above").1;
         self.acts_of = None;
@@ -158,14 +145,14 @@ impl Backend for CpuBackend {
                     }
                     Op::Reshape { .. } => unreachable!("skipped above"),
                     Op::RmsNorm { x, eps } => {
-                        ops::norm::rms_norm(input(x), dst, node.ne[0], eps);
+                        ops::rms_norm::rms_norm(input(x), dst, node.ne[0], eps);
                     }
                     Op::MulWeight { x, w } => {
                         let wb: &[f32] = f32_weight(weights, w)?;
-                        ops::binary::mul_rows(input(x), wb, dst);
+                        ops::mul_weight::mul_weight(input(x), wb, dst);
                     }
-                    Op::Add { a, b } => ops::binary::add(input(a), input(b), dst),
-                    Op::Scale { x, s } => ops::binary::scale(input(x), s, dst),
+                    Op::Add { a, b } => ops::add::add(input(a), input(b), dst),
+                    Op::Scale { x, s } => ops::scale::scale(input(x), s, dst),
                     Op::MulMat { w, x } => {
                         let d = weights.desc(w);
                         let (k, m) = (d.ne[0], d.ne[1]);
@@ -220,9 +207,9 @@ impl Backend for CpuBackend {
                             dst,
                         );
                     }
-                    Op::SwiGlu { gate, up } => ops::glu::swiglu(input(gate), input(up), dst),
-                    Op::GeGlu { gate, up } => ops::glu::geglu(input(gate), input(up), dst),
-                    Op::SoftCap { x, cap } => ops::glu::softcap(input(x), cap, dst),
+                    Op::Swiglu { gate, up } => ops::glu::swiglu(input(gate), input(up), dst),
+                    Op::Geglu { gate, up } => ops::glu::geglu(input(gate), input(up), dst),
+                    Op::Softcap { x, cap } => ops::softcap::softcap(input(x), cap, dst),
                     Op::OutputRows { x } => {
                         let xs = input(x);
                         let w = node.ne[0];

@@ -1,7 +1,7 @@
 //! `WgpuBackend`: the engine's [`Backend`] on a WebGPU device.
 
 use tessera_core::backend::{Backend, Batch, KvLayout};
-use tessera_core::graph::{Graph, Op};
+use tessera_core::graph::Graph;
 use tessera_core::sampling::{DeviceSampling, SamplingError};
 use tessera_core::weights::WeightStore;
 use tessera_core::EngineError;
@@ -12,7 +12,7 @@ use crate::kv::GpuKv;
 use crate::ops::kv::shift_keys;
 use crate::ops::sample::spec_words;
 use crate::recorder::{encode, Recorder};
-use crate::recording::{graph_key, GraphKey, Readout, Recording};
+use crate::recording::{Readout, Recording};
 use crate::weights::{source_of, GpuWeights};
 
 /// Recordings kept (decode, prefill, the last partial micro-batch, all-logits...).
@@ -36,10 +36,10 @@ struct PendingStep {
     n: usize,
 }
 
-/// What identifies a step: the repeated call must be the same one.
+/// What identifies a step: the repeated call must be the same one (an equal graph too).
 #[derive(PartialEq)]
 struct StepKey {
-    graph: GraphKey,
+    graph: Graph,
     pos0: usize,
     tokens: Vec<u32>,
     output_rows: Vec<usize>,
@@ -91,7 +91,7 @@ impl WgpuBackend {
         dst: &mut [T],
     ) -> Result<(), EngineError> {
         let key = StepKey {
-            graph: graph_key(graph),
+            graph: graph.clone(),
             pos0: batch.pos0,
             tokens: batch.tokens.to_vec(),
             output_rows: batch.output_rows.to_vec(),
@@ -144,27 +144,6 @@ impl WgpuBackend {
         self.weights.as_ref().map_or(0, |w| w.bytes)
     }
 
-    fn check_batch(&self, graph: &Graph, batch: &Batch) -> Result<(), EngineError> {
-        let n_tokens = batch.tokens.len();
-        if n_tokens != graph.n_tokens || batch.output_rows.len() != graph.n_outputs {
-            return Err(EngineError::InvalidArgument(
-                "batch does not match the graph's shape".into(),
-            ));
-        }
-        if batch.pos0 + n_tokens > self.kv.n_ctx {
-            return Err(EngineError::ContextFull {
-                needed: batch.pos0 + n_tokens,
-                n_ctx: self.kv.n_ctx,
-            });
-        }
-        if let Some(&r) = batch.output_rows.iter().find(|&&r| r >= n_tokens) {
-            return Err(EngineError::InvalidArgument(format!(
-                "output row {r} of a batch of {n_tokens}"
-            )));
-        }
-        Ok(())
-    }
-
     /// The recording for `graph`, made on first use.
     fn recording(&mut self, graph: &Graph, weights: &WeightStore) -> Result<usize, EngineError> {
         self.upload_weights(weights)?;
@@ -182,22 +161,6 @@ impl WgpuBackend {
         };
         Ok(i)
     }
-}
-
-/// Token ids past an embedding table would silently give zero rows on the GPU.
-fn check_tokens(graph: &Graph, batch: &Batch, weights: &WeightStore) -> Result<(), EngineError> {
-    for node in &graph.nodes {
-        if let Op::GetRows { table } = node.op {
-            let n_rows = weights.desc(table).n_rows();
-            if let Some(&id) = batch.tokens.iter().find(|&&t| t as usize >= n_rows) {
-                return Err(EngineError::BadToken {
-                    id,
-                    n_vocab: n_rows,
-                });
-            }
-        }
-    }
-    Ok(())
 }
 
 impl Backend for WgpuBackend {
@@ -220,8 +183,7 @@ impl Backend for WgpuBackend {
         weights: &WeightStore,
         out: &mut [f32],
     ) -> Result<(), EngineError> {
-        self.check_batch(graph, batch)?;
-        check_tokens(graph, batch, weights)?;
+        self.check_batch(graph, batch, weights)?;
         let i = self.recording(graph, weights)?;
         if self.async_read_back {
             return self.async_step(i, graph, batch, Readout::Logits, out);
@@ -239,8 +201,7 @@ impl Backend for WgpuBackend {
         weights: &WeightStore,
         ids: &mut [u32],
     ) -> Result<(), EngineError> {
-        self.check_batch(graph, batch)?;
-        check_tokens(graph, batch, weights)?;
+        self.check_batch(graph, batch, weights)?;
         let i = self.recording(graph, weights)?;
         if self.async_read_back {
             return self.async_step(i, graph, batch, Readout::Greedy, ids);
@@ -261,8 +222,7 @@ impl Backend for WgpuBackend {
         let Some(spec) = spec_words(step) else {
             return Ok(None);
         };
-        self.check_batch(graph, batch)?;
-        check_tokens(graph, batch, weights)?;
+        self.check_batch(graph, batch, weights)?;
         if graph.n_outputs == 0 {
             return Err(EngineError::InvalidArgument(
                 "sampling needs an output row".into(),
@@ -283,23 +243,16 @@ impl Backend for WgpuBackend {
         }))
     }
 
-    fn kv_truncate(&mut self, _n: usize) {
-        // Slot index == position: later steps overwrite positions n.. before reading them.
+    fn kv_n_ctx(&self) -> usize {
+        self.kv.n_ctx
     }
 
-    fn kv_shift(
+    fn kv_shift_checked(
         &mut self,
         n_past: usize,
         n_keep: usize,
         n_discard: usize,
     ) -> Result<(), EngineError> {
-        tessera_core::backend::check_shift(n_past, n_keep, n_discard)?;
-        if n_past > self.kv.n_ctx {
-            return Err(EngineError::InvalidArgument(format!(
-                "shift: {n_past} positions > context {}",
-                self.kv.n_ctx
-            )));
-        }
         let n_moved = n_past - n_keep - n_discard;
         if n_moved == 0 || n_discard == 0 {
             return Ok(());

@@ -9,28 +9,11 @@ use crate::error::WgpuError;
 use crate::pipelines::PipelineKey;
 use crate::profile::kernel_name;
 
-/// Bytes of one dispatch's parameter block (`struct Params` in every kernel).
+/// Bytes of one dispatch's parameter block (`struct Params` in every kernel, padded to this
+/// size; build.rs checks it). Each op's parameters are a `#[repr(C)]` bytemuck struct whose
+/// fields mirror, in order, the WGSL struct's fields before the padding, with a const
+/// assertion of its size against the generated `shaders::wgsl_params` constant of its file.
 pub const PARAMS_BYTES: u64 = 64;
-
-/// A kernel's parameter block, filled in the order of its WGSL `struct Params`.
-#[derive(Default)]
-pub struct Params {
-    words: Vec<u32>,
-}
-
-impl Params {
-    pub fn new() -> Params {
-        Params::default()
-    }
-    pub fn u(mut self, v: usize) -> Params {
-        self.words.push(v as u32);
-        self
-    }
-    pub fn f(mut self, v: f32) -> Params {
-        self.words.push(v.to_bits());
-        self
-    }
-}
 
 /// One recorded compute dispatch.
 pub struct Dispatch {
@@ -84,11 +67,12 @@ impl<'a> Recorder<'a> {
         Ok([x as u32, y as u32, z.max(1) as u32])
     }
 
-    /// Adds a dispatch of `key` with `params` at binding 0 and `buffers` at their bindings.
-    pub fn dispatch(
+    /// Adds a dispatch of `key` with `params` (its kernel's parameter struct) at binding 0 and
+    /// `buffers` at their bindings.
+    pub fn dispatch<P: bytemuck::Pod>(
         &mut self,
         key: PipelineKey,
-        params: Params,
+        params: P,
         buffers: Vec<(u32, wgpu::Buffer)>,
         groups: [u32; 3],
     ) -> Result<(), WgpuError> {
@@ -99,10 +83,9 @@ impl<'a> Recorder<'a> {
         };
         let pipeline = self.gpu.pipeline(key)?;
         let params_at = self.params.len() as u64;
-        let mut block = params.words;
-        debug_assert!(block.len() * 4 <= PARAMS_BYTES as usize);
-        block.resize(PARAMS_BYTES as usize / 4, 0);
-        self.params.extend_from_slice(bytemuck::cast_slice(&block));
+        const { assert!(std::mem::size_of::<P>() <= PARAMS_BYTES as usize) };
+        // The rest of the block (the WGSL struct's padding) and of the stride stay zero.
+        self.params.extend_from_slice(bytemuck::bytes_of(&params));
         self.params.resize((params_at + self.stride) as usize, 0);
         self.pending.push(Pending {
             pipeline,

@@ -6,24 +6,17 @@
 
 use tessera_core::backend::Batch;
 use tessera_core::plan::Plan;
-use tessera_core::graph::{Graph, Node, Op};
+use tessera_core::graph::{Graph, Op};
 
 use crate::device::Gpu;
 use crate::error::WgpuError;
 use crate::kv::GpuKv;
 use crate::ops::elementwise::Elementwise;
 use crate::ops::quantize::act_rounding;
-use crate::ops::{attention, elementwise, mul_mat, norm, quantize, rope, rows, sample};
+use crate::ops::{attention, elementwise, mul_mat, quantize, rms_norm, rope, rows, sample};
 use crate::recorder::{encode, Dispatch, Recorder};
 use crate::weights::GpuWeights;
 use tessera_gguf::GgmlType;
-
-/// Identifies a graph shape: (n_tokens, n_outputs, node count).
-pub type GraphKey = (usize, usize, usize);
-
-pub fn graph_key(graph: &Graph) -> GraphKey {
-    (graph.n_tokens, graph.n_outputs, graph.nodes.len())
-}
 
 /// What a step reads back: the output rows' logits, their greedy ids, or the last row's token
 /// sampled by the GPU chain with these spec words (`ops::sample::spec_words`).
@@ -35,9 +28,8 @@ pub enum Readout {
 }
 
 pub struct Recording {
-    pub key: GraphKey,
-    /// The graph recorded (a recording is reused only for an identical graph).
-    nodes: Vec<Node>,
+    /// The graph recorded (a recording is reused only for an equal graph).
+    graph: Graph,
     step: wgpu::Buffer,
     dispatches: Vec<Dispatch>,
     output: wgpu::Buffer,
@@ -123,7 +115,7 @@ impl Recording {
                 Op::Reshape { .. } => {}
                 Op::GetRows { table } => rows::get_rows(&mut rec, weights.get(table), &step, y, t)?,
                 Op::RmsNorm { x, eps } => {
-                    norm::rms_norm(&mut rec, buf(x), y, node.ne[0], n / node.ne[0], eps)?
+                    rms_norm::record(&mut rec, buf(x), y, node.ne[0], n / node.ne[0], eps)?
                 }
                 Op::MulWeight { x, w } => {
                     let gw = weights.get(w);
@@ -176,24 +168,24 @@ impl Recording {
                     attention::store(&mut rec, &step, buf(k), buf(v), layer, t)?;
                     attention::attend(&mut rec, &step, buf(q), layer, y, &params, t)?;
                 }
-                Op::SwiGlu { gate, up } => elementwise::record(
+                Op::Swiglu { gate, up } => elementwise::record(
                     &mut rec,
-                    Elementwise::SwiGlu,
+                    Elementwise::Swiglu,
                     buf(gate),
                     Some(buf(up)),
                     y,
                     n,
                 )?,
-                Op::GeGlu { gate, up } => elementwise::record(
+                Op::Geglu { gate, up } => elementwise::record(
                     &mut rec,
-                    Elementwise::GeGlu,
+                    Elementwise::Geglu,
                     buf(gate),
                     Some(buf(up)),
                     y,
                     n,
                 )?,
-                Op::SoftCap { x, cap } => {
-                    elementwise::record(&mut rec, Elementwise::SoftCap(cap), buf(x), None, y, n)?
+                Op::Softcap { x, cap } => {
+                    elementwise::record(&mut rec, Elementwise::Softcap(cap), buf(x), None, y, n)?
                 }
                 Op::OutputRows { x } => {
                     rows::output_rows(&mut rec, &step, buf(x), y, node.ne[0], t, n_out)?
@@ -255,8 +247,7 @@ impl Recording {
         )?;
         let chain = rec.finish()?;
         Ok(Recording {
-            key: graph_key(graph),
-            nodes: graph.nodes.clone(),
+            graph: graph.clone(),
             step,
             dispatches,
             output,
@@ -288,7 +279,7 @@ impl Recording {
     }
 
     pub fn records(&self, graph: &Graph) -> bool {
-        self.key == graph_key(graph) && self.nodes == graph.nodes
+        self.graph == *graph
     }
 
     fn write_step(&self, gpu: &Gpu, batch: &Batch) -> Result<(), WgpuError> {

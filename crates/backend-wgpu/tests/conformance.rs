@@ -16,6 +16,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
+use tessera_backend_wgpu::pipelines::PipelineKey;
+use tessera_backend_wgpu::shaders::{kernel_files, Define};
 use tessera_backend_wgpu::{Gpu, WgpuBackend};
 use tessera_core::backend::{Backend, Batch, KvLayerLayout, KvLayout};
 use tessera_backend_cpu::CpuBackend;
@@ -45,16 +47,26 @@ macro_rules! conformance_tests {
 }
 
 conformance_tests! {
-    get_rows_every_type => get_rows_every_type_case();
-    mul_mat_every_type_and_batch_size => mul_mat_every_type_and_batch_size_case();
+    get_rows => get_rows_case();
+    mul_mat => mul_mat_case();
     weights_split_across_bindings => weights_split_across_bindings_case();
-    norm_and_elementwise_ops => norm_and_elementwise_ops_case();
-    rope_modes_and_partial_dims => rope_modes_and_partial_dims_case();
-    attention_gqa => attention_gqa_case();
+    rms_norm => row_op_case("rms_norm", 1e-10, |b, a, _, _| Ok(b.rms_norm(a, 1e-6)));
+    mul_weight => row_op_case("mul_weight", 1e-12, |b, a, _, n| b.mul_weight(a, n));
+    add => row_op_case("add", 1e-12, |b, a, c, _| b.add(a, c));
+    scale => row_op_case("scale", 1e-12, |b, a, _, _| Ok(b.scale(a, 0.37)));
+    swiglu => row_op_case("swiglu", 1e-10, |b, a, c, _| b.swiglu(a, c));
+    geglu => row_op_case("geglu", 1e-6, |b, a, c, _| b.geglu(a, c));
+    softcap => row_op_case("softcap", 1e-10, |b, a, _, _| Ok(b.softcap(a, 2.5)));
+    output_rows => row_op_case("output_rows", 0.0, |b, a, _, _| Ok(b.output_rows(a)));
+    rope => rope_case();
+    attention => attention_case();
     attention_sliding_window_and_softcap => attention_sliding_window_and_softcap_case();
     attention_head_dim_256 => attention_head_dim_256_case();
     attention_after_context_shift => attention_after_context_shift_case();
     argmax_on_the_gpu_matches_the_logits => argmax_on_the_gpu_matches_the_logits_case();
+    every_wgsl_file_compiles => every_wgsl_file_compiles_case();
+    graphs_of_one_shape_get_their_own_recording =>
+        graphs_of_one_shape_get_their_own_recording_case();
 }
 
 const WEIGHT_TYPES: [GgmlType; 10] = [
@@ -373,7 +385,7 @@ fn w(name: &str, ne: &[usize]) -> (String, Vec<usize>) {
     (name.to_string(), ne.to_vec())
 }
 
-async fn get_rows_every_type_case() {
+async fn get_rows_case() {
     for ty in WEIGHT_TYPES {
         let name = format!("emb.{ty:?}");
         let build = move |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
@@ -410,7 +422,7 @@ async fn mul_mat_k256_case(ty: GgmlType, weight: String, rows: usize, n: usize) 
     .await;
 }
 
-async fn mul_mat_every_type_and_batch_size_case() {
+async fn mul_mat_case() {
     for ty in WEIGHT_TYPES {
         for n in [1usize, 5, 17] {
             mul_mat_k256_case(ty, format!("w.{ty:?}.256"), 72, n).await;
@@ -466,7 +478,11 @@ async fn weights_split_across_bindings_case() {
     }
 }
 
-async fn norm_and_elementwise_ops_case() {
+/// An op on two f32 inputs `a`, `c` (rows of the `inp{k}` tables) and a norm weight `n`.
+type Op2 = fn(&mut GraphBuilder, NodeId, NodeId, WeightId) -> Result<NodeId, EngineError>;
+
+/// `op` on 4 tokens of rows of 64 and of 576, within NMSE `limit`.
+async fn row_op_case(name: &str, limit: f64, op: Op2) {
     for k in [64usize, 576] {
         let inp = format!("inp{k}");
         let inpb = format!("inp{k}b");
@@ -476,36 +492,21 @@ async fn norm_and_elementwise_ops_case() {
             w(&inpb, &[k, TABLE_ROWS]),
             w(&norm, &[k]),
         ];
-        let steps = || vec![step(&[5, 9, 63, 0], 0)];
-        type Op2 = fn(&mut GraphBuilder, NodeId, NodeId, WeightId) -> Result<NodeId, EngineError>;
-        let ops: [(&str, f64, Op2); 7] = [
-            ("rms_norm*w", 1e-10, |b, a, _, n| {
-                b.rms_norm_weighted(a, n, 1e-6)
-            }),
-            ("add", 1e-12, |b, a, c, _| b.add(a, c)),
-            ("scale", 1e-12, |b, a, _, _| Ok(b.scale(a, 0.37))),
-            ("swiglu", 1e-10, |b, a, c, _| b.swiglu(a, c)),
-            ("geglu", 1e-6, |b, a, c, _| b.geglu(a, c)),
-            ("softcap", 1e-10, |b, a, _, _| Ok(b.softcap(a, 2.5))),
-            ("output_rows", 0.0, |b, a, _, _| Ok(b.output_rows(a))),
-        ];
-        for (name, limit, op) in ops {
-            let (i1, i2, nn) = (inp.clone(), inpb.clone(), norm.clone());
-            let build = move |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
-                let a = b.get_rows(ids[&i1]);
-                let c = b.get_rows(ids[&i2]);
-                op(b, a, c, ids[&nn])
-            };
-            let mut st = steps();
-            if name == "output_rows" {
-                st[0].outputs = vec![1, 3];
-            }
-            simple(format!("{name} k{k}"), weights.clone(), st, limit, &build).await;
+        let (i1, i2, nn) = (inp.clone(), inpb.clone(), norm.clone());
+        let build = move |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
+            let a = b.get_rows(ids[&i1]);
+            let c = b.get_rows(ids[&i2]);
+            op(b, a, c, ids[&nn])
+        };
+        let mut st = vec![step(&[5, 9, 63, 0], 0)];
+        if name == "output_rows" {
+            st[0].outputs = vec![1, 3];
         }
+        simple(format!("{name} k{k}"), weights, st, limit, &build).await;
     }
 }
 
-async fn rope_modes_and_partial_dims_case() {
+async fn rope_case() {
     for mode in [RopeMode::Normal, RopeMode::Neox] {
         for n_dims in [64usize, 32] {
             let p = RopeParams {
@@ -534,7 +535,7 @@ async fn rope_modes_and_partial_dims_case() {
 
 /// Attention over several steps (a prefill longer than one key tile, a decode step, a small
 /// batch), with rope on q and k as the models do.
-async fn attention_case(
+async fn attention_steps(
     hd: usize,
     n_head: usize,
     n_kv: usize,
@@ -615,23 +616,23 @@ async fn attention_case(
     }).await;
 }
 
-async fn attention_gqa_case() {
-    attention_case(64, 4, 2, None, None, None).await;
-    attention_case(64, 2, 2, None, None, None).await;
+async fn attention_case() {
+    attention_steps(64, 4, 2, None, None, None).await;
+    attention_steps(64, 2, 2, None, None, None).await;
 }
 
 async fn attention_sliding_window_and_softcap_case() {
-    attention_case(64, 4, 1, Some(5), None, None).await;
-    attention_case(64, 4, 1, Some(100), Some(4.0), None).await;
+    attention_steps(64, 4, 1, Some(5), None, None).await;
+    attention_steps(64, 4, 1, Some(100), Some(4.0), None).await;
 }
 
 async fn attention_head_dim_256_case() {
-    attention_case(256, 2, 1, None, None, None).await;
+    attention_steps(256, 2, 1, None, None, None).await;
 }
 
 async fn attention_after_context_shift_case() {
     // After the 40-token prefill: keep 4, discard 10, then continue at position 30.
-    attention_case(64, 4, 2, None, None, Some((0, 4, 10))).await;
+    attention_steps(64, 4, 2, None, None, Some((0, 4, 10))).await;
 }
 
 async fn argmax_on_the_gpu_matches_the_logits_case() {
@@ -681,4 +682,82 @@ async fn argmax_on_the_gpu_matches_the_logits_case() {
             assert_eq!(got[r] as usize, cpu_best, "row {r} vs CPU");
         }
     }
+}
+
+/// Entry points and defines of one variant of each kernel file (every file build.rs found in
+/// `shaders/wgsl/` but the includes): a new kernel file needs its variants here.
+fn kernel_variants(file: &str) -> Vec<(&'static str, Vec<Define>)> {
+    match file {
+        "attention.wgsl" => vec![("main", vec![("WG", 64), ("HD", 64), ("PPT", 1)])],
+        "elementwise.wgsl" => vec![("main", vec![("OP_ADD", 1)])],
+        "kv.wgsl" => vec![("store", vec![("STORE", 1)]), ("shift", vec![("SHIFT", 1)])],
+        "mul_mat.wgsl" => vec![("main", vec![("W_Q4_K", 1), ("WG", 64), ("NR", 1)])],
+        "rms_norm.wgsl" | "rope.wgsl" => vec![("main", vec![])],
+        "quantize.wgsl" => vec![("main", vec![("ACT_Q8_0", 1)])],
+        "rows.wgsl" => vec![
+            ("get_rows", vec![("GET_ROWS", 1), ("W_Q8_0", 1)]),
+            ("output_rows", vec![("OUTPUT_ROWS", 1)]),
+        ],
+        "sample.wgsl" => vec![("argmax", vec![])],
+        "sample_chain.wgsl" => vec![("sample", vec![])],
+        other => panic!("no variant of {other} to compile: add one to kernel_variants"),
+    }
+}
+
+async fn every_wgsl_file_compiles_case() {
+    let g = gpu().await;
+    let mut n = 0;
+    for family in kernel_files() {
+        for (entry, defines) in kernel_variants(family) {
+            let key = PipelineKey {
+                family,
+                entry,
+                defines,
+            };
+            if let Err(e) = g.pipeline(key) {
+                panic!("{family} {entry}: {e}");
+            }
+            n += 1;
+        }
+    }
+    assert!(n > 0, "no kernel files found");
+}
+
+/// Two graphs with the same nodes but different outputs (so the same batch shape and node
+/// count): the second must not replay the first's recording.
+async fn graphs_of_one_shape_get_their_own_recording_case() {
+    let mut store = WeightStore::new(file());
+    let table = store.require("inp64", &[64, TABLE_ROWS]).unwrap();
+    let graph_with_output = |pick_scaled: bool| {
+        let mut b = GraphBuilder::new(&store, 2, 2);
+        let x = b.get_rows(table);
+        let scaled = b.scale(x, 2.0);
+        let rows = b.output_rows(x);
+        b.finish(if pick_scaled { scaled } else { rows })
+    };
+    let (rows, scaled) = (graph_with_output(false), graph_with_output(true));
+    let batch = Batch {
+        tokens: &[3, 5],
+        pos0: 0,
+        output_rows: &[0, 1],
+    };
+    let kv = KvLayout {
+        n_ctx: 8,
+        layers: vec![],
+    };
+    let mut shared = backend(gpu().await);
+    shared.init_kv(&kv).unwrap();
+    let mut fresh = backend(gpu().await);
+    fresh.init_kv(&kv).unwrap();
+    let (mut got, mut want) = (vec![0.0; 128], vec![0.0; 128]);
+    gpu_compute(&mut shared, &rows, &batch, &store, &mut got)
+        .await
+        .unwrap();
+    gpu_compute(&mut shared, &scaled, &batch, &store, &mut got)
+        .await
+        .unwrap();
+    gpu_compute(&mut fresh, &scaled, &batch, &store, &mut want)
+        .await
+        .unwrap();
+    assert_eq!(got, want);
 }

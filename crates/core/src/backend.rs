@@ -4,7 +4,7 @@
 //! batch's per-step inputs and the weights, and gets back the output rows.
 
 use crate::error::EngineError;
-use crate::graph::{Graph, RopeParams};
+use crate::graph::{Graph, Op, RopeParams};
 use crate::sampling::{DeviceSampling, SamplingError};
 use crate::weights::WeightStore;
 
@@ -55,6 +55,21 @@ pub trait Backend: Send {
     /// Allocates (or re-allocates) the KV cache, empty.
     fn init_kv(&mut self, layout: &KvLayout) -> Result<(), EngineError>;
 
+    /// Positions the KV cache holds (0 before [`Backend::init_kv`]).
+    fn kv_n_ctx(&self) -> usize;
+
+    /// Checks that `batch` fits `graph` and the KV cache, before a backend runs anything:
+    /// its token and output-row counts are the graph's, its positions fit the cache, its
+    /// output rows are rows of the batch and its token ids are rows of every embedding table.
+    fn check_batch(
+        &self,
+        graph: &Graph,
+        batch: &Batch,
+        weights: &WeightStore,
+    ) -> Result<(), EngineError> {
+        check_batch(graph, batch, weights, self.kv_n_ctx())
+    }
+
     /// Runs `graph` for `batch`, storing the batch's keys and values in the KV cache, and
     /// writes the graph's output (`graph.n_outputs` rows) into `out`.
     fn compute(
@@ -100,12 +115,26 @@ pub trait Backend: Send {
         Ok(None)
     }
 
-    /// Drops the keys and values at positions `n..`: later steps overwrite them.
-    fn kv_truncate(&mut self, n: usize);
+    /// Drops the keys and values at positions `n..`: later steps overwrite them. This default
+    /// does nothing, which is right for a cache whose slot index is the position.
+    fn kv_truncate(&mut self, _n: usize) {}
 
     /// Drops positions `n_keep .. n_keep + n_discard` of the first `n_past`, moves the rest
-    /// down by `n_discard` and re-rotates their keys to their new positions.
+    /// down by `n_discard` and re-rotates their keys to their new positions. This default
+    /// checks the arguments and runs [`Backend::kv_shift_checked`].
     fn kv_shift(
+        &mut self,
+        n_past: usize,
+        n_keep: usize,
+        n_discard: usize,
+    ) -> Result<(), EngineError> {
+        check_shift(n_past, n_keep, n_discard, self.kv_n_ctx())?;
+        self.kv_shift_checked(n_past, n_keep, n_discard)
+    }
+
+    /// [`Backend::kv_shift`] with arguments already checked: `n_keep + n_discard <= n_past`
+    /// and `n_past` within the cache.
+    fn kv_shift_checked(
         &mut self,
         n_past: usize,
         n_keep: usize,
@@ -113,12 +142,60 @@ pub trait Backend: Send {
     ) -> Result<(), EngineError>;
 }
 
+/// [`Backend::check_batch`] for a KV cache of `n_ctx` positions.
+pub fn check_batch(
+    graph: &Graph,
+    batch: &Batch,
+    weights: &WeightStore,
+    n_ctx: usize,
+) -> Result<(), EngineError> {
+    let n_tokens = batch.tokens.len();
+    if n_tokens != graph.n_tokens || batch.output_rows.len() != graph.n_outputs {
+        return Err(EngineError::InvalidArgument(
+            "batch does not match the graph's shape".into(),
+        ));
+    }
+    if batch.pos0 + n_tokens > n_ctx {
+        return Err(EngineError::ContextFull {
+            needed: batch.pos0 + n_tokens,
+            n_ctx,
+        });
+    }
+    if let Some(&r) = batch.output_rows.iter().find(|&&r| r >= n_tokens) {
+        return Err(EngineError::InvalidArgument(format!(
+            "output row {r} of a batch of {n_tokens}"
+        )));
+    }
+    for node in &graph.nodes {
+        if let Op::GetRows { table } = node.op {
+            let n_rows = weights.desc(table).n_rows();
+            if let Some(&id) = batch.tokens.iter().find(|&&t| t as usize >= n_rows) {
+                return Err(EngineError::BadToken {
+                    id,
+                    n_vocab: n_rows,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Checks [`Backend::kv_shift`]'s arguments: the kept and discarded positions must lie within
-/// the first `n_past`.
-pub fn check_shift(n_past: usize, n_keep: usize, n_discard: usize) -> Result<(), EngineError> {
+/// the first `n_past`, and those within the cache's `n_ctx` positions.
+pub fn check_shift(
+    n_past: usize,
+    n_keep: usize,
+    n_discard: usize,
+    n_ctx: usize,
+) -> Result<(), EngineError> {
     if n_keep + n_discard > n_past {
         return Err(EngineError::InvalidArgument(format!(
             "shift: keep {n_keep} + discard {n_discard} > {n_past} positions"
+        )));
+    }
+    if n_past > n_ctx {
+        return Err(EngineError::InvalidArgument(format!(
+            "shift: {n_past} positions > context {n_ctx}"
         )));
     }
     Ok(())

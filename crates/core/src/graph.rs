@@ -22,7 +22,7 @@ pub enum RopeMode {
     Neox,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug)]
 pub struct RopeParams {
     /// Rotated dimensions at the start of each head (the rest pass through).
     pub n_dims: usize,
@@ -40,7 +40,7 @@ impl RopeParams {
 }
 
 /// One attention layer: causal, grouped-query, over the f16 KV cache of layer `layer`.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug)]
 pub struct AttentionParams {
     pub layer: usize,
     pub n_head: usize,
@@ -54,7 +54,7 @@ pub struct AttentionParams {
     pub softcap: Option<f32>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub enum Op {
     /// Rows of `table` for the batch's token ids → `[n_embd, n_tokens]`.
     GetRows {
@@ -101,17 +101,17 @@ pub enum Op {
         params: AttentionParams,
     },
     /// `silu(gate) * up`.
-    SwiGlu {
+    Swiglu {
         gate: NodeId,
         up: NodeId,
     },
     /// `gelu_tanh(gate) * up`.
-    GeGlu {
+    Geglu {
         gate: NodeId,
         up: NodeId,
     },
     /// `cap * tanh(x / cap)`.
-    SoftCap {
+    Softcap {
         x: NodeId,
         cap: f32,
     },
@@ -132,16 +132,73 @@ impl Op {
             | Op::Scale { x, .. }
             | Op::MulMat { x, .. }
             | Op::Rope { x, .. }
-            | Op::SoftCap { x, .. }
+            | Op::Softcap { x, .. }
             | Op::OutputRows { x } => vec![x],
             Op::Add { a, b } => vec![a, b],
-            Op::SwiGlu { gate, up } | Op::GeGlu { gate, up } => vec![gate, up],
+            Op::Swiglu { gate, up } | Op::Geglu { gate, up } => vec![gate, up],
             Op::Attention { q, k, v, .. } => vec![q, k, v],
         }
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
+/// Graph equality compares f32 parameters by their bits: a recorded or planned graph is reused
+/// only for one that computes the same values (float equality would take -0.0 for 0.0, and
+/// never reuse a graph with a NaN parameter).
+fn same_bits(a: f32, b: f32) -> bool {
+    a.to_bits() == b.to_bits()
+}
+
+impl PartialEq for RopeParams {
+    fn eq(&self, o: &RopeParams) -> bool {
+        self.n_dims == o.n_dims
+            && self.mode == o.mode
+            && same_bits(self.freq_base, o.freq_base)
+            && same_bits(self.freq_scale, o.freq_scale)
+    }
+}
+impl Eq for RopeParams {}
+
+impl PartialEq for AttentionParams {
+    fn eq(&self, o: &AttentionParams) -> bool {
+        self.layer == o.layer
+            && self.n_head == o.n_head
+            && self.n_head_kv == o.n_head_kv
+            && self.head_dim == o.head_dim
+            && same_bits(self.scale, o.scale)
+            && self.window == o.window
+            && self.softcap.map(f32::to_bits) == o.softcap.map(f32::to_bits)
+    }
+}
+impl Eq for AttentionParams {}
+
+impl PartialEq for Op {
+    fn eq(&self, o: &Op) -> bool {
+        use Op::*;
+        match (self, o) {
+            (GetRows { table: a }, GetRows { table: b }) => a == b,
+            (Reshape { x: a }, Reshape { x: b }) | (OutputRows { x: a }, OutputRows { x: b }) => {
+                a == b
+            }
+            (RmsNorm { x: a, eps: e }, RmsNorm { x: b, eps: f })
+            | (Scale { x: a, s: e }, Scale { x: b, s: f })
+            | (Softcap { x: a, cap: e }, Softcap { x: b, cap: f }) => a == b && same_bits(*e, *f),
+            (MulWeight { x: a, w: v }, MulWeight { x: b, w: u })
+            | (MulMat { x: a, w: v }, MulMat { x: b, w: u }) => a == b && v == u,
+            (Add { a, b }, Add { a: c, b: d })
+            | (Swiglu { gate: a, up: b }, Swiglu { gate: c, up: d })
+            | (Geglu { gate: a, up: b }, Geglu { gate: c, up: d }) => a == c && b == d,
+            (Rope { x: a, params: p }, Rope { x: b, params: q }) => a == b && p == q,
+            (
+                Attention { q, k, v, params },
+                Attention { q: q2, k: k2, v: v2, params: p2 },
+            ) => q == q2 && k == k2 && v == v2 && params == p2,
+            _ => false,
+        }
+    }
+}
+impl Eq for Op {}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Node {
     pub op: Op,
     pub ne: Ne,
@@ -154,7 +211,10 @@ impl Node {
 }
 
 /// A forward step for a batch of `n_tokens` tokens producing `n_outputs` rows of logits.
-#[derive(Clone, Debug)]
+///
+/// Two graphs are equal when they compute the same thing: same nodes, parameters and output.
+/// Backends reuse a buffer plan or a recording only for an equal graph.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Graph {
     pub nodes: Vec<Node>,
     pub output: NodeId,
@@ -306,9 +366,9 @@ impl<'w> GraphBuilder<'w> {
             return Err(shape_error("glu", format!("{ng:?} vs {nu:?}")));
         }
         let op = if gelu {
-            Op::GeGlu { gate, up }
+            Op::Geglu { gate, up }
         } else {
-            Op::SwiGlu { gate, up }
+            Op::Swiglu { gate, up }
         };
         Ok(self.push(op, ng))
     }
@@ -323,7 +383,7 @@ impl<'w> GraphBuilder<'w> {
 
     pub fn softcap(&mut self, x: NodeId, cap: f32) -> NodeId {
         let ne = self.ne(x);
-        self.push(Op::SoftCap { x, cap }, ne)
+        self.push(Op::Softcap { x, cap }, ne)
     }
 
     /// Keeps the output rows; later ops run on `n_outputs` rows only.
@@ -339,5 +399,38 @@ impl<'w> GraphBuilder<'w> {
             n_tokens: self.n_tokens,
             n_outputs: self.n_outputs,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scaled(s: f32, output: u32) -> Graph {
+        let nodes = vec![
+            Node {
+                op: Op::GetRows { table: WeightId(0) },
+                ne: [4, 1, 1, 1],
+            },
+            Node {
+                op: Op::Scale { x: NodeId(0), s },
+                ne: [4, 1, 1, 1],
+            },
+        ];
+        Graph {
+            nodes,
+            output: NodeId(output),
+            n_tokens: 1,
+            n_outputs: 1,
+        }
+    }
+
+    #[test]
+    fn graphs_are_equal_only_when_they_compute_the_same_values() {
+        assert_eq!(scaled(0.5, 1), scaled(0.5, 1));
+        assert_ne!(scaled(0.5, 1), scaled(0.25, 1));
+        assert_ne!(scaled(0.0, 1), scaled(-0.0, 1));
+        assert_eq!(scaled(f32::NAN, 1), scaled(f32::NAN, 1));
+        assert_ne!(scaled(0.5, 1), scaled(0.5, 0));
     }
 }

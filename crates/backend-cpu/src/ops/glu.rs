@@ -115,14 +115,6 @@ pub fn geglu(gate: &[f32], up: &[f32], out: &mut [f32]) {
     }
 }
 
-/// `cap * tanh(x / cap)`, computed like llama.cpp's graph (scale by 1/cap, tanh, scale by cap).
-pub fn softcap(x: &[f32], cap: f32, out: &mut [f32]) {
-    let inv = 1.0 / cap;
-    for (o, &v) in out.iter_mut().zip(x) {
-        *o = (v * inv).tanh() * cap;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,13 +193,5 @@ mod tests {
         geglu(&[0.5, -11.0, 11.0], &[2.0, 3.0, 0.5], &mut o);
         let t = gelu_table();
         assert_eq!(o, [gelu_ggml(0.5, t) * 2.0, 0.0, 5.5]);
-    }
-
-    #[test]
-    fn softcap_bounds_values() {
-        let mut o = [0.0f32; 3];
-        softcap(&[0.0, 1000.0, -1000.0], 30.0, &mut o);
-        assert_eq!(o[0], 0.0);
-        assert!((o[1] - 30.0).abs() < 1e-4 && (o[2] + 30.0).abs() < 1e-4);
     }
 }

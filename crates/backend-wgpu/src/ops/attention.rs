@@ -5,10 +5,33 @@ use tessera_core::graph::AttentionParams;
 use crate::error::WgpuError;
 use crate::kv::LayerKv;
 use crate::pipelines::PipelineKey;
-use crate::recorder::{Params, Recorder};
+use crate::recorder::Recorder;
+use crate::shaders::wgsl_params;
+use crate::ops::kv::KvParams;
 
 /// Threads per workgroup = keys per tile.
 const WG: usize = 64;
+
+/// `attention.wgsl`'s parameters.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct AttentionKernelParams {
+    pub n_head: u32,
+    /// n_head / n_head_kv.
+    pub group: u32,
+    pub dv: u32,
+    pub n_tokens: u32,
+    /// u32 words per cached position, K: n_head_kv * head_dim / 2.
+    pub k_pairs: u32,
+    /// The same for V: n_head_kv * dv / 2.
+    pub v_pairs: u32,
+    /// 0: none; else a query at p sees keys p - window < j <= p.
+    pub window: u32,
+    pub scale: f32,
+    /// 0: none.
+    pub softcap: f32,
+}
+const _: () = assert!(size_of::<AttentionKernelParams>() == wgsl_params::ATTENTION);
 
 /// Stores the batch's k and v (`[head_dim, n_head_kv, n_tokens]`) at positions pos0 ...
 pub fn store(
@@ -32,7 +55,11 @@ pub fn store(
     let groups = rec.grid((kv.k_pairs() * n_tokens).div_ceil(64), 1)?;
     rec.dispatch(
         key,
-        Params::new().u(kv.k_pairs()).u(n_tokens),
+        KvParams {
+            pairs_per_pos: kv.k_pairs() as u32,
+            n_tokens: n_tokens as u32,
+            ..KvParams::default()
+        },
         vec![
             (1, step.clone()),
             (2, k.clone()),
@@ -75,16 +102,17 @@ pub fn attend(
         entry: "main",
         defines,
     };
-    let params = Params::new()
-        .u(p.n_head)
-        .u(p.n_head / p.n_head_kv)
-        .u(dv)
-        .u(n_tokens)
-        .u(kv.k_pairs())
-        .u(kv.v_pairs())
-        .u(p.window.unwrap_or(0))
-        .f(p.scale)
-        .f(p.softcap.unwrap_or(0.0));
+    let params = AttentionKernelParams {
+        n_head: p.n_head as u32,
+        group: (p.n_head / p.n_head_kv) as u32,
+        dv: dv as u32,
+        n_tokens: n_tokens as u32,
+        k_pairs: kv.k_pairs() as u32,
+        v_pairs: kv.v_pairs() as u32,
+        window: p.window.unwrap_or(0) as u32,
+        scale: p.scale,
+        softcap: p.softcap.unwrap_or(0.0),
+    };
     let groups = rec.grid(n_tokens * p.n_head, 1)?;
     rec.dispatch(
         key,

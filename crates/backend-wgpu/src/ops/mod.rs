@@ -5,7 +5,7 @@ pub mod attention;
 pub mod elementwise;
 pub mod kv;
 pub mod mul_mat;
-pub mod norm;
+pub mod rms_norm;
 pub mod quantize;
 pub mod rope;
 pub mod rows;

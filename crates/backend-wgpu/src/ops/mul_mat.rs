@@ -3,7 +3,8 @@
 use crate::error::WgpuError;
 use crate::ops::u32_of;
 use crate::pipelines::PipelineKey;
-use crate::recorder::{Params, Recorder};
+use crate::recorder::Recorder;
+use crate::shaders::wgsl_params;
 use crate::weights::{alignment_define, type_define, GpuWeight};
 
 /// Columns per workgroup for batches on GPUs: each dequantized chunk of weights is reused this
@@ -25,6 +26,24 @@ const TILE_ROWS: u32 = 4;
 const TILE_COLUMNS: u32 = 8;
 const WIDE_TILE_COLUMNS: u32 = 16;
 const TALL: usize = 16384;
+
+/// `mul_mat.wgsl`'s parameters.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct MulMatParams {
+    /// Row length (elements).
+    pub k: u32,
+    /// Weight rows in this binding.
+    pub rows: u32,
+    /// First output row of this binding.
+    pub row0: u32,
+    /// Activation columns (tokens).
+    pub n: u32,
+    pub row_bytes: u32,
+    /// Output row length (all rows of the weight).
+    pub m: u32,
+}
+const _: () = assert!(size_of::<MulMatParams>() == wgsl_params::MUL_MAT);
 
 /// `x` is `[k, n]`, `y` is `[w.n_rows, n]`. `x_uniform`: bind `x` as a uniform buffer of that
 /// many vec4s (its whole size); the recording decides where (CPU adapters, decode).
@@ -97,13 +116,14 @@ pub fn record(
             entry: "main",
             defines,
         };
-        let params = Params::new()
-            .u(w.k)
-            .u(part.rows)
-            .u(part.row0)
-            .u(n)
-            .u(w.row_bytes)
-            .u(w.n_rows);
+        let params = MulMatParams {
+            k: w.k as u32,
+            rows: part.rows as u32,
+            row0: part.row0 as u32,
+            n: n as u32,
+            row_bytes: w.row_bytes as u32,
+            m: w.n_rows as u32,
+        };
         let row_groups = if row_per_workgroup {
             part.rows
         } else {

@@ -5,7 +5,8 @@ use tessera_gguf::GgmlType;
 
 use crate::error::WgpuError;
 use crate::pipelines::PipelineKey;
-use crate::recorder::{Params, Recorder};
+use crate::recorder::Recorder;
+use crate::shaders::wgsl_params;
 
 /// How activations are rounded for a weight type: the define and the block size.
 pub fn act_rounding(w_ty: GgmlType) -> Option<(&'static str, usize)> {
@@ -18,6 +19,15 @@ pub fn act_rounding(w_ty: GgmlType) -> Option<(&'static str, usize)> {
         _ => None,
     }
 }
+
+/// `quantize.wgsl`'s parameters.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct QuantizeParams {
+    /// Elements (a multiple of the block size).
+    pub n: u32,
+}
+const _: () = assert!(size_of::<QuantizeParams>() == wgsl_params::QUANTIZE);
 
 /// `y = round(x)` over `n` floats (`n` a multiple of the block size).
 pub fn record(
@@ -41,7 +51,7 @@ pub fn record(
     let groups = rec.grid((n / block).div_ceil(64), 1)?;
     rec.dispatch(
         key,
-        Params::new().u(n),
+        QuantizeParams { n: n as u32 },
         vec![(1, x.clone()), (3, y.clone())],
         groups,
     )

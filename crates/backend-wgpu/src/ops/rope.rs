@@ -4,14 +4,32 @@ use tessera_core::graph::{RopeMode, RopeParams};
 
 use crate::error::WgpuError;
 use crate::pipelines::PipelineKey;
-use crate::recorder::{Params, Recorder};
+use crate::recorder::Recorder;
+use crate::shaders::wgsl_params;
 
-pub fn mode_index(mode: RopeMode) -> usize {
+pub fn mode_index(mode: RopeMode) -> u32 {
     match mode {
         RopeMode::Normal => 0,
         RopeMode::Neox => 1,
     }
 }
+
+/// `rope.wgsl`'s parameters.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct RopeKernelParams {
+    pub head_dim: u32,
+    pub n_heads: u32,
+    pub n_tokens: u32,
+    pub n_dims: u32,
+    /// [`mode_index`].
+    pub mode: u32,
+    pub freq_base: f32,
+    pub freq_scale: f32,
+    /// `freq_base^(-2/n_dims)` by the host's powf.
+    pub theta_scale: f32,
+}
+const _: () = assert!(size_of::<RopeKernelParams>() == wgsl_params::ROPE);
 
 /// `x` is `[head_dim, n_heads, n_tokens]`.
 #[allow(clippy::too_many_arguments)]
@@ -36,15 +54,16 @@ pub fn record(
         entry: "main",
         defines: vec![],
     };
-    let params = Params::new()
-        .u(head_dim)
-        .u(n_heads)
-        .u(n_tokens)
-        .u(p.n_dims)
-        .u(mode_index(p.mode))
-        .f(p.freq_base)
-        .f(p.freq_scale)
-        .f(p.theta_scale());
+    let params = RopeKernelParams {
+        head_dim: head_dim as u32,
+        n_heads: n_heads as u32,
+        n_tokens: n_tokens as u32,
+        n_dims: p.n_dims as u32,
+        mode: mode_index(p.mode),
+        freq_base: p.freq_base,
+        freq_scale: p.freq_scale,
+        theta_scale: p.theta_scale(),
+    };
     let groups = rec.grid((head_dim * n_heads * n_tokens).div_ceil(64), 1)?;
     rec.dispatch(
         key,

@@ -2,8 +2,24 @@
 
 use crate::error::WgpuError;
 use crate::pipelines::PipelineKey;
-use crate::recorder::{Params, Recorder};
+use crate::recorder::Recorder;
+use crate::shaders::wgsl_params;
 use crate::weights::{alignment_define, type_define, GpuWeight};
+
+/// `rows.wgsl`'s parameters; `output_rows` reads `k` and `n_tokens`.
+#[repr(C)]
+#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct RowsParams {
+    /// Row length (elements).
+    pub k: u32,
+    /// Table rows in this binding.
+    pub rows: u32,
+    /// First table row of this binding.
+    pub row0: u32,
+    pub row_bytes: u32,
+    pub n_tokens: u32,
+}
+const _: () = assert!(size_of::<RowsParams>() == wgsl_params::ROWS);
 
 /// `y[t] = dequantize(table row tokens[t])` for the step's `n_tokens` tokens.
 pub fn get_rows(
@@ -26,12 +42,13 @@ pub fn get_rows(
                 .chain(alignment_define(rec.gpu, table))
                 .collect(),
         };
-        let params = Params::new()
-            .u(table.k)
-            .u(part.rows)
-            .u(part.row0)
-            .u(table.row_bytes)
-            .u(n_tokens);
+        let params = RowsParams {
+            k: table.k as u32,
+            rows: part.rows as u32,
+            row0: part.row0 as u32,
+            row_bytes: table.row_bytes as u32,
+            n_tokens: n_tokens as u32,
+        };
         let groups = [table.k.div_ceil(32).div_ceil(64) as u32, n_tokens as u32, 1];
         rec.dispatch(
             key,
@@ -58,7 +75,11 @@ pub fn output_rows(
         entry: "output_rows",
         defines: vec![("OUTPUT_ROWS", 1)],
     };
-    let params = Params::new().u(width).u(0).u(0).u(0).u(n_tokens);
+    let params = RowsParams {
+        k: width as u32,
+        n_tokens: n_tokens as u32,
+        ..RowsParams::default()
+    };
     rec.dispatch(
         key,
         params,

@@ -3,8 +3,29 @@
 
 use crate::error::WgpuError;
 use crate::pipelines::PipelineKey;
-use crate::recorder::{Params, Recorder};
+use crate::recorder::Recorder;
+use crate::shaders::wgsl_params;
 
+/// `sample.wgsl`'s parameters.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct ArgmaxParams {
+    pub width: u32,
+    pub rows: u32,
+}
+const _: () = assert!(size_of::<ArgmaxParams>() == wgsl_params::SAMPLE);
+
+/// `sample_chain.wgsl`'s parameters.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct SampleChainParams {
+    pub width: u32,
+    /// The logits row sampled.
+    pub row: u32,
+}
+const _: () = assert!(size_of::<SampleChainParams>() == wgsl_params::SAMPLE_CHAIN);
+
+/// The greedy token of each of `rows` rows of `logits` (`width` wide) into `ids`.
 pub fn argmax(
     rec: &mut Recorder,
     logits: &wgpu::Buffer,
@@ -19,7 +40,10 @@ pub fn argmax(
     };
     rec.dispatch(
         key,
-        Params::new().u(width).u(rows),
+        ArgmaxParams {
+            width: width as u32,
+            rows: rows as u32,
+        },
         vec![(1, logits.clone()), (3, ids.clone())],
         [rows as u32, 1, 1],
     )
@@ -83,7 +107,10 @@ pub fn sample_chain(
     };
     rec.dispatch(
         key,
-        Params::new().u(width).u(row),
+        SampleChainParams {
+            width: width as u32,
+            row: row as u32,
+        },
         vec![
             (1, logits.clone()),
             (2, spec.clone()),

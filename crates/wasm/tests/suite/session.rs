@@ -246,8 +246,16 @@ impl tessera_core::backend::Backend for AsyncCpu {
     fn kv_truncate(&mut self, n: usize) {
         self.inner.kv_truncate(n)
     }
-    fn kv_shift(&mut self, n_past: usize, keep: usize, discard: usize) -> Result<(), EngineError> {
-        self.inner.kv_shift(n_past, keep, discard)
+    fn kv_n_ctx(&self) -> usize {
+        self.inner.kv_n_ctx()
+    }
+    fn kv_shift_checked(
+        &mut self,
+        n_past: usize,
+        keep: usize,
+        discard: usize,
+    ) -> Result<(), EngineError> {
+        self.inner.kv_shift_checked(n_past, keep, discard)
     }
 }
 

@@ -1,0 +1,43 @@
+//! rms_norm (`rms_norm.wgsl`).
+
+use crate::error::WgpuError;
+use crate::pipelines::PipelineKey;
+use crate::recorder::Recorder;
+use crate::shaders::wgsl_params;
+
+/// `rms_norm.wgsl`'s parameters.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct RmsNormParams {
+    pub width: u32,
+    pub rows: u32,
+    pub eps: f32,
+}
+const _: () = assert!(size_of::<RmsNormParams>() == wgsl_params::RMS_NORM);
+
+/// Each of `rows` rows of `width` floats divided by its root mean square.
+pub fn record(
+    rec: &mut Recorder,
+    x: &wgpu::Buffer,
+    y: &wgpu::Buffer,
+    width: usize,
+    rows: usize,
+    eps: f32,
+) -> Result<(), WgpuError> {
+    let key = PipelineKey {
+        family: "rms_norm.wgsl",
+        entry: "main",
+        defines: vec![],
+    };
+    let groups = rec.grid(rows, 1)?;
+    rec.dispatch(
+        key,
+        RmsNormParams {
+            width: width as u32,
+            rows: rows as u32,
+            eps,
+        },
+        vec![(1, x.clone()), (3, y.clone())],
+        groups,
+    )
+}
