@@ -1,6 +1,6 @@
 //! A GGUF stream's tensors written into GPU buffers as their bytes arrive (the browser's
 //! download, piece by piece), so the model's bytes never gather in host memory: at any moment
-//! only one staging buffer of at most [`STAGING_BYTES`] is held.
+//! only one staging buffer of at most `STAGING_BYTES` is held.
 //!
 //! Each shard's header describes its tensors; their buffers are laid out like
 //! [`GpuWeight::upload`]'s (rows split across bindings the adapter can take). When the stream's

@@ -1,8 +1,8 @@
 //! Tessera's runtime: turns a loaded model and a context into text.
 //!
-//! - [`generation`]: the generation state machine. A [`Generation`](generation::Generation)
-//!   is advanced one [`Step`](generation::Step) at a time (a prompt slice, a token, a
-//!   verified draft, [`Pending`](generation::Step::Pending) on an asynchronous backend, then
+//! - [`generation`]: the generation state machine. A [`Generation`] is advanced one [`Step`]
+//!   at a time (a prompt slice, a token, a verified draft,
+//!   [`Pending`](generation::Step::Pending) on an asynchronous backend, then
 //!   [`Done`](generation::Step::Done)); every host drives it: the CLI, the browser session,
 //!   later server slots.
 //! - [`generate`]: what a generation is asked for and how it ends ([`StopReason`],

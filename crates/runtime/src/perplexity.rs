@@ -32,7 +32,7 @@ pub struct NllAccumulator {
 }
 
 impl NllAccumulator {
-    /// Adds −log softmax(logits)[target].
+    /// Adds −log softmax(logits)\[target\].
     pub fn add(&mut self, logits: &[f32], target: u32) {
         let v = -log_softmax(logits, target as usize);
         self.nll += v;
