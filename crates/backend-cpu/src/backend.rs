@@ -2,6 +2,7 @@
 //! thread pool, with buffers planned once per graph shape and reused from step to step.
 
 use std::sync::Arc;
+use std::task::Poll;
 
 use tessera_gguf::GgmlType;
 
@@ -98,7 +99,7 @@ impl Backend for CpuBackend {
         batch: &Batch,
         weights: &WeightStore,
         out: &mut [f32],
-    ) -> Result<(), EngineError> {
+    ) -> Result<Poll<()>, EngineError> {
         if !weights.has_bytes() {
             return Err(EngineError::WeightsNotInMemory);
         }
@@ -229,7 +230,7 @@ impl Backend for CpuBackend {
         let o = graph.output.0 as usize;
         let n = len_of(graph, o);
         out[..n].copy_from_slice(&self.slots[plan.slot_of[o]][..n]);
-        Ok(())
+        Ok(Poll::Ready(()))
     }
 }
 

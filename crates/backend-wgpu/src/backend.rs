@@ -1,5 +1,7 @@
 //! `WgpuBackend`: the engine's [`Backend`] on a WebGPU device.
 
+use std::task::Poll;
+
 use tessera_core::backend::{Backend, Batch, KvLayout};
 use tessera_core::graph::Graph;
 use tessera_core::sampling::{DeviceSampling, SamplingError};
@@ -23,7 +25,7 @@ pub struct WgpuBackend {
     weights: Option<GpuWeights>,
     kv: GpuKv,
     recordings: Vec<Recording>,
-    /// Steps return [`EngineError::ReadBackPending`] after submitting (the browser's mode).
+    /// Steps answer `Poll::Pending` after submitting (the browser's mode).
     async_read_back: bool,
     pending: Option<PendingStep>,
 }
@@ -67,7 +69,7 @@ impl WgpuBackend {
 
     /// Asynchronous read-back (required in a browser, where a buffer map completes only on
     /// the JS event loop): `compute`, `compute_greedy` and `compute_sampled` submit the step,
-    /// start mapping its result and fail with [`EngineError::ReadBackPending`]; once
+    /// start mapping its result and answer `Poll::Pending`; once
     /// [`Gpu::read_back_signal`]'s future is ready, the same call again returns the result.
     /// Natively the default (off) waits for each step.
     pub fn set_async_read_back(&mut self, on: bool) {
@@ -89,7 +91,7 @@ impl WgpuBackend {
         batch: &Batch,
         readout: Readout,
         dst: &mut [T],
-    ) -> Result<(), EngineError> {
+    ) -> Result<Poll<()>, EngineError> {
         let key = StepKey {
             graph: graph.clone(),
             pos0: batch.pos0,
@@ -102,10 +104,10 @@ impl WgpuBackend {
             if p.key == key {
                 if !self.gpu.read_back_signal().is_ready() {
                     self.pending = Some(p);
-                    return Err(EngineError::ReadBackPending);
+                    return Ok(Poll::Pending);
                 }
                 self.gpu.finish_read_back(&p.staging, &mut dst[..p.n])?;
-                return Ok(());
+                return Ok(Poll::Ready(()));
             }
             // Another step than the one in flight: its caller went away (a cancelled
             // generation). Its KV writes are harmless: they were at uncommitted positions.
@@ -115,7 +117,7 @@ impl WgpuBackend {
         let staging = staging.clone();
         self.gpu.start_read_back(&staging, (n * 4) as u64);
         self.pending = Some(PendingStep { key, staging, n });
-        Err(EngineError::ReadBackPending)
+        Ok(Poll::Pending)
     }
 
     pub fn gpu(&self) -> &Gpu {
@@ -182,14 +184,14 @@ impl Backend for WgpuBackend {
         batch: &Batch,
         weights: &WeightStore,
         out: &mut [f32],
-    ) -> Result<(), EngineError> {
+    ) -> Result<Poll<()>, EngineError> {
         self.check_batch(graph, batch, weights)?;
         let i = self.recording(graph, weights)?;
         if self.async_read_back {
             return self.async_step(i, graph, batch, Readout::Logits, out);
         }
         self.recordings[i].run(&self.gpu, batch, out)?;
-        Ok(())
+        Ok(Poll::Ready(()))
     }
 
     /// Greedy sampling on the GPU: only the id of each output row's largest logit is read
@@ -200,14 +202,14 @@ impl Backend for WgpuBackend {
         batch: &Batch,
         weights: &WeightStore,
         ids: &mut [u32],
-    ) -> Result<(), EngineError> {
+    ) -> Result<Poll<()>, EngineError> {
         self.check_batch(graph, batch, weights)?;
         let i = self.recording(graph, weights)?;
         if self.async_read_back {
             return self.async_step(i, graph, batch, Readout::Greedy, ids);
         }
         self.recordings[i].run_argmax(&self.gpu, batch, ids)?;
-        Ok(())
+        Ok(Poll::Ready(()))
     }
 
     /// The engine's sampling chain on the GPU (`sample_chain.wgsl`): only (status, token)
@@ -218,9 +220,9 @@ impl Backend for WgpuBackend {
         batch: &Batch,
         weights: &WeightStore,
         step: &DeviceSampling,
-    ) -> Result<Option<Result<u32, SamplingError>>, EngineError> {
+    ) -> Result<Poll<Option<Result<u32, SamplingError>>>, EngineError> {
         let Some(spec) = spec_words(step) else {
-            return Ok(None);
+            return Ok(Poll::Ready(None));
         };
         self.check_batch(graph, batch, weights)?;
         if graph.n_outputs == 0 {
@@ -231,16 +233,21 @@ impl Backend for WgpuBackend {
         let i = self.recording(graph, weights)?;
         let [status, token] = if self.async_read_back {
             let mut out = [0u32; 2];
-            self.async_step(i, graph, batch, Readout::Sampled(spec), &mut out)?;
+            if self
+                .async_step(i, graph, batch, Readout::Sampled(spec), &mut out)?
+                .is_pending()
+            {
+                return Ok(Poll::Pending);
+            }
             out
         } else {
             self.recordings[i].run_sampled(&self.gpu, batch, &spec)?
         };
-        Ok(Some(match status {
+        Ok(Poll::Ready(Some(match status {
             0 => Ok(token),
             1 => Err(SamplingError::AllMasked),
             _ => Err(SamplingError::NanLogit { token }),
-        }))
+        })))
     }
 
     fn kv_n_ctx(&self) -> usize {

@@ -5,8 +5,11 @@ use std::io::Write as _;
 use anyhow::{bail, Context as _};
 use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate};
 use tessera_runtime::generate::{
-    generate, tokenize_chat, tokenize_prompt, GenerateParams, GenerateStats, StopReason,
+    generate, run_to_end, tokenize_chat, tokenize_prompt, Clock, GenerateError, GenerateParams,
+    GenerateStats, StopReason,
 };
+use tessera_runtime::generation::{Generation, GenerationOptions};
+use tessera_runtime::speculative::SpeculatorChain;
 
 use crate::args::RunArgs;
 use crate::clock::StdClock;
@@ -43,7 +46,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         tokenize_prompt(tokenizer, &prompt)
     };
     let mut ctx = new_context(&model, &args.compute)?;
-    let mut speculation = args.spec.build(&model, &args.compute)?;
+    let speculation = args.spec.build(&model, &args.compute)?;
     eprintln!("{}", model.describe());
     eprintln!(
         "seed {}, {} prompt tokens, context {}",
@@ -74,16 +77,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         }
     };
     let clock = StdClock::new();
-    let stats = match speculation.as_mut() {
-        Some(s) => tessera_runtime::speculative::generate_text(
-            &mut ctx,
-            &tokens,
-            &params,
-            &mut s.chain,
-            &clock,
-            &mut on_text,
-        )?,
-        None => generate(&mut ctx, &tokens, &params, &clock, &mut on_text)?,
+    let (stats, speculation) = match speculation {
+        Some(mut s) => {
+            let (stats, chain) =
+                speculative_run(&mut ctx, tokens, params, s.chain, &clock, &mut on_text)?;
+            s.chain = chain;
+            (stats, Some(s))
+        }
+        None => (generate(&mut ctx, &tokens, &params, &clock, &mut on_text)?, None),
     };
     if let Some(e) = write_err {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
@@ -97,6 +98,26 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         s.finish()?;
     }
     Ok(())
+}
+
+/// A generation with `chain` drafting; gives the chain back (its statistics and n-gram cache
+/// are saved afterwards).
+fn speculative_run(
+    ctx: &mut tessera_core::Context,
+    prompt: Vec<u32>,
+    params: GenerateParams,
+    chain: SpeculatorChain,
+    clock: &dyn Clock,
+    on_text: &mut dyn FnMut(&str) -> bool,
+) -> Result<(GenerateStats, SpeculatorChain), GenerateError> {
+    let options = GenerationOptions {
+        speculator: Some(chain),
+        ..GenerationOptions::default()
+    };
+    let mut generation = Generation::start(ctx, prompt, params, options, clock)?;
+    let (stats, _) = run_to_end(&mut generation, ctx, clock, on_text)?;
+    let chain = generation.into_speculator().expect("started with a speculator");
+    Ok((stats, chain))
 }
 
 pub fn print_stats(s: &GenerateStats) {

@@ -2,6 +2,14 @@
 //!
 //! A backend owns its KV cache and its scratch buffers; the engine hands it a graph, the
 //! batch's per-step inputs and the weights, and gets back the output rows.
+//!
+//! A backend whose results come back asynchronously (WebGPU in a browser, where a buffer map
+//! completes only on the JS event loop) answers a step with `Poll::Pending`: the step was
+//! submitted and nothing was written to the output. The caller awaits the backend's read-back
+//! and repeats the same call, which then answers `Poll::Ready`. Synchronous backends always
+//! answer `Poll::Ready`.
+
+use std::task::Poll;
 
 use crate::error::EngineError;
 use crate::graph::{Graph, Op, RopeParams};
@@ -78,7 +86,7 @@ pub trait Backend: Send {
         batch: &Batch,
         weights: &WeightStore,
         out: &mut [f32],
-    ) -> Result<(), EngineError>;
+    ) -> Result<Poll<()>, EngineError>;
 
     /// Like [`Backend::compute`] for a graph whose output rows are logits, but gives only each
     /// output row's greedy token (the index of its largest logit, the lowest among equals).
@@ -90,20 +98,22 @@ pub trait Backend: Send {
         batch: &Batch,
         weights: &WeightStore,
         ids: &mut [u32],
-    ) -> Result<(), EngineError> {
+    ) -> Result<Poll<()>, EngineError> {
         let width = graph.node(graph.output).ne[0];
         let mut logits = vec![0.0f32; width * graph.n_outputs];
-        self.compute(graph, batch, weights, &mut logits)?;
+        if self.compute(graph, batch, weights, &mut logits)?.is_pending() {
+            return Ok(Poll::Pending);
+        }
         for (id, row) in ids.iter_mut().zip(logits.chunks_exact(width.max(1))) {
             *id = argmax(row) as u32;
         }
-        Ok(())
+        Ok(Poll::Ready(()))
     }
 
     /// Like [`Backend::compute`] for a graph whose output rows are logits, but samples the
     /// last output row with `step` on the device and gives only the token (or the sampling
-    /// error: every logit masked, a NaN logit). `None` (this default) means the backend does
-    /// not sample on its device and computed nothing: the caller computes the logits and
+    /// error: every logit masked, a NaN logit). `Ready(None)` (this default) means the backend
+    /// does not sample on its device and computed nothing: the caller computes the logits and
     /// samples them with [`DeviceSampling::sample_cpu`].
     fn compute_sampled(
         &mut self,
@@ -111,8 +121,8 @@ pub trait Backend: Send {
         _batch: &Batch,
         _weights: &WeightStore,
         _step: &DeviceSampling,
-    ) -> Result<Option<Result<u32, SamplingError>>, EngineError> {
-        Ok(None)
+    ) -> Result<Poll<Option<Result<u32, SamplingError>>>, EngineError> {
+        Ok(Poll::Ready(None))
     }
 
     /// Drops the keys and values at positions `n..`: later steps overwrite them. This default

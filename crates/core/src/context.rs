@@ -1,6 +1,7 @@
 //! An inference context: one sequence's KV cache on a backend, fed tokens in micro-batches.
 
 use std::sync::Arc;
+use std::task::Poll;
 
 use crate::backend::{Backend, Batch};
 use crate::error::EngineError;
@@ -94,12 +95,23 @@ impl Context {
     /// [`Context::logits`] holds the last token's logits and, when `all_logits`,
     /// [`Context::all_logits`] every token's.
     ///
-    /// With a backend whose read-back is asynchronous (`WgpuBackend` in a browser) a call may
-    /// fail with [`EngineError::ReadBackPending`] after submitting a micro-batch: the tokens of
-    /// that micro-batch are not committed, so repeating the call once the read-back is done
-    /// returns its result. Callers of such a backend pass at most `n_batch` tokens per call
-    /// (earlier micro-batches of a longer call would already be committed).
+    /// For a synchronous backend; an asynchronous one answers
+    /// [`EngineError::AsynchronousBackend`] here and is driven with [`Context::poll_decode`].
     pub fn decode(&mut self, tokens: &[u32], all_logits: bool) -> Result<(), EngineError> {
+        ready(self.poll_decode(tokens, all_logits)?)
+    }
+
+    /// [`Context::decode`] on any backend. With one whose read-back is asynchronous
+    /// (`WgpuBackend` in a browser) a call may answer `Poll::Pending` after submitting a
+    /// micro-batch: the tokens of that micro-batch are not committed, so repeating the call
+    /// once the read-back is done returns its result. Callers of such a backend pass at most
+    /// `n_batch` tokens per call (earlier micro-batches of a longer call would already be
+    /// committed).
+    pub fn poll_decode(
+        &mut self,
+        tokens: &[u32],
+        all_logits: bool,
+    ) -> Result<Poll<()>, EngineError> {
         let n_kept = if all_logits { tokens.len() } else { 1 };
         self.decode_with(tokens, n_kept, all_logits, None, None)
     }
@@ -118,17 +130,27 @@ impl Context {
                 tokens.len()
             )));
         }
-        self.decode_with(tokens, n_kept, true, None, None)
+        ready(self.decode_with(tokens, n_kept, true, None, None)?)
     }
 
     /// Appends `tokens` like [`Context::decode`] but keeps no logits: returns the greedy next
     /// token after every token (`all`) or after the last one only. On a GPU backend only these
     /// ids leave the device. [`Context::logits`] is not updated.
     pub fn decode_greedy(&mut self, tokens: &[u32], all: bool) -> Result<Vec<u32>, EngineError> {
+        ready(self.poll_decode_greedy(tokens, all)?)
+    }
+
+    /// [`Context::decode_greedy`] on any backend (pending as [`Context::poll_decode`] is).
+    pub fn poll_decode_greedy(
+        &mut self,
+        tokens: &[u32],
+        all: bool,
+    ) -> Result<Poll<Vec<u32>>, EngineError> {
         let n_kept = if all { tokens.len() } else { 1 };
         let mut ids = Vec::with_capacity(n_kept);
-        self.decode_with(tokens, n_kept, false, Some(&mut ids), None)?;
-        Ok(ids)
+        Ok(self
+            .decode_with(tokens, n_kept, false, Some(&mut ids), None)?
+            .map(|()| ids))
     }
 
     /// Appends `tokens` like [`Context::decode`] and samples the next token from the last
@@ -143,12 +165,27 @@ impl Context {
         tokens: &[u32],
         step: &DeviceSampling,
     ) -> Result<Result<u32, SamplingError>, EngineError> {
+        ready(self.poll_decode_sampled(tokens, step)?)
+    }
+
+    /// [`Context::decode_sampled`] on any backend (pending as [`Context::poll_decode`] is). A
+    /// repeated call after `Poll::Pending` must pass the same `step` (its draw is taken once).
+    pub fn poll_decode_sampled(
+        &mut self,
+        tokens: &[u32],
+        step: &DeviceSampling,
+    ) -> Result<Poll<Result<u32, SamplingError>>, EngineError> {
         let mut sampled = None;
-        self.decode_with(tokens, 1, false, None, Some((step, &mut sampled)))?;
-        Ok(match sampled {
+        if self
+            .decode_with(tokens, 1, false, None, Some((step, &mut sampled)))?
+            .is_pending()
+        {
+            return Ok(Poll::Pending);
+        }
+        Ok(Poll::Ready(match sampled {
             Some(result) => result,
             None => step.sample_cpu(&self.logits[..self.model.n_vocab()]),
-        })
+        }))
     }
 
     /// Decodes `tokens` in micro-batches; the outputs (logits, greedy ids or a sample) are those
@@ -161,7 +198,7 @@ impl Context {
         keep_rows: bool,
         mut greedy: Option<&mut Vec<u32>>,
         mut sample: Option<(&DeviceSampling, &mut Option<Result<u32, SamplingError>>)>,
-    ) -> Result<(), EngineError> {
+    ) -> Result<Poll<()>, EngineError> {
         if tokens.is_empty() {
             return Err(EngineError::InvalidArgument("decode of no tokens".into()));
         }
@@ -213,19 +250,32 @@ impl Context {
             let graph = &self.graphs[gi].1;
             let on_device = match sample.as_mut() {
                 Some((step, sampled)) if last => {
-                    **sampled =
-                        self.backend
-                            .compute_sampled(graph, &batch, self.model.weights(), step)?;
+                    match self
+                        .backend
+                        .compute_sampled(graph, &batch, self.model.weights(), step)?
+                    {
+                        Poll::Ready(result) => **sampled = result,
+                        Poll::Pending => return Ok(Poll::Pending),
+                    }
                     sampled.is_some()
                 }
                 _ => false,
             };
-            if on_device {
+            let progress = if on_device {
+                Poll::Ready(())
             } else if let Some(ids) = greedy.as_deref_mut() {
                 let at = ids.len();
                 ids.resize(at + key.1, 0);
-                self.backend
-                    .compute_greedy(graph, &batch, self.model.weights(), &mut ids[at..])?;
+                let progress = self.backend.compute_greedy(
+                    graph,
+                    &batch,
+                    self.model.weights(),
+                    &mut ids[at..],
+                )?;
+                if progress.is_pending() {
+                    ids.truncate(at);
+                }
+                progress
             } else {
                 let out: &mut [f32] = if keep_rows {
                     &mut self.all_logits[kept_so_far * n_vocab..(kept_so_far + key.1) * n_vocab]
@@ -233,7 +283,11 @@ impl Context {
                     &mut self.logits[..key.1 * n_vocab]
                 };
                 self.backend
-                    .compute(graph, &batch, self.model.weights(), out)?;
+                    .compute(graph, &batch, self.model.weights(), out)?
+            };
+            if progress.is_pending() {
+                // This micro-batch is not committed: the repeated call submits it again.
+                return Ok(Poll::Pending);
             }
             kept_so_far += key.1;
             self.tokens.extend_from_slice(chunk);
@@ -242,7 +296,7 @@ impl Context {
             let n = self.all_logits.len();
             self.logits.copy_from_slice(&self.all_logits[n - n_vocab..]);
         }
-        Ok(())
+        Ok(Poll::Ready(()))
     }
 
     /// The last decoded token's logits (`n_vocab`).
@@ -290,5 +344,13 @@ impl Context {
         self.backend.kv_shift(n_past, n_keep, n_discard)?;
         self.tokens.drain(n_keep..n_keep + n_discard);
         Ok(())
+    }
+}
+
+/// A synchronous entry point's answer: a pending step means the backend is asynchronous.
+fn ready<T>(progress: Poll<T>) -> Result<T, EngineError> {
+    match progress {
+        Poll::Ready(v) => Ok(v),
+        Poll::Pending => Err(EngineError::AsynchronousBackend),
     }
 }

@@ -43,10 +43,9 @@ pub enum EngineError {
     /// callers can downcast it.
     #[error("{0}")]
     Backend(Box<dyn std::error::Error + Send + Sync>),
-    /// Not a failure: a backend whose results come back asynchronously (WebGPU in a browser,
-    /// where a buffer map completes only on the JS event loop) has submitted the step. Await
-    /// the backend's read-back, then repeat the same call, which returns the result. Nothing of
-    /// the step was committed to the context (see [`crate::Context::decode`]).
-    #[error("the step was submitted; its result is read back asynchronously")]
-    ReadBackPending,
+    /// A synchronous entry point ([`crate::Context::decode`] and its kin) was called on a
+    /// backend that reads results back asynchronously: such a backend is driven through the
+    /// polling entry points ([`crate::Context::poll_decode`] and its kin).
+    #[error("the backend reads results back asynchronously: drive it with Context::poll_decode and its kin")]
+    AsynchronousBackend,
 }

@@ -181,7 +181,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut seq: Vec<u32> = prompt.clone();
     seq.extend_from_slice(&plain.tokens);
     let eog = match plain.stop {
-        tessera_runtime::speculative::StopReason::EndOfGeneration(t) => Some(t),
+        tessera_runtime::StopReason::EndOfGeneration(t) => Some(t),
         _ => None,
     };
     seq.extend(eog);

@@ -1,15 +1,19 @@
 //! Text generation: prompt → tokens → decode → sample → streamed text, until an end-of-generation
-//! token, a stop string, the token limit or a full context.
+//! token, a stop string, the token limit or a full context. What a generation is asked for
+//! ([`GenerateParams`]), how it ends ([`StopReason`], [`GenerateStats`]), and [`generate`]: the
+//! [`Generation`] state machine run to its end in one call.
 //!
 //! The engine has no clock of its own (wasm has none it could rely on), so timings come from a
 //! [`Clock`] the host supplies.
 
-use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate, ChatTemplateError};
 use tessera_core::context::Context;
 use tessera_core::error::EngineError;
 use tessera_core::sampling::{Sampler, SamplingError, SamplingParams};
-use crate::stop::StopMatcher;
-use tessera_tokenizer::{StreamDecoder, Tokenizer};
+use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate, ChatTemplateError};
+use tessera_tokenizer::Tokenizer;
+
+use crate::generation::{Generation, GenerationOptions, SpecReport, Step};
+use crate::speculative::SpecError;
 
 /// Seconds since some fixed point, from the host.
 pub trait Clock {
@@ -39,6 +43,20 @@ pub enum GenerateError {
     EmptyPrompt,
     #[error("the prompt has {n_prompt} tokens but the context holds {n_ctx}: use a larger context (-c) or a shorter prompt")]
     PromptTooLong { n_prompt: usize, n_ctx: usize },
+    /// The speculator failed (its engine and sampling errors are [`GenerateError::Engine`]
+    /// and [`GenerateError::Sampling`]).
+    #[error(transparent)]
+    Speculative(SpecError),
+}
+
+impl From<SpecError> for GenerateError {
+    fn from(e: SpecError) -> Self {
+        match e {
+            SpecError::Engine(e) => GenerateError::Engine(e),
+            SpecError::Sampling(e) => GenerateError::Sampling(e),
+            other => GenerateError::Speculative(other),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -63,16 +81,18 @@ impl Default for GenerateParams {
     }
 }
 
+/// Why a generation ended (text generation and the speculative token loop alike).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StopReason {
     /// The model produced this end-of-generation token (not part of the text).
     EndOfGeneration(u32),
     /// The stop string with this index in [`GenerateParams::stop`] appeared.
     StopString(usize),
+    /// The token limit was reached.
     MaxTokens,
     /// No room for the next token in the context.
     ContextFull,
-    /// The text callback asked to stop.
+    /// The host asked to stop (a callback's `false`, an abort).
     Cancelled,
 }
 
@@ -154,11 +174,12 @@ pub fn tokenize_chat(
     Ok(ids)
 }
 
-/// Generates after `prompt`. The context may already hold tokens: the longest common prefix
-/// with `prompt` is kept (chat turns re-send the whole history) and only the rest is decoded.
-/// `on_text` receives the output as it becomes safe to show (whole UTF-8 characters, never a
-/// part of a stop string); returning `false` stops generation. The KV cache afterwards holds
-/// the prompt and the generated tokens except the last one sampled.
+/// Generates after `prompt` (a [`Generation`] with the default [`GenerationOptions`], run to
+/// its end). The context may already hold tokens: the longest common prefix with `prompt` is
+/// kept (chat turns re-send the whole history) and only the rest is decoded. `on_text`
+/// receives the output as it becomes safe to show (whole UTF-8 characters, never a part of a
+/// stop string); returning `false` stops generation. The KV cache afterwards holds the prompt
+/// and the generated tokens except the last one sampled. The backend must be synchronous.
 pub fn generate(
     ctx: &mut Context,
     prompt: &[u32],
@@ -166,81 +187,40 @@ pub fn generate(
     clock: &dyn Clock,
     on_text: &mut dyn FnMut(&str) -> bool,
 ) -> Result<GenerateStats, GenerateError> {
-    if prompt.is_empty() {
-        return Err(GenerateError::EmptyPrompt);
-    }
-    let n_ctx = ctx.n_ctx();
-    if prompt.len() > n_ctx {
-        return Err(GenerateError::PromptTooLong {
-            n_prompt: prompt.len(),
-            n_ctx,
-        });
-    }
-    let model = ctx.model().clone();
-    let tokenizer = model.tokenizer();
+    let options = GenerationOptions::default();
+    let mut generation = Generation::start(ctx, prompt.to_vec(), params.clone(), options, clock)?;
+    Ok(run_to_end(&mut generation, ctx, clock, on_text)?.0)
+}
 
-    let mut sampler = prompt_sampler(params, tokenizer, prompt)?;
-
-    // Reuse the cached prefix; at least one prompt token is decoded to get fresh logits.
-    let common = ctx
-        .tokens()
-        .iter()
-        .zip(prompt)
-        .take_while(|(a, b)| a == b)
-        .count();
-    let keep = common.min(prompt.len() - 1);
-    ctx.truncate(keep);
-    let t0 = clock.now_s();
-    // The prompt's last logits are sampled where they are computed: on a GPU backend only the
-    // token id is read back (the logits only when the caller decodes them itself).
-    let mut next = ctx.decode_sampled(&prompt[keep..], &sampler.device_step())??;
-    let t1 = clock.now_s();
-
-    let mut decoder = StreamDecoder::new(tokenizer, false);
-    let mut stops = StopMatcher::new(&params.stop);
-    let mut tokens = Vec::new();
-    let emit = |text: &str, on_text: &mut dyn FnMut(&str) -> bool| text.is_empty() || on_text(text);
-    let stop = loop {
-        if params.max_tokens.is_some_and(|m| tokens.len() >= m) {
-            break StopReason::MaxTokens;
+/// Steps `generation` to its end on a synchronous backend, passing its text to `on_text`
+/// (returning `false` cancels it). Gives the statistics, and the speculative report when the
+/// generation had a speculator.
+pub fn run_to_end(
+    generation: &mut Generation,
+    ctx: &mut Context,
+    clock: &dyn Clock,
+    on_text: &mut dyn FnMut(&str) -> bool,
+) -> Result<(GenerateStats, Option<SpecReport>), GenerateError> {
+    loop {
+        match generation.step(ctx, clock)? {
+            Step::Pending => return Err(EngineError::AsynchronousBackend.into()),
+            Step::Prefilled { .. } => {}
+            Step::Tokens { text, .. } => {
+                if !text.is_empty() && !on_text(&text) {
+                    let stats = generation.cancel(clock).expect("a running generation");
+                    return Ok((stats, None));
+                }
+            }
+            Step::Done {
+                text,
+                stats,
+                speculative,
+            } => {
+                if !text.is_empty() {
+                    on_text(&text);
+                }
+                return Ok((stats, speculative));
+            }
         }
-        let token = next;
-        sampler.accept(token);
-        tokens.push(token);
-        if tokenizer.is_eog(token) && !params.ignore_eos {
-            break StopReason::EndOfGeneration(token);
-        }
-        let out = stops.push(&decoder.push(token));
-        if !emit(&out.text, on_text) {
-            break StopReason::Cancelled;
-        }
-        if let Some(i) = out.stopped {
-            break StopReason::StopString(i);
-        }
-        if params.max_tokens.is_some_and(|m| tokens.len() >= m) {
-            break StopReason::MaxTokens;
-        }
-        if ctx.n_past() + 1 > n_ctx {
-            break StopReason::ContextFull;
-        }
-        next = ctx.decode_sampled(&[token], &sampler.device_step())??;
-    };
-    if !matches!(stop, StopReason::StopString(_) | StopReason::Cancelled) {
-        let rest = stops.push(&decoder.finish());
-        let mut tail = rest.text;
-        if rest.stopped.is_none() {
-            tail.push_str(&stops.finish());
-        }
-        emit(&tail, on_text);
     }
-    let t2 = clock.now_s();
-    Ok(GenerateStats {
-        n_prompt_eval: prompt.len() - keep,
-        n_prompt: prompt.len(),
-        n_generated: tokens.len(),
-        prompt_s: t1 - t0,
-        generate_s: t2 - t1,
-        stop,
-        tokens,
-    })
 }

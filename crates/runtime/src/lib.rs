@@ -1,7 +1,13 @@
 //! Tessera's runtime: turns a loaded model and a context into text.
 //!
-//! - [`generate`]: the generation state machine (prompt, decode, sample, stream) and its
-//!   [`StopReason`](generate::StopReason).
+//! - [`generation`]: the generation state machine. A [`Generation`] is advanced one [`Step`]
+//!   at a time (a prompt slice, a token, a verified draft,
+//!   [`Pending`](generation::Step::Pending) on an asynchronous backend, then
+//!   [`Done`](generation::Step::Done)); every host drives it: the CLI, the browser session,
+//!   later server slots.
+//! - [`generate`]: what a generation is asked for and how it ends ([`StopReason`],
+//!   [`GenerateStats`](generate::GenerateStats)), the host's [`Clock`](generate::Clock),
+//!   prompt tokenization, and [`generate::generate`]: a whole generation in one call.
 //! - [`stop`]: stop strings, matched across token boundaries.
 //! - [`speculative`]: speculative decoding (draft model, n-gram drafts) as llama.cpp does it.
 //! - [`perplexity`]: llama-perplexity's measurement.
@@ -10,8 +16,11 @@
 //! re-exported here as [`sampling`].
 
 pub mod generate;
+pub mod generation;
 pub mod perplexity;
 pub mod speculative;
 pub mod stop;
 
+pub use generate::StopReason;
+pub use generation::{Generation, GenerationOptions, Step};
 pub use tessera_core::sampling;

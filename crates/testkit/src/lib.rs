@@ -1,7 +1,13 @@
 //! Test support shared by Tessera's crates: where the test models (`scripts/fetch-models.sh`)
 //! and llama.cpp's reference outputs (`tests/fixtures/`) are, loading them, fixture readers,
-//! and a thread pool on rayon's global threads. Native only: the wasm tests fetch what they need.
+//! and a thread pool on rayon's global threads; [`AsyncCpuBackend`], a backend double whose
+//! steps are pending once before they complete. Native only: the wasm tests fetch what they
+//! need.
 #![cfg(not(target_arch = "wasm32"))]
+
+mod async_backend;
+
+pub use async_backend::AsyncCpuBackend;
 
 use std::path::PathBuf;
 use std::sync::Arc;

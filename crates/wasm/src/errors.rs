@@ -99,9 +99,9 @@ impl From<EngineError> for WasmError {
             EngineError::Backend(_) | EngineError::Threads(_) | EngineError::WeightsNotInMemory => {
                 ErrorCode::BackendError
             }
-            // The session awaits a pending read-back itself; one reaching the caller is a
-            // call made while a step was in flight.
-            EngineError::ReadBackPending => ErrorCode::InvalidState,
+            // The session drives its backend through the polling entry points; this means a
+            // synchronous entry point was used on the asynchronous GPU backend.
+            EngineError::AsynchronousBackend => ErrorCode::InvalidState,
         };
         WasmError::new(code, e.to_string())
     }
@@ -142,6 +142,7 @@ impl From<GenerateError> for WasmError {
             GenerateError::PromptTooLong { .. } => {
                 WasmError::new(ErrorCode::ContextFull, e.to_string())
             }
+            GenerateError::Speculative(e) => e.into(),
         }
     }
 }

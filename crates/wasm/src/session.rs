@@ -1,40 +1,33 @@
-//! A loaded model with its context, generating one token per call.
+//! A loaded model with its context and the generation in progress, advanced one step per call.
 //!
-//! `tessera_runtime::generate::generate` runs a whole generation in one call. In the browser the worker
-//! must get back to its event loop between tokens (to post each token to the page and to hear
-//! an abort), so this is the same loop cut into steps: [`Session::begin`] checks the request
-//! and primes the sampler, each [`Session::step`] decodes a slice of the prompt or produces one
-//! token's text, and [`Session::cancel`] ends it early. Outputs and the KV cache left behind
-//! are those of `generate` (tests/session.rs compares them).
+//! In the browser the worker must get back to its event loop between tokens (to post each
+//! token to the page and to hear an abort), so the session drives the runtime's
+//! [`Generation`] state machine one step at a time: [`Session::begin`] starts it,
+//! each [`Session::step`] decodes a slice of the prompt or produces one token's text (several
+//! after a verified speculative draft), and [`Session::cancel`] ends it early. Outputs and
+//! the KV cache left behind are those of `tessera_runtime::generate::generate`
+//! (tests/suite/session.rs compares them).
 //!
 //! On a backend whose results come back asynchronously (WebGPU in a browser) a step may end
 //! with [`Step::pending`]: the step's work was submitted and nothing else changed; the caller
 //! awaits the backend's read-back and calls [`Session::step`] again, which then completes it.
-//!
-//! With draftless speculative decoding ([`Session::begin_with`], CPU only) a decode step
-//! verifies a draft in one batch and may commit several tokens, exactly the ones plain
-//! decoding gives (`tessera_runtime::speculative`'s loop, cut into the same steps).
 
 use std::sync::Arc;
+use std::task::Poll;
 
 use tessera_backend_cpu::CpuBackend;
 use tessera_core::backend::Backend;
-use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate};
-use tessera_runtime::generate::{
-    prompt_sampler, tokenize_chat, Clock, GenerateError, GenerateParams, GenerateStats, StopReason,
+use tessera_core::{Context, ContextParams, Model, ThreadPool};
+use tessera_runtime::generate::{tokenize_chat, Clock, GenerateError, GenerateParams, GenerateStats};
+use tessera_runtime::generation::{
+    check_sequence, Generation, GenerationOptions, SpecReport, Step as GenerationStep,
+    PREFILL_STEP,
 };
-use tessera_core::sampling::{DeviceSampling, Sampler};
-use tessera_runtime::speculative::{verify_draft, SpecParams, SpecType, SpeculatorChain};
-use tessera_runtime::stop::StopMatcher;
-use tessera_tokenizer::StreamDecoder;
-use tessera_core::{Context, ContextParams, EngineError, Model, ThreadPool};
+use tessera_runtime::speculative::{SpecParams, SpecType, SpeculatorChain};
+use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate};
 
 use crate::errors::{ErrorCode, WasmError};
 use crate::options::LoadOptions;
-
-/// Prompt tokens decoded per step: small enough that an abort is heard within a fraction of a
-/// second, large enough to keep the batched matmuls efficient. Any split gives the same logits.
-const PREFILL_STEP: usize = 128;
 
 pub struct Session {
     model: Arc<Model>,
@@ -48,69 +41,7 @@ pub struct Session {
     async_backend: bool,
 }
 
-/// Where a generation's tokens are picked.
-#[derive(Clone, Copy, PartialEq)]
-enum Picking {
-    /// From the logits, read back, by the generation's sampler.
-    Cpu,
-    /// The device's arg-max (greedy without penalties or biases: no draw, no options).
-    DeviceGreedy,
-    /// The device's sampling chain, with the options and draw of the sampler's `device_step`.
-    DeviceSampled,
-}
-
-enum Phase {
-    /// Decoding the prompt from this index on.
-    Prefill(usize),
-    /// The prompt is decoded; the next step samples the first token.
-    FirstToken,
-    /// This sampled token must be decoded before the next one is sampled.
-    Decode(u32),
-}
-
-struct Generation {
-    prompt: Vec<u32>,
-    params: GenerateParams,
-    sampler: Sampler,
-    stops: StopMatcher,
-    /// Bytes of a UTF-8 character split across tokens, held until it is complete.
-    partial_char: Vec<u8>,
-    tokens: Vec<u32>,
-    phase: Phase,
-    /// Prompt tokens reused from the KV cache.
-    kept: usize,
-    picking: Picking,
-    /// The token the device chose after the last decoded step.
-    next: Option<u32>,
-    /// The sampling step of a pending `DeviceSampled` step: its draw is taken once, and the
-    /// repeated call (after the read-back) must be the same step.
-    draw: Option<DeviceSampling>,
-    t_start: f64,
-    t_prompt_done: f64,
-    /// Draftless speculative decoding, when requested.
-    spec: Option<Speculation>,
-}
-
-/// A generation's speculative state.
-struct Speculation {
-    chain: SpeculatorChain,
-    /// The tokens in the KV cache (prompt, then committed tokens), which drafts are looked up in.
-    history: Vec<u32>,
-    n_drafted: usize,
-    n_accepted: usize,
-}
-
-/// Speculative decoding's statistics for one generation.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SpecReport {
-    /// Draft tokens verified, and accepted.
-    pub n_drafted: usize,
-    pub n_accepted: usize,
-    /// llama.cpp's lines: the acceptance rate, then one line per speculator.
-    pub lines: Vec<String>,
-}
-
-/// What one step produced.
+/// What one step produced, in the shape the JS surface posts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
     /// Text safe to show now (may be empty).
@@ -124,57 +55,32 @@ pub struct Step {
     pub speculative: Option<SpecReport>,
 }
 
-impl Step {
-    fn text(text: String) -> Step {
-        Step {
-            text,
+impl From<GenerationStep> for Step {
+    fn from(step: GenerationStep) -> Step {
+        let quiet = Step {
+            text: String::new(),
             finished: None,
             pending: false,
             speculative: None,
+        };
+        match step {
+            GenerationStep::Pending => Step {
+                pending: true,
+                ..quiet
+            },
+            GenerationStep::Prefilled { .. } => quiet,
+            GenerationStep::Tokens { text, .. } => Step { text, ..quiet },
+            GenerationStep::Done {
+                text,
+                stats,
+                speculative,
+            } => Step {
+                text,
+                finished: Some(stats),
+                speculative,
+                ..quiet
+            },
         }
-    }
-}
-
-/// `Ok(None)` when the backend only submitted the step ([`EngineError::ReadBackPending`]).
-fn submitted<T>(r: Result<T, EngineError>) -> Result<Option<T>, WasmError> {
-    match r {
-        Ok(v) => Ok(Some(v)),
-        Err(EngineError::ReadBackPending) => Ok(None),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// Decodes `tokens` and picks the next token as `g.picking` says: on the device into `g.next`,
-/// or leaves the logits in the context for the sampler. `false`: the step is pending (an
-/// asynchronous backend), and the same call must be repeated after the read-back.
-fn decode_step(ctx: &mut Context, g: &mut Generation, tokens: &[u32]) -> Result<bool, WasmError> {
-    match g.picking {
-        Picking::Cpu => Ok(submitted(ctx.decode(tokens, false))?.is_some()),
-        Picking::DeviceGreedy => match submitted(ctx.decode_greedy(tokens, false))? {
-            Some(ids) => {
-                g.next = ids.last().copied();
-                Ok(true)
-            }
-            None => Ok(false),
-        },
-        Picking::DeviceSampled => {
-            let step = g.draw.get_or_insert_with(|| g.sampler.device_step());
-            match ctx.decode_sampled(tokens, step) {
-                Err(EngineError::ReadBackPending) => Ok(false),
-                r => {
-                    g.draw = None;
-                    g.next = Some(r??);
-                    Ok(true)
-                }
-            }
-        }
-    }
-}
-
-fn pending_step() -> Step {
-    Step {
-        pending: true,
-        ..Step::text(String::new())
     }
 }
 
@@ -269,7 +175,7 @@ impl Session {
         clock: &dyn Clock,
     ) -> Result<(), WasmError> {
         self.active = None;
-        let spec = match spec {
+        let speculator = match spec {
             Some(p) if p.spec_type != SpecType::None => {
                 if p.spec_type == SpecType::Draft {
                     return Err(WasmError::new(
@@ -284,81 +190,17 @@ impl Session {
                         "speculative decoding runs on the wasm (CPU) backend only",
                     ));
                 }
-                let mut chain = SpeculatorChain::from_params(&p, None, None, None)?;
-                chain.begin(&prompt)?;
-                Some(Speculation {
-                    chain,
-                    history: prompt.clone(),
-                    n_drafted: 0,
-                    n_accepted: 0,
-                })
+                Some(SpeculatorChain::from_params(&p, None, None, None)?)
             }
             _ => None,
         };
-        self.check_sequence(&prompt)?;
-        let sampler = prompt_sampler(&params, self.model.tokenizer(), &prompt)?;
-        let common = self
-            .ctx
-            .tokens()
-            .iter()
-            .zip(&prompt)
-            .take_while(|(a, b)| a == b)
-            .count();
-        // At least one prompt token is decoded, for fresh logits.
-        let kept = common.min(prompt.len() - 1);
-        self.ctx.truncate(kept);
-        let stops = StopMatcher::new(&params.stop);
-        let now = clock.now_s();
-        let s = &params.sampling;
-        let greedy = s.temperature <= 0.0
-            && s.repeat_penalty == 1.0
-            && s.presence_penalty == 0.0
-            && s.frequency_penalty == 0.0
-            && s.logit_bias.is_empty()
-            && !params.ignore_eos;
-        let picking = match (self.device_sampling, greedy) {
-            (false, _) => Picking::Cpu,
-            (true, true) => Picking::DeviceGreedy,
-            (true, false) => Picking::DeviceSampled,
+        let options = GenerationOptions {
+            device_sampling: self.device_sampling,
+            prefill_step: PREFILL_STEP,
+            speculator,
         };
-        self.active = Some(Generation {
-            prompt,
-            params,
-            sampler,
-            stops,
-            partial_char: Vec::new(),
-            tokens: Vec::new(),
-            phase: Phase::Prefill(kept),
-            kept,
-            picking,
-            next: None,
-            draw: None,
-            t_start: now,
-            t_prompt_done: now,
-            spec,
-        });
-        Ok(())
-    }
-
-    /// A prompt or forced sequence must be non-empty, fit the context and hold known ids.
-    fn check_sequence(&self, ids: &[u32]) -> Result<(), WasmError> {
-        if ids.is_empty() {
-            return Err(GenerateError::EmptyPrompt.into());
-        }
-        if ids.len() > self.ctx.n_ctx() {
-            return Err(GenerateError::PromptTooLong {
-                n_prompt: ids.len(),
-                n_ctx: self.ctx.n_ctx(),
-            }
-            .into());
-        }
-        if let Some(&id) = ids.iter().find(|&&id| id as usize >= self.model.n_vocab()) {
-            return Err(tessera_core::EngineError::BadToken {
-                id,
-                n_vocab: self.model.n_vocab(),
-            }
-            .into());
-        }
+        let generation = Generation::start(&mut self.ctx, prompt, params, options, clock)?;
+        self.active = Some(generation);
         Ok(())
     }
 
@@ -373,7 +215,7 @@ impl Session {
         ids: &[u32],
         from: usize,
     ) -> Result<Option<Vec<u32>>, WasmError> {
-        self.check_sequence(ids)?;
+        check_sequence(&self.ctx, ids)?;
         if from == 0 {
             self.active = None;
             self.ctx.clear();
@@ -389,268 +231,32 @@ impl Session {
         }
         // One micro-batch per call at most: a pending call must commit nothing.
         let to = (from + PREFILL_STEP.min(self.ctx.n_batch())).min(ids.len());
-        submitted(self.ctx.decode_greedy(&ids[from..to], true))
+        Ok(match self.ctx.poll_decode_greedy(&ids[from..to], true)? {
+            Poll::Ready(next) => Some(next),
+            Poll::Pending => None,
+        })
     }
 
     /// Advances the generation by one slice of prompt or one token. An error ends it.
     pub fn step(&mut self, clock: &dyn Clock) -> Result<Step, WasmError> {
-        let mut g = self
+        let generation = self
             .active
-            .take()
+            .as_mut()
             .ok_or_else(|| WasmError::new(ErrorCode::InvalidState, "no generation in progress"))?;
-        let step = self.advance(&mut g, clock)?;
-        if step.finished.is_none() {
-            self.active = Some(g);
+        let step = generation.step(&mut self.ctx, clock);
+        if !matches!(
+            step,
+            Ok(GenerationStep::Pending | GenerationStep::Prefilled { .. } | GenerationStep::Tokens { .. })
+        ) {
+            self.active = None;
         }
-        Ok(step)
+        Ok(step?.into())
     }
 
     /// Ends the generation in progress (if any) and returns its statistics.
     pub fn cancel(&mut self, clock: &dyn Clock) -> Option<GenerateStats> {
-        let mut g = self.active.take()?;
-        if matches!(g.phase, Phase::Prefill(_)) {
-            g.t_prompt_done = clock.now_s();
-        }
-        Some(
-            finish(
-                &mut g,
-                StopReason::Cancelled,
-                String::new(),
-                self.model.tokenizer(),
-                clock,
-            )
-            .1,
-        )
+        self.active.take()?.cancel(clock)
     }
-
-    fn advance(&mut self, g: &mut Generation, clock: &dyn Clock) -> Result<Step, WasmError> {
-        let model = self.model.clone();
-        let tokenizer = model.tokenizer();
-        match g.phase {
-            Phase::Prefill(from) => {
-                // One micro-batch per step at most: a pending step must commit nothing.
-                let to = (from + PREFILL_STEP.min(self.ctx.n_batch())).min(g.prompt.len());
-                // A copy: the step below also updates the generation.
-                let chunk = g.prompt[from..to].to_vec();
-                let last = to == g.prompt.len();
-                let decoded = match g.picking {
-                    // Earlier slices of a sampled prompt: their next token is not wanted, so
-                    // only an id leaves the device, not the logits.
-                    Picking::DeviceGreedy | Picking::DeviceSampled if !last => {
-                        submitted(self.ctx.decode_greedy(&chunk, false))?.is_some()
-                    }
-                    _ => decode_step(&mut self.ctx, g, &chunk)?,
-                };
-                if !decoded {
-                    return Ok(pending_step());
-                }
-                g.phase = if last {
-                    g.t_prompt_done = clock.now_s();
-                    Phase::FirstToken
-                } else {
-                    Phase::Prefill(to)
-                };
-                return Ok(Step::text(String::new()));
-            }
-            Phase::Decode(token) => {
-                if self.ctx.n_past() + 1 > self.ctx.n_ctx() {
-                    return Ok(done(
-                        g,
-                        StopReason::ContextFull,
-                        String::new(),
-                        tokenizer,
-                        clock,
-                    ));
-                }
-                if let Some(step) = self.speculative_step(g, token, clock)? {
-                    return Ok(step);
-                }
-                if !decode_step(&mut self.ctx, g, &[token])? {
-                    return Ok(pending_step());
-                }
-                if let Some(spec) = &mut g.spec {
-                    spec.history.push(token);
-                }
-            }
-            Phase::FirstToken => {}
-        }
-        let max_reached = |g: &Generation| g.params.max_tokens.is_some_and(|m| g.tokens.len() >= m);
-        if max_reached(g) {
-            return Ok(done(
-                g,
-                StopReason::MaxTokens,
-                String::new(),
-                tokenizer,
-                clock,
-            ));
-        }
-        let token = match g.next.take() {
-            Some(t) => t,
-            None => g.sampler.sample(self.ctx.logits())?,
-        };
-        g.sampler.accept(token);
-        Ok(emit(g, &[token], tokenizer, clock))
-    }
-
-    /// With a speculator, a draft for after `token` verified in one batch: `None` when there
-    /// is no draft (the step decodes `token` alone).
-    fn speculative_step(
-        &mut self,
-        g: &mut Generation,
-        token: u32,
-        clock: &dyn Clock,
-    ) -> Result<Option<Step>, WasmError> {
-        let Some(spec) = &mut g.spec else {
-            return Ok(None);
-        };
-        let n_past = self.ctx.n_past();
-        // Room for the draft: the context, the batch, and the tokens still wanted (a draft of
-        // k commits at most k + 1 tokens).
-        let wanted = g
-            .params
-            .max_tokens
-            .map_or(usize::MAX, |m| m.saturating_sub(g.tokens.len()));
-        let room = (self.ctx.n_ctx() - n_past - 1)
-            .min(self.ctx.n_batch().max(1) - 1)
-            .min(wanted.saturating_sub(1));
-        if room == 0 {
-            return Ok(None);
-        }
-        let draft = spec.chain.draft(&spec.history, token, room)?;
-        if draft.is_empty() {
-            return Ok(None);
-        }
-        let mut batch = Vec::with_capacity(draft.len() + 1);
-        batch.push(token);
-        batch.extend_from_slice(&draft);
-        self.ctx.decode(&batch, true)?;
-        let n_vocab = self.model.n_vocab();
-        let verified = verify_draft(&mut g.sampler, &draft, self.ctx.all_logits(), n_vocab)?;
-        // Keep `token` and the accepted draft tokens; forget the rejected ones.
-        self.ctx.truncate(n_past + 1 + verified.n_accepted);
-        spec.chain.accept(verified.n_accepted);
-        spec.n_drafted += draft.len();
-        spec.n_accepted += verified.n_accepted;
-        spec.history.push(token);
-        spec.history
-            .extend_from_slice(&verified.tokens[..verified.n_accepted]);
-        Ok(Some(emit(
-            g,
-            &verified.tokens,
-            self.model.tokenizer(),
-            clock,
-        )))
-    }
-}
-
-/// Hands out committed tokens (already accepted by the sampler) in order, as plain decoding
-/// would, ending the generation at the first that ends it; the last one is decoded next.
-fn emit(
-    g: &mut Generation,
-    tokens: &[u32],
-    tokenizer: &tessera_tokenizer::Tokenizer,
-    clock: &dyn Clock,
-) -> Step {
-    let mut text = String::new();
-    for &token in tokens {
-        g.tokens.push(token);
-        if tokenizer.is_eog(token) && !g.params.ignore_eos {
-            return done(
-                g,
-                StopReason::EndOfGeneration(token),
-                text,
-                tokenizer,
-                clock,
-            );
-        }
-        let piece = decode_utf8(tokenizer, &mut g.partial_char, token);
-        let out = g.stops.push(&piece);
-        text.push_str(&out.text);
-        if let Some(i) = out.stopped {
-            return done(g, StopReason::StopString(i), text, tokenizer, clock);
-        }
-        if g.params.max_tokens.is_some_and(|m| g.tokens.len() >= m) {
-            return done(g, StopReason::MaxTokens, text, tokenizer, clock);
-        }
-    }
-    if let Some(&last) = tokens.last() {
-        g.phase = Phase::Decode(last);
-    }
-    Step::text(text)
-}
-
-fn done(
-    g: &mut Generation,
-    reason: StopReason,
-    text: String,
-    tokenizer: &tessera_tokenizer::Tokenizer,
-    clock: &dyn Clock,
-) -> Step {
-    let (text, stats) = finish(g, reason, text, tokenizer, clock);
-    let speculative = g.spec.as_ref().map(|s| SpecReport {
-        n_drafted: s.n_drafted,
-        n_accepted: s.n_accepted,
-        lines: s.chain.stats_lines(),
-    });
-    Step {
-        text,
-        finished: Some(stats),
-        pending: false,
-        speculative,
-    }
-}
-
-/// Flushes held-back text (unless a stop string or the caller ended it) and computes the stats.
-fn finish(
-    g: &mut Generation,
-    reason: StopReason,
-    mut text: String,
-    tokenizer: &tessera_tokenizer::Tokenizer,
-    clock: &dyn Clock,
-) -> (String, GenerateStats) {
-    if !matches!(reason, StopReason::StopString(_) | StopReason::Cancelled) {
-        let mut decoder = StreamDecoder::new(tokenizer, false);
-        decoder.push_bytes(&std::mem::take(&mut g.partial_char));
-        let rest = g.stops.push(&decoder.finish());
-        text.push_str(&rest.text);
-        if rest.stopped.is_none() {
-            text.push_str(&g.stops.finish());
-        }
-    }
-    let now = clock.now_s();
-    let prefilled = !matches!(g.phase, Phase::Prefill(_)) || reason == StopReason::Cancelled;
-    let stats = GenerateStats {
-        n_prompt_eval: g.prompt.len() - g.kept,
-        n_prompt: g.prompt.len(),
-        n_generated: g.tokens.len(),
-        prompt_s: if prefilled {
-            g.t_prompt_done - g.t_start
-        } else {
-            0.0
-        },
-        generate_s: if prefilled {
-            now - g.t_prompt_done
-        } else {
-            0.0
-        },
-        stop: reason,
-        tokens: std::mem::take(&mut g.tokens),
-    };
-    (text, stats)
-}
-
-/// The text `token` completes, carrying an incomplete UTF-8 character over in `partial`
-/// (the engine's `StreamDecoder`, whose state lives here between steps).
-fn decode_utf8(
-    tokenizer: &tessera_tokenizer::Tokenizer,
-    partial: &mut Vec<u8>,
-    token: u32,
-) -> String {
-    let mut decoder = StreamDecoder::new(tokenizer, false);
-    let mut text = decoder.push_bytes(partial);
-    text.push_str(&decoder.push(token));
-    *partial = decoder.pending().to_vec();
-    text
 }
 
 fn context_params(options: &LoadOptions) -> ContextParams {

@@ -48,7 +48,7 @@ fn run(backend: &mut CpuBackend, g: &Graph, store: &WeightStore) -> Vec<f32> {
         output_rows: &[0, 1],
     };
     let mut out = vec![0.0; WIDTH * 2];
-    backend.compute(g, &batch, store, &mut out).unwrap();
+    assert!(backend.compute(g, &batch, store, &mut out).unwrap().is_ready());
     out
 }
 

@@ -1,10 +1,11 @@
 //! The browser's read-back protocol, run natively: in asynchronous read-back mode a step only
-//! submits and fails with `ReadBackPending`; once the read-back signal is ready the same call
+//! submits and answers `Poll::Pending`; once the read-back signal is ready the same call
 //! returns the result. Results must be bit-identical to the synchronous mode's, a pending step
 //! must commit nothing, and a step abandoned for another one must not disturb what follows.
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::task::Poll;
 
 use tessera_backend_wgpu::{Gpu, WgpuBackend};
 use tessera_core::sampling::{Sampler, SamplingParams};
@@ -36,16 +37,16 @@ fn context(model: &Arc<Model>, asynchronous: bool) -> (Context, Gpu) {
     (ctx, gpu)
 }
 
-/// Runs `f` until it stops answering `ReadBackPending`, polling the device in between (the
+/// Runs `f` until it stops answering `Poll::Pending`, polling the device in between (the
 /// browser awaits the signal's future instead). Returns the result and the pending count.
 fn settle<T>(
     gpu: &Gpu,
-    mut f: impl FnMut() -> Result<T, EngineError>,
+    mut f: impl FnMut() -> Result<Poll<T>, EngineError>,
 ) -> (Result<T, EngineError>, usize) {
     let mut pending = 0;
     loop {
         match f() {
-            Err(EngineError::ReadBackPending) => {
+            Ok(Poll::Pending) => {
                 pending += 1;
                 assert!(pending < 10_000, "the read-back never completed");
                 let signal = gpu.read_back_signal();
@@ -53,7 +54,8 @@ fn settle<T>(
                     gpu.wait().unwrap();
                 }
             }
-            r => return (r, pending),
+            Ok(Poll::Ready(v)) => return (Ok(v), pending),
+            Err(e) => return (Err(e), pending),
         }
     }
 }
@@ -69,7 +71,7 @@ fn async_steps_match_sync_steps_bit_for_bit() {
 
     // Logits of the prompt.
     sync_ctx.decode(&prompt, false).unwrap();
-    let (r, pending) = settle(&gpu, || async_ctx.decode(&prompt, false));
+    let (r, pending) = settle(&gpu, || async_ctx.poll_decode(&prompt, false));
     r.unwrap();
     assert_eq!(pending, 1, "one submission, one wait");
     assert_eq!(async_ctx.n_past(), prompt.len());
@@ -80,7 +82,7 @@ fn async_steps_match_sync_steps_bit_for_bit() {
     let mut token = tessera_core::backend::argmax(sync_ctx.logits()) as u32;
     for _ in 0..2 {
         let want = sync_ctx.decode_greedy(&[token], false).unwrap();
-        let (got, pending) = settle(&gpu, || async_ctx.decode_greedy(&[token], false));
+        let (got, pending) = settle(&gpu, || async_ctx.poll_decode_greedy(&[token], false));
         assert_eq!(got.unwrap(), want);
         assert_eq!(pending, 1);
         token = want[0];
@@ -105,7 +107,7 @@ fn async_steps_match_sync_steps_bit_for_bit() {
             .unwrap();
         let step = async_sampler.device_step();
         let (got, pending) = settle(&gpu, || {
-            async_ctx.decode_sampled(&[token], &step)
+            async_ctx.poll_decode_sampled(&[token], &step)
         });
         assert_eq!(got.unwrap().expect("sampling"), want);
         assert_eq!(pending, 1);
@@ -124,18 +126,18 @@ fn a_pending_step_commits_nothing_and_can_be_abandoned() {
     let (mut async_ctx, gpu) = context(&model, true);
 
     assert!(matches!(
-        async_ctx.decode(&prompt, false),
-        Err(EngineError::ReadBackPending)
+        async_ctx.poll_decode(&prompt, false),
+        Ok(Poll::Pending)
     ));
     assert_eq!(async_ctx.n_past(), 0, "a pending step commits no token");
     // Another call (a new request) abandons the step in flight without waiting for it.
     let other = &prompt[..2];
-    let (r, _) = settle(&gpu, || async_ctx.decode_greedy(other, false));
+    let (r, _) = settle(&gpu, || async_ctx.poll_decode_greedy(other, false));
     let want = sync_ctx.decode_greedy(other, false).unwrap();
     assert_eq!(r.unwrap(), want);
     assert_eq!(async_ctx.tokens(), other);
     // And the context carries on exactly like the synchronous one.
-    let (r, _) = settle(&gpu, || async_ctx.decode_greedy(&prompt[2..], false));
+    let (r, _) = settle(&gpu, || async_ctx.poll_decode_greedy(&prompt[2..], false));
     assert_eq!(
         r.unwrap(),
         sync_ctx.decode_greedy(&prompt[2..], false).unwrap()

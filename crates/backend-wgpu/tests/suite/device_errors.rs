@@ -62,7 +62,8 @@ fn a_lost_device_is_a_typed_error_and_a_new_backend_works() {
             pos0: 0,
             output_rows: &[0, 1],
         };
-        backend.compute(&g, &batch, s, &mut out)?;
+        let progress = backend.compute(&g, &batch, s, &mut out)?;
+        assert!(progress.is_ready(), "synchronous read-back");
         Ok(out)
     };
     let mut backend = WgpuBackend::new().unwrap();

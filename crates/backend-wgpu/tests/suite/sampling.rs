@@ -121,10 +121,16 @@ impl Rig {
             pos0: 0,
             output_rows: &[0],
         };
-        self.backend
+        match self
+            .backend
             .compute_sampled(&graph, &batch, &self.store, step)
             .unwrap()
-            .expect("the wgpu backend samples on the device")
+        {
+            std::task::Poll::Ready(sampled) => {
+                sampled.expect("the wgpu backend samples on the device")
+            }
+            std::task::Poll::Pending => panic!("synchronous read-back: a step is ready at once"),
+        }
     }
 }
 

@@ -1,6 +1,10 @@
-//! The generation loop, plain or speculative (the same loop, so their outputs can be compared).
+//! The token-level speculative loop over any [`SpecContext`], plain or speculative (the same
+//! loop, so their outputs can be compared): the measuring harness of `tessera spec-bench` and
+//! of the tests with small fake models. Text generation with a speculator is the
+//! [`Generation`](crate::generation::Generation) state machine.
 
 use super::{verify_draft, SpecContext, SpecError, SpeculatorChain};
+use crate::generate::StopReason;
 use tessera_core::sampling::Sampler;
 
 /// Limits of one generation.
@@ -10,22 +14,9 @@ pub struct GenerateOptions {
     pub n_predict: usize,
 }
 
-/// Why generation ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StopReason {
-    /// The model produced this end-of-generation token (not included in the output).
-    EndOfGeneration(u32),
-    /// `n_predict` tokens were generated.
-    MaxTokens,
-    /// The context has no room for the next token.
-    ContextFull,
-    /// The token callback asked to stop.
-    Callback,
-}
-
 /// The outcome of [`generate`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Generation {
+pub struct Generated {
     pub tokens: Vec<u32>,
     pub stop: StopReason,
     /// Target decode calls after the prompt (one per plain token or verified draft).
@@ -66,9 +57,9 @@ pub fn generate<C: SpecContext + ?Sized>(
     opts: &GenerateOptions,
     is_eog: impl Fn(u32) -> bool,
     on_token: impl FnMut(u32) -> bool,
-) -> Result<Generation, SpecError> {
+) -> Result<Generated, SpecError> {
     if opts.n_predict == 0 {
-        return Ok(Generation {
+        return Ok(Generated {
             tokens: Vec::new(),
             stop: StopReason::MaxTokens,
             n_target_steps: 0,
@@ -82,8 +73,9 @@ pub fn generate<C: SpecContext + ?Sized>(
 
 /// Generates after `prompt`, which `ctx` holds already (its last row's logits current), with
 /// `sampler`, speculatively when `spec` is given. Each output token goes to `on_token` (return
-/// `false` to stop) in the order plain decoding would produce it. The sampler is not primed with
-/// the prompt (callers that use penalties `accept` the prompt tokens first).
+/// `false` to stop: [`StopReason::Cancelled`]) in the order plain decoding would produce it.
+/// The sampler is not primed with the prompt (callers that use penalties `accept` the prompt
+/// tokens first).
 pub fn generate_after_prompt<C: SpecContext + ?Sized>(
     ctx: &mut C,
     sampler: &mut Sampler,
@@ -92,7 +84,7 @@ pub fn generate_after_prompt<C: SpecContext + ?Sized>(
     opts: &GenerateOptions,
     is_eog: impl Fn(u32) -> bool,
     mut on_token: impl FnMut(u32) -> bool,
-) -> Result<Generation, SpecError> {
+) -> Result<Generated, SpecError> {
     let (n_ctx, n_batch) = (ctx.n_ctx(), ctx.n_batch().max(1));
     if ctx.n_past() != prompt.len() || prompt.is_empty() {
         return Err(SpecError::InvalidArgument(format!(
@@ -101,7 +93,7 @@ pub fn generate_after_prompt<C: SpecContext + ?Sized>(
             prompt.len()
         )));
     }
-    let mut out = Generation {
+    let mut out = Generated {
         tokens: Vec::new(),
         stop: StopReason::MaxTokens,
         n_target_steps: 0,
@@ -126,7 +118,7 @@ pub fn generate_after_prompt<C: SpecContext + ?Sized>(
             } else {
                 out.tokens.push(t);
                 if !on_token(t) {
-                    Some(StopReason::Callback)
+                    Some(StopReason::Cancelled)
                 } else if out.tokens.len() >= opts.n_predict {
                     Some(StopReason::MaxTokens)
                 } else {

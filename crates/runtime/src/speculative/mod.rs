@@ -6,7 +6,8 @@
 //! of them the target accepted ([`Speculator::accept`]). A [`SpeculatorChain`] holds the
 //! configured implementations in order of preference (draftless n-gram types before a draft
 //! model), applies the common limits (`n_max`, `n_min`) and keeps the statistics.
-//! [`generate`] runs the verification loop against any [`SpecContext`].
+//! [`generate`] runs the verification loop against any [`SpecContext`]; text generation with
+//! a speculator is [`crate::generation::Generation`] given a [`SpeculatorChain`].
 //!
 //! Everything here is platform-neutral: cache files are read from and written to byte buffers,
 //! the host does the file I/O.
@@ -20,21 +21,17 @@ mod ngram_map;
 mod ngram_simple;
 mod params;
 mod stats;
-mod text;
 mod verify;
 
 pub use chain::SpeculatorChain;
 pub use draft_model::{top_token_confidence, DraftModelSpeculator, TextCodec, VocabBridge};
 pub use engine_adapter::{draft_model_speculator, vocabularies_match, ModelCodec};
-pub use generate::{
-    decode_prompt, generate, generate_after_prompt, GenerateOptions, Generation, StopReason,
-};
+pub use generate::{decode_prompt, generate, generate_after_prompt, GenerateOptions, Generated};
 pub use ngram_cache::{NgramCache, NgramCacheSpeculator, NGRAM_MAX, NGRAM_STATIC};
 pub use ngram_map::NgramMap;
 pub use ngram_simple::NgramSimple;
 pub use params::{SpecParams, SpecType};
 pub use stats::{format_acceptance, SpecStats};
-pub use text::generate_text;
 pub use verify::{verify_draft, SpecContext, Verified};
 
 /// Errors of the speculative machinery.

@@ -2,6 +2,7 @@
 //! tree, so one binary per crate keeps the suite's build short).
 
 mod generate;
+mod generation_steps;
 mod perplexity;
 mod sampling;
 mod speculative_loop;

@@ -2,9 +2,10 @@
 //! every type, KV rollback, limits, and the output distribution of speculative sampling.
 
 use tessera_core::sampling::{Sampler, SamplingParams};
+use tessera_runtime::StopReason;
 use tessera_runtime::speculative::{
-    generate, DraftModelSpeculator, GenerateOptions, Generation, SpecContext, SpecError,
-    SpecParams, SpecType, Speculator, SpeculatorChain, StopReason, TextCodec, VocabBridge,
+    generate, DraftModelSpeculator, GenerateOptions, Generated, SpecContext, SpecError,
+    SpecParams, SpecType, Speculator, SpeculatorChain, TextCodec, VocabBridge,
 };
 
 const V: usize = 16;
@@ -144,7 +145,7 @@ fn run_eog(
     n_predict: usize,
     n_ctx: usize,
     eog: Option<u32>,
-) -> (Generation, FakeCtx) {
+) -> (Generated, FakeCtx) {
     let mut ctx = FakeCtx::new(target_logits, n_ctx, 64);
     let mut sampler = Sampler::new(sampling).unwrap();
     let g = generate(
@@ -165,7 +166,7 @@ fn run(
     sampling: SamplingParams,
     n_predict: usize,
     n_ctx: usize,
-) -> (Generation, FakeCtx) {
+) -> (Generated, FakeCtx) {
     run_eog(spec, sampling, n_predict, n_ctx, None)
 }
 

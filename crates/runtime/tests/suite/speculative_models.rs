@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use tessera_core::sampling::{Sampler, SamplingParams};
 use tessera_runtime::speculative::{
-    draft_model_speculator, generate, GenerateOptions, Generation, NgramCache, SpecParams,
+    draft_model_speculator, generate, GenerateOptions, Generated, NgramCache, SpecParams,
     SpecType, Speculator, SpeculatorChain,
 };
 use tessera_core::Model;
@@ -45,7 +45,7 @@ fn rewrite_prompt(model: &Model) -> Vec<u32> {
     model.tokenizer().encode(PROMPT, true, true)
 }
 
-fn run(model: &Arc<Model>, spec: Option<&mut SpeculatorChain>) -> Generation {
+fn run(model: &Arc<Model>, spec: Option<&mut SpeculatorChain>) -> Generated {
     let mut ctx = context(model, 1024, 512, 2);
     let prompt = rewrite_prompt(model);
     let mut sampler = Sampler::new(SamplingParams::greedy()).unwrap();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tessera_runtime::generate::{generate, tokenize_prompt, GenerateParams, NoClock, StopReason};
 use tessera_core::sampling::SamplingParams;
-use tessera_core::{EngineError, Model, SequentialPool};
+use tessera_core::{Model, SequentialPool};
 use tessera_wasm::errors::ErrorCode;
 use tessera_wasm::loader::ModelLoader;
 use tessera_wasm::options::{GenerateOptions, LoadOptions};
@@ -195,70 +195,6 @@ fn corrupt_and_truncated_files_are_invalid_gguf() {
     assert_eq!(e.code, ErrorCode::OutOfMemory);
 }
 
-/// The CPU backend behaving like the browser's WebGPU backend in asynchronous read-back mode:
-/// each step is first only "submitted" (`ReadBackPending`), and the repeated call gives it.
-struct AsyncCpu {
-    inner: tessera_backend_cpu::CpuBackend,
-    submitted: Option<(usize, Vec<u32>, Vec<usize>, bool)>,
-    pending: Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl AsyncCpu {
-    fn submit(&mut self, b: &tessera_core::backend::Batch, greedy: bool) -> Result<(), EngineError> {
-        let key = (b.pos0, b.tokens.to_vec(), b.output_rows.to_vec(), greedy);
-        if self.submitted.take() == Some(key.clone()) {
-            return Ok(());
-        }
-        self.submitted = Some(key);
-        self.pending
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Err(EngineError::ReadBackPending)
-    }
-}
-
-impl tessera_core::backend::Backend for AsyncCpu {
-    fn name(&self) -> &'static str {
-        "async-cpu"
-    }
-    fn init_kv(&mut self, layout: &tessera_core::backend::KvLayout) -> Result<(), EngineError> {
-        self.inner.init_kv(layout)
-    }
-    fn compute(
-        &mut self,
-        graph: &tessera_core::graph::Graph,
-        batch: &tessera_core::backend::Batch,
-        weights: &tessera_core::weights::WeightStore,
-        out: &mut [f32],
-    ) -> Result<(), EngineError> {
-        self.submit(batch, false)?;
-        self.inner.compute(graph, batch, weights, out)
-    }
-    fn compute_greedy(
-        &mut self,
-        graph: &tessera_core::graph::Graph,
-        batch: &tessera_core::backend::Batch,
-        weights: &tessera_core::weights::WeightStore,
-        ids: &mut [u32],
-    ) -> Result<(), EngineError> {
-        self.submit(batch, true)?;
-        self.inner.compute_greedy(graph, batch, weights, ids)
-    }
-    fn kv_truncate(&mut self, n: usize) {
-        self.inner.kv_truncate(n)
-    }
-    fn kv_n_ctx(&self) -> usize {
-        self.inner.kv_n_ctx()
-    }
-    fn kv_shift_checked(
-        &mut self,
-        n_past: usize,
-        keep: usize,
-        discard: usize,
-    ) -> Result<(), EngineError> {
-        self.inner.kv_shift_checked(n_past, keep, discard)
-    }
-}
-
 /// Like `run_steps`, answering pending steps by calling again; also counts them.
 fn run_async_steps(
     s: &mut Session,
@@ -319,11 +255,7 @@ fn pending_steps_on_an_async_backend_give_the_same_generation() {
     ];
     for device_greedy in [false, true] {
         let pending = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let backend = AsyncCpu {
-            inner: tessera_backend_cpu::CpuBackend::new(Arc::new(SequentialPool)),
-            submitted: None,
-            pending: pending.clone(),
-        };
+        let backend = tessera_testkit::AsyncCpuBackend::new(pending.clone());
         let mut s =
             Session::with_backend(model.clone(), &options, Box::new(backend), device_greedy)
                 .unwrap();
@@ -472,11 +404,7 @@ fn forced_decoding_in_slices_gives_the_engines_predictions() {
     assert_eq!(predict_all(&mut s, &ids), (want.clone(), 0));
 
     let pending = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let backend = AsyncCpu {
-        inner: tessera_backend_cpu::CpuBackend::new(Arc::new(SequentialPool)),
-        submitted: None,
-        pending,
-    };
+    let backend = tessera_testkit::AsyncCpuBackend::new(pending);
     let options = LoadOptions {
         context_size: Some(256),
         batch_size: Some(3),

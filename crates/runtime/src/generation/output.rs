@@ -1,0 +1,96 @@
+//! Handing out committed tokens as text, and the end of a generation.
+
+use tessera_tokenizer::{StreamDecoder, Tokenizer};
+
+use super::{Generation, Phase, Step};
+use crate::generate::{Clock, GenerateStats, StopReason};
+
+impl Generation {
+    /// Hands out committed tokens (already accepted by the sampler) in order, as plain
+    /// decoding would, ending the generation at the first that ends it; the last one is
+    /// decoded next.
+    pub(super) fn emit(&mut self, tokens: &[u32], clock: &dyn Clock) -> Step {
+        let model = self.model.clone();
+        let tokenizer = model.tokenizer();
+        let mut text = String::new();
+        for &token in tokens {
+            self.tokens.push(token);
+            if tokenizer.is_eog(token) && !self.params.ignore_eos {
+                return self.done(StopReason::EndOfGeneration(token), text, clock);
+            }
+            let piece = decode_utf8(tokenizer, &mut self.partial_char, token);
+            let out = self.stops.push(&piece);
+            text.push_str(&out.text);
+            if let Some(i) = out.stopped {
+                return self.done(StopReason::StopString(i), text, clock);
+            }
+            if self.max_tokens_reached() {
+                return self.done(StopReason::MaxTokens, text, clock);
+            }
+        }
+        if let Some(&last) = tokens.last() {
+            self.phase = Phase::Decode(last);
+        }
+        Step::Tokens {
+            ids: tokens.to_vec(),
+            text,
+        }
+    }
+
+    pub(super) fn done(&mut self, reason: StopReason, text: String, clock: &dyn Clock) -> Step {
+        let (text, stats) = self.finish(reason, text, clock);
+        Step::Done {
+            text,
+            stats,
+            speculative: self.spec.as_ref().map(|s| s.report()),
+        }
+    }
+
+    /// Flushes held-back text (unless a stop string or the caller ended it), computes the
+    /// stats and ends the generation.
+    pub(super) fn finish(
+        &mut self,
+        reason: StopReason,
+        mut text: String,
+        clock: &dyn Clock,
+    ) -> (String, GenerateStats) {
+        if !matches!(reason, StopReason::StopString(_) | StopReason::Cancelled) {
+            let mut decoder = StreamDecoder::new(self.model.tokenizer(), false);
+            decoder.push_bytes(&std::mem::take(&mut self.partial_char));
+            let rest = self.stops.push(&decoder.finish());
+            text.push_str(&rest.text);
+            if rest.stopped.is_none() {
+                text.push_str(&self.stops.finish());
+            }
+        }
+        let now = clock.now_s();
+        let prefilled =
+            !matches!(self.phase, Phase::Prefill(_)) || reason == StopReason::Cancelled;
+        let (prompt_s, generate_s) = if prefilled {
+            (self.t_prompt_done - self.t_start, now - self.t_prompt_done)
+        } else {
+            (0.0, 0.0)
+        };
+        self.phase = Phase::Finished;
+        let stats = GenerateStats {
+            n_prompt_eval: self.prompt.len() - self.kept,
+            n_prompt: self.prompt.len(),
+            n_generated: self.tokens.len(),
+            prompt_s,
+            generate_s,
+            stop: reason,
+            tokens: std::mem::take(&mut self.tokens),
+        };
+        (text, stats)
+    }
+}
+
+/// The text `token` completes, carrying an incomplete UTF-8 character over in `partial`
+/// (a `StreamDecoder` whose state lives in the generation between steps).
+fn decode_utf8(tokenizer: &Tokenizer, partial: &mut Vec<u8>, token: u32) -> String {
+    let mut decoder = StreamDecoder::new(tokenizer, false);
+    let mut text = decoder.push_bytes(partial);
+    text.push_str(&decoder.push(token));
+    *partial = decoder.pending().to_vec();
+    text
+}
