@@ -1,3 +1,4 @@
+#![cfg(not(target_arch = "wasm32"))]
 //! The crate's integration tests, one binary (each test binary links the whole dependency
 //! tree, so one binary per crate keeps the suite's build short).
 
