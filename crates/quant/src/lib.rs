@@ -12,6 +12,7 @@
 
 pub mod blocks;
 pub mod dequantize;
+pub mod isa;
 pub mod quantize;
 pub mod vec_dot;
 

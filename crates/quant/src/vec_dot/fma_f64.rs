@@ -64,14 +64,14 @@ pub fn fma_f32(a: f32, b: f32, c: f32) -> f32 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     // On wasm32 (where mul_add is the software fmaf) these run under wasm-bindgen-test.
     #[cfg(target_arch = "wasm32")]
     use wasm_bindgen_test::wasm_bindgen_test as test;
 
     /// splitmix64: enough randomness for these checks without a dev-dependency.
-    fn next(state: &mut u64) -> u64 {
+    pub(crate) fn next(state: &mut u64) -> u64 {
         *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = *state;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
