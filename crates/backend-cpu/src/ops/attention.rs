@@ -13,11 +13,11 @@
 use half::f16;
 
 use super::f16_arith;
+#[cfg(target_arch = "x86_64")]
+use tessera_quant::isa::Avx2;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 use tessera_quant::isa::Simd128;
 use tessera_quant::isa::{self, Scalar, Simd};
-#[cfg(target_arch = "x86_64")]
-use tessera_quant::isa::Avx2;
 
 use crate::kv_cache::LayerKv;
 use crate::parallel::SharedOut;
@@ -224,7 +224,12 @@ fn attend_rows_impl<S: Simd>(
                 // Rows whose keys end before or start after this one (ends of a token block).
                 for (g, r) in rows.iter().enumerate() {
                     if (r.lo..=r.hi).contains(&j) {
-                        mad_rows(s, &mut acc[g * dv..(g + 1) * dv], &v[..dv], &vscale[g..g + 1]);
+                        mad_rows(
+                            s,
+                            &mut acc[g * dv..(g + 1) * dv],
+                            &v[..dv],
+                            &vscale[g..g + 1],
+                        );
                     }
                 }
             }
@@ -520,10 +525,10 @@ pub fn attention(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use f16_arith::tests::widen;
     use tessera_core::backend::KvLayerLayout;
     use tessera_core::graph::{RopeMode, RopeParams};
     use tessera_core::threading::SequentialPool;
-    use f16_arith::tests::widen;
     // In Node, under wasm-bindgen-test (`cargo test --target wasm32-unknown-unknown`).
     #[cfg(target_arch = "wasm32")]
     use wasm_bindgen_test::wasm_bindgen_test as test;

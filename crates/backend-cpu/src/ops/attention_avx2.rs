@@ -8,7 +8,6 @@
 use half::f16;
 use std::arch::x86_64::*;
 
-
 /// Rounds 8 floats to f16 precision (round to nearest even) and back.
 #[inline(always)]
 unsafe fn round_f16(x: __m256) -> __m256 {
@@ -231,7 +230,6 @@ pub unsafe fn mad_f16_steps<const N: usize>(y: [&mut [f32]; N], x: &[f32], v: [f
     }
 }
 
-
 /// `attention::head_plus_leftovers(0.0, k, q)` — the sequential f64 sum of the exact f16
 /// products — computed out of order when that is provably the same value; `None` otherwise
 /// (then the caller runs the sequential loop). `k.len() % 8 == 0`.
@@ -282,7 +280,6 @@ pub unsafe fn dot_f16_exact_f64(k: &[f32], q: &[f32]) -> Option<f32> {
     _mm256_storeu_pd(lanes.as_mut_ptr(), _mm256_add_pd(sum_lo, sum_hi));
     Some(((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) as f32)
 }
-
 
 /// `acc = f16(fma(v, vs, acc))`; `acc.len() % 8 == 0`, `v.len() >= acc.len()`.
 ///

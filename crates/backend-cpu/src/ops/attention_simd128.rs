@@ -293,7 +293,6 @@ pub fn mad_f16_steps<const N: usize>(y: [&mut [f32]; N], x: &[f32], v: [f32; N])
     }
 }
 
-
 /// `attention::head_plus_leftovers(init[b], k[b], q)` for four keys: each key's exact f32
 /// products added to its f64 sum one by one in element order, the same operations in the same
 /// order as the scalar loop (so the same bits, whatever the values), with the four keys' sums
@@ -333,6 +332,7 @@ pub fn head_plus_leftovers_x4(init: [f64; 4], k: [&[f32]; 4], q: &[f32]) -> [f32
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use half::f16;
     use wasm_bindgen_test::wasm_bindgen_test as test;
 
     use crate::ops::test_rng::next;
@@ -340,7 +340,6 @@ pub(crate) mod tests {
     fn same(got: f32, want: f32) -> bool {
         got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan())
     }
-
 
     /// Rounding to f16 against `half` on random f32 bit patterns, on f32 values near every
     /// f16 rounding boundary (midpoints ± 1 ulp), and on the range edges.

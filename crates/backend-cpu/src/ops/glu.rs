@@ -6,13 +6,13 @@
 
 use half::f16;
 use std::sync::OnceLock;
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-use tessera_quant::isa::Simd128;
-use tessera_quant::isa::{self, Scalar, Simd};
 #[cfg(target_arch = "x86_64")]
 use tessera_quant::isa::Avx2;
 #[cfg(all(test, target_arch = "x86_64"))]
 use tessera_quant::isa::Avx512;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+use tessera_quant::isa::Simd128;
+use tessera_quant::isa::{self, Scalar, Simd};
 
 const SQRT_2_OVER_PI: f32 = 0.797_884_6;
 const GELU_COEF_A: f32 = 0.044715;
@@ -64,7 +64,7 @@ fn expf_lanes<S: Simd>(s: S, x: S::F32) -> S::F32 {
     let n = s.sub(z, r);
     let b = s.neg_mul_add(
         n,
-        c(0x35bf_be8e), // 0x1.7f7d1cp-20
+        c(0x35bf_be8e),                      // 0x1.7f7d1cp-20
         s.neg_mul_add(n, c(0x3f31_7200), x), // 0x1.62e4p-1
     );
     let u = s.mul(b, b);
@@ -222,9 +222,7 @@ mod tests {
                 ((bits >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 40.0
             });
         }
-        let u = (0..g.len())
-            .map(|i| (i % 7) as f32 * 0.3 - 0.8)
-            .collect();
+        let u = (0..g.len()).map(|i| (i % 7) as f32 * 0.3 - 0.8).collect();
         (g, u)
     }
 

@@ -12,11 +12,11 @@
 
 pub mod simd;
 
-pub use simd::{Scalar, Simd};
-#[cfg(target_arch = "x86_64")]
-pub use simd::{Avx2, Avx512};
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 pub use simd::Simd128;
+#[cfg(target_arch = "x86_64")]
+pub use simd::{Avx2, Avx512};
+pub use simd::{Scalar, Simd};
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
@@ -154,5 +154,28 @@ pub fn force_level(level: Option<Level>) -> Result<(), Unsupported> {
             OVERRIDE.store(NO_OVERRIDE, Ordering::Relaxed);
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    #[test]
+    fn forcing_scalar_reaches_dispatch_and_foreign_levels_are_refused() {
+        force_level(Some(Level::Scalar)).unwrap();
+        assert_eq!(level(), Level::Scalar);
+        assert_eq!(crate::vec_dot::kernel_isa(), "scalar");
+        force_level(None).unwrap();
+        assert_eq!(level(), detected().level);
+        let foreign = if cfg!(target_arch = "wasm32") {
+            Level::Avx2
+        } else {
+            Level::Simd128
+        };
+        assert_eq!(force_level(Some(foreign)), Err(Unsupported(foreign)));
+        assert_eq!(level(), detected().level);
     }
 }

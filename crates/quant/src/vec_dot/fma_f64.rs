@@ -13,9 +13,9 @@
 //! differently) and non-finite results fall back to `f32::mul_add`.
 //!
 //! This scalar function states the method and carries its proof tests (against `mul_add`,
-//! natively and on wasm); the simd128 kernels run it in f64x2 lanes (`simd128.rs`, `fma4`).
-//! As a scalar replacement for `mul_add` on wasm it does not pay: measured in Node, ~18 ns per
-//! call against ~12 ns for the software `fmaf` (compiler-builtins' `fmaf` already works in f64).
+//! natively and on wasm); the simd128 kernels run it in f64x2 lanes (`simd128/fma.rs`, `fma4`).
+//! As a scalar replacement for `mul_add` on wasm it does not pay: compiler-builtins' software
+//! `fmaf` already works in f64, with less work per call.
 
 /// Smallest positive normal f32 (2^-126) as f64: below it f32 spacing changes.
 pub(crate) const F32_MIN_NORMAL: f64 = f32::MIN_POSITIVE as f64;

@@ -39,10 +39,10 @@ pub use simd128::relaxed_simd_is_exact;
 use crate::blocks::*;
 use crate::isa;
 use bytemuck::Pod;
-use tessera_gguf::GgmlType;
 use half::f16;
 use std::borrow::Cow;
 use std::sync::LazyLock;
+use tessera_gguf::GgmlType;
 
 /// The activation type a weight type is multiplied with, or `None` when there is no kernel.
 pub fn vec_dot_type(weight: GgmlType) -> Option<GgmlType> {

@@ -78,13 +78,43 @@ fn check_against_scalar<S: Simd>(s: S) {
     let one = [a.clone()];
     let two = [a.clone(), b.clone()];
     let three = [a, b, c];
-    check_op(s, "add", &two, |s, v| s.add(v[0], v[1]), |r, x| r.add(x[0], x[1]));
-    check_op(s, "sub", &two, |s, v| s.sub(v[0], v[1]), |r, x| r.sub(x[0], x[1]));
-    check_op(s, "mul", &two, |s, v| s.mul(v[0], v[1]), |r, x| r.mul(x[0], x[1]));
-    check_op(s, "div", &two, |s, v| s.div(v[0], v[1]), |r, x| r.div(x[0], x[1]));
+    check_op(
+        s,
+        "add",
+        &two,
+        |s, v| s.add(v[0], v[1]),
+        |r, x| r.add(x[0], x[1]),
+    );
+    check_op(
+        s,
+        "sub",
+        &two,
+        |s, v| s.sub(v[0], v[1]),
+        |r, x| r.sub(x[0], x[1]),
+    );
+    check_op(
+        s,
+        "mul",
+        &two,
+        |s, v| s.mul(v[0], v[1]),
+        |r, x| r.mul(x[0], x[1]),
+    );
+    check_op(
+        s,
+        "div",
+        &two,
+        |s, v| s.div(v[0], v[1]),
+        |r, x| r.div(x[0], x[1]),
+    );
     check_op(s, "neg", &one, |s, v| s.neg(v[0]), |r, x| r.neg(x[0]));
     check_op(s, "abs", &one, |s, v| s.abs(v[0]), |r, x| r.abs(x[0]));
-    check_op(s, "round_f16", &one, |s, v| s.round_f16(v[0]), |r, x| r.round_f16(x[0]));
+    check_op(
+        s,
+        "round_f16",
+        &one,
+        |s, v| s.round_f16(v[0]),
+        |r, x| r.round_f16(x[0]),
+    );
     check_op(
         s,
         "mul_add",
@@ -129,17 +159,36 @@ fn check_against_scalar<S: Simd>(s: S) {
     for (i, h) in halves.chunks_exact(S::LANES).enumerate() {
         let got = lanes(s, s.load_f16(h));
         for (l, g) in got.iter().enumerate() {
-            assert!(same(*g, h[l].to_f32()), "load_f16 #{}", i * S::LANES + l);
+            // Bit for bit, NaNs included (quieted, payload kept, as `half` widens them).
+            assert_eq!(
+                g.to_bits(),
+                h[l].to_f32().to_bits(),
+                "load_f16 #{}",
+                i * S::LANES + l
+            );
         }
     }
     let near: Vec<f32> = halves
         .iter()
         .flat_map(|h| {
             let b = h.to_f32().to_bits();
-            [b, b.wrapping_add(1), b.wrapping_sub(1), b ^ 0x1000, b | 0xfff].map(f32::from_bits)
+            [
+                b,
+                b.wrapping_add(1),
+                b.wrapping_sub(1),
+                b ^ 0x1000,
+                b | 0xfff,
+            ]
+            .map(f32::from_bits)
         })
         .collect();
-    check_op(s, "round_f16", &[near], |s, v| s.round_f16(v[0]), |r, x| r.round_f16(x[0]));
+    check_op(
+        s,
+        "round_f16",
+        &[near],
+        |s, v| s.round_f16(v[0]),
+        |r, x| r.round_f16(x[0]),
+    );
 }
 
 #[cfg(target_arch = "x86_64")]
