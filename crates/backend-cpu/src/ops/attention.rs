@@ -267,11 +267,13 @@ fn expf(x: f32) -> f32 {
 pub(crate) fn widen<S: Simd>(s: S, src: &[f16], dst: &mut [f32]) {
     let n = src.len().min(dst.len());
     let done = n / S::LANES * S::LANES;
-    for i in (0..done).step_by(S::LANES) {
-        s.store(&mut dst[i..], s.load_f16(&src[i..]));
+    let (src, src_rest) = src[..n].split_at(done);
+    let (dst, dst_rest) = dst[..n].split_at_mut(done);
+    for (d, h) in dst.chunks_exact_mut(S::LANES).zip(src.chunks_exact(S::LANES)) {
+        s.store(d, s.load_f16(h));
     }
-    for i in done..n {
-        dst[i] = Scalar.load_f16(&src[i..]);
+    for (d, h) in dst_rest.iter_mut().zip(src_rest) {
+        *d = h.to_f32();
     }
 }
 
@@ -280,11 +282,13 @@ pub(crate) fn widen<S: Simd>(s: S, src: &[f16], dst: &mut [f32]) {
 fn round_to_f16<S: Simd>(s: S, src: &[f32], dst: &mut [f32]) {
     let n = src.len().min(dst.len());
     let done = n / S::LANES * S::LANES;
-    for i in (0..done).step_by(S::LANES) {
-        s.store(&mut dst[i..], s.round_f16(s.load(&src[i..])));
+    let (src, src_rest) = src[..n].split_at(done);
+    let (dst, dst_rest) = dst[..n].split_at_mut(done);
+    for (d, x) in dst.chunks_exact_mut(S::LANES).zip(src.chunks_exact(S::LANES)) {
+        s.store(d, s.round_f16(s.load(x)));
     }
-    for i in done..n {
-        dst[i] = Scalar.round_f16(src[i]);
+    for (d, &x) in dst_rest.iter_mut().zip(src_rest) {
+        *d = Scalar.round_f16(x);
     }
 }
 
@@ -365,12 +369,13 @@ fn scale_acc<S: Simd>(s: S, acc: &mut [f32], ms: f32) {
 #[inline(always)]
 pub(crate) fn scale_f16<S: Simd>(s: S, y: &mut [f32], m: f32) {
     let done = y.len() / S::LANES * S::LANES;
+    let (y, rest) = y.split_at_mut(done);
     let mv = s.splat(m);
-    for i in (0..done).step_by(S::LANES) {
-        let p = s.mul(s.load(&y[i..]), mv);
-        s.store(&mut y[i..], s.round_f16(p));
+    for c in y.chunks_exact_mut(S::LANES) {
+        let p = s.mul(s.load(c), mv);
+        s.store(c, s.round_f16(p));
     }
-    for a in &mut y[done..] {
+    for a in rest {
         *a = Scalar.round_f16(*a * m);
     }
 }
