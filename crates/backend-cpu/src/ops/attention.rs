@@ -103,7 +103,7 @@ pub fn attend_rows(
 ) {
     match isa::level() {
         #[cfg(target_arch = "x86_64")]
-        level if level.has_avx2() && kv.layout.head_dim_v % 8 == 0 => {
+        level if level.has_avx2() && kv.layout.head_dim_v.is_multiple_of(8) => {
             if let Some(s) = Avx2::new() {
                 // SAFETY: the token proves AVX2/FMA/F16C; head_dim_v % 8 == 0.
                 return unsafe { attend_rows_avx2(s, q, rows, kv, kv_head, scale, softcap, out) };

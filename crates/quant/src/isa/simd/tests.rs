@@ -40,7 +40,7 @@ fn operands(count: usize, seed: u64) -> Vec<f32> {
     let mut state = seed;
     while v.len() < count {
         let bits = next(&mut state);
-        v.push(if bits % 3 == 0 {
+        v.push(if bits.is_multiple_of(3) {
             f32::from_bits(bits as u32)
         } else {
             // Moderate magnitudes, where f16 rounding and FMA are interesting.
