@@ -12,13 +12,14 @@
 
 pub mod blocks;
 pub mod dequantize;
+pub mod isa;
 pub mod quantize;
 pub mod vec_dot;
 
 pub use blocks::*;
 pub use dequantize::*;
-pub use tessera_gguf::GgmlType;
 pub use quantize::*;
+pub use tessera_gguf::GgmlType;
 pub use vec_dot::{vec_dot, vec_dot_type, vec_dot_x4};
 
 /// What went wrong converting between f32 and a ggml type.

@@ -1,35 +1,12 @@
 //! AVX2 + FMA + F16C versions of the attention inner loops, bit-identical to the scalar ones in
-//! `attention.rs` (same operations in the same order; checked by the tests there).
+//! `attention.rs` (same operations in the same order; checked by the tests there). Every
+//! `unsafe fn` here needs AVX2, FMA and F16C: its callers hold a `tessera_quant::isa::Avx2`.
 
 #![cfg(target_arch = "x86_64")]
 
+#[cfg(test)]
 use half::f16;
 use std::arch::x86_64::*;
-
-/// Whether this CPU runs the kernels below (checked once, cached by std).
-pub fn available() -> bool {
-    is_x86_feature_detected!("avx2")
-        && is_x86_feature_detected!("fma")
-        && is_x86_feature_detected!("f16c")
-}
-
-#[inline(always)]
-unsafe fn load_f16x8(p: *const f16) -> __m256 {
-    _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i))
-}
-
-/// `dst = src` widened to f32; `src.len() % 8 == 0`, `dst.len() >= src.len()`.
-///
-/// # Safety
-/// As [`dot_f16_steps_x4`].
-#[target_feature(enable = "avx2,fma,f16c")]
-pub unsafe fn widen(src: &[f16], dst: &mut [f32]) {
-    debug_assert!(src.len() % 8 == 0 && dst.len() >= src.len());
-    for (i, d) in dst[..src.len()].chunks_exact_mut(8).enumerate() {
-        // SAFETY: 8i + 8 <= src.len().
-        _mm256_storeu_ps(d.as_mut_ptr(), load_f16x8(src.as_ptr().add(8 * i)));
-    }
-}
 
 /// Rounds 8 floats to f16 precision (round to nearest even) and back.
 #[inline(always)]
@@ -253,16 +230,6 @@ pub unsafe fn mad_f16_steps<const N: usize>(y: [&mut [f32]; N], x: &[f32], v: [f
     }
 }
 
-/// [`f16_arith::scale_steps`](super::f16_arith::scale_steps): `y = f16(y·f16(v))` (the
-/// product is exact in f32, so one rounding); `y.len() % 8 == 0`.
-///
-/// # Safety
-/// As [`dot_f16_steps_x4`].
-#[target_feature(enable = "avx2,fma,f16c")]
-pub unsafe fn scale_f16_steps(y: &mut [f32], v: f32) {
-    scale_f16(y, round_f16_1(v))
-}
-
 /// `attention::head_plus_leftovers(0.0, k, q)` — the sequential f64 sum of the exact f16
 /// products — computed out of order when that is provably the same value; `None` otherwise
 /// (then the caller runs the sequential loop). `k.len() % 8 == 0`.
@@ -314,19 +281,6 @@ pub unsafe fn dot_f16_exact_f64(k: &[f32], q: &[f32]) -> Option<f32> {
     Some(((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) as f32)
 }
 
-/// `acc = f16(acc * ms)` on values that are already f16-exact; `acc.len() % 8 == 0`.
-///
-/// # Safety
-/// As [`dot_f16_steps_x4`].
-#[target_feature(enable = "avx2,fma,f16c")]
-pub unsafe fn scale_f16(acc: &mut [f32], ms: f32) {
-    let m = _mm256_set1_ps(ms);
-    for c in acc.chunks_exact_mut(8) {
-        let a = _mm256_loadu_ps(c.as_ptr());
-        _mm256_storeu_ps(c.as_mut_ptr(), round_f16(_mm256_mul_ps(a, m)));
-    }
-}
-
 /// `acc = f16(fma(v, vs, acc))`; `acc.len() % 8 == 0`, `v.len() >= acc.len()`.
 ///
 /// # Safety
@@ -361,7 +315,7 @@ mod tests {
 
     #[test]
     fn fma_lanes_equal_the_scalar_emulation() {
-        if !available() {
+        if tessera_quant::isa::Avx2::new().is_none() {
             return;
         }
         let mut rng = Rng(0xdead_beef_1234_5678);
@@ -369,7 +323,7 @@ mod tests {
             let v: [[f32; 8]; 3] =
                 std::array::from_fn(|_| std::array::from_fn(|_| rng.f16().to_f32()));
             let mut got = [0.0f32; 8];
-            // SAFETY: checked `available()`.
+            // SAFETY: checked the CPU runs AVX2/FMA/F16C.
             unsafe {
                 let r = fma_f16x8(
                     _mm256_loadu_ps(v[0].as_ptr()),
@@ -396,7 +350,7 @@ mod tests {
     /// exponent (random bit patterns, NaN and infinities included) and on near-equal pairs.
     #[test]
     fn add_lanes_equal_the_scalar_emulation() {
-        if !available() {
+        if tessera_quant::isa::Avx2::new().is_none() {
             return;
         }
         let mut rng = Rng(0x5eed_0add);
@@ -411,7 +365,7 @@ mod tests {
                 .to_f32(),
             });
             let mut got = [0.0f32; 8];
-            // SAFETY: checked `available()`.
+            // SAFETY: checked the CPU runs AVX2/FMA/F16C.
             unsafe {
                 let r = add_f16x8(_mm256_loadu_ps(a.as_ptr()), _mm256_loadu_ps(b.as_ptr()));
                 _mm256_storeu_ps(got.as_mut_ptr(), r);
@@ -434,7 +388,7 @@ mod tests {
     /// of 2050 and 2052; ties-to-even of that would give 2052, the exact sum rounds to 2050.
     #[test]
     fn an_f32_sum_on_an_f16_midpoint_is_rounded_from_the_exact_sum() {
-        if !available() {
+        if tessera_quant::isa::Avx2::new().is_none() {
             return;
         }
         let (a, b) = (1.0 + 2f32.powi(-10), 1.0 - 2f32.powi(-10));
@@ -446,7 +400,7 @@ mod tests {
         ] {
             assert_eq!(f16_arith::fma_f16(a, b, c), want, "scalar, c = {c}");
             let mut got = [0.0f32; 8];
-            // SAFETY: checked `available()`.
+            // SAFETY: checked the CPU runs AVX2/FMA/F16C.
             unsafe {
                 let r = fma_f16x8(_mm256_set1_ps(a), _mm256_set1_ps(b), _mm256_set1_ps(c));
                 _mm256_storeu_ps(got.as_mut_ptr(), r);
@@ -458,7 +412,7 @@ mod tests {
     /// The midpoint case of the test above inside a dot product (key 2, lane 37 of step 2).
     #[test]
     fn a_dot_with_an_f32_midpoint_takes_the_exact_path() {
-        if !available() {
+        if tessera_quant::isa::Avx2::new().is_none() {
             return;
         }
         let mut keys = vec![vec![0.0f32; 256]; 4];
@@ -466,7 +420,7 @@ mod tests {
         (keys[2][37], q[37]) = (2050.0, 1.0);
         (keys[2][128 + 37], q[128 + 37]) = (1.0 + 2f32.powi(-10), 1.0 - 2f32.powi(-10));
         keys[1][5] = 3.0; // q[5] = 0: the other keys stay at zero
-                          // SAFETY: checked `available()`.
+                          // SAFETY: checked the CPU runs AVX2/FMA/F16C.
         let got = unsafe { dot_f16_steps_x4(std::array::from_fn(|b| &keys[b][..]), &q) };
         assert_eq!(got, [0.0, 0.0, 2050.0, 0.0]);
         assert_eq!(f16_arith::dot_steps(&keys[2], &q), 2050.0);
@@ -474,7 +428,7 @@ mod tests {
 
     #[test]
     fn steps_equal_the_scalar_emulation() {
-        if !available() {
+        if tessera_quant::isa::Avx2::new().is_none() {
             return;
         }
         let mut rng = Rng(42);
@@ -527,7 +481,11 @@ mod tests {
             let (mut a, mut b) = (y0.clone(), y0);
             f16_arith::scale_steps(&mut a, vs);
             // SAFETY: as above.
-            unsafe { scale_f16_steps(&mut b, vs) };
+            crate::ops::attention::scale_f16(
+                tessera_quant::isa::Avx2::new().unwrap(),
+                &mut b,
+                f16_arith::round_f16(vs),
+            );
             assert_eq!(a, b, "scale case {case}");
         }
     }

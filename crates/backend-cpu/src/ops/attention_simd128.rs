@@ -10,123 +10,12 @@
 #![cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 
 use core::arch::wasm32::*;
-use half::f16;
+use tessera_quant::isa::{Simd, Simd128};
 
-/// Rounds 4 floats to the nearest f16 value (ties to even), as `f16::from_f32(x).to_f32()`,
-/// without a branch.
-///
-/// `x` with exponent `e` is rounded to a multiple of its f16 quantum, `2^(e-10)` (f16
-/// subnormals: `2^-24`), by adding and subtracting `c = 1.5 · 2^(min(max(e, -14), 16) + 13)`:
-/// for `|x| < 2^(e+1)` the sum lies in `[2^(e+13), 2^(e+14))`, where the f32 quantum is exactly
-/// that, so the one f32 rounding of the sum is the f16 rounding, ties to even (`c` is an even
-/// multiple of the quantum), and the subtraction is exact (Sterbenz). The sign needs no
-/// separate handling, but for zeros: `-0` and small negatives come out `+0`, so `x`'s sign bit
-/// is put back. Magnitudes from 65520 round to 65536 or more (up from 2^16 the clamped `c`
-/// keeps them there); scaling by 2^112 and back is exact below 2^16 and overflows to infinity
-/// from it. NaN goes through as a NaN; clearing the low 13 mantissa bits (zero in every f16
-/// value) then gives `half`'s NaN (quieted, payload truncated to 10 bits).
-///
-/// Two instructions fewer than rounding `|x|` and selecting infinities with a compare (the
-/// attention kernels' f16 arithmetic is mostly this function: their dot 1.09x, V update
-/// 1.13x faster in Chromium); checked equal to that form on all 2^32 inputs.
+/// [`Simd::round_f16`] of SIMD128 (software rounding: wasm has no f16 instructions).
 #[inline(always)]
 fn round_f16(x: v128) -> v128 {
-    let e = u32x4_min(
-        i32x4_max(
-            v128_and(x, u32x4_splat(0x7f80_0000)),
-            u32x4_splat(f16::MIN_POSITIVE.to_f32().to_bits()),
-        ),
-        u32x4_splat(65536f32.to_bits()),
-    );
-    let c = i32x4_add(e, u32x4_splat((13 << 23) | (1 << 22)));
-    let r = f32x4_sub(f32x4_add(x, c), c);
-    let r = f32x4_mul(
-        f32x4_mul(r, f32x4_splat(2f32.powi(112))),
-        f32x4_splat(2f32.powi(-112)),
-    );
-    v128_and(
-        v128_or(r, v128_and(x, u32x4_splat(0x8000_0000))),
-        u32x4_splat(!0x1fff),
-    )
-}
-
-/// 4 f16 values (bits in the low 64 bits of a load) widened exactly to f32.
-#[inline(always)]
-fn f16x4_to_f32(h: v128) -> v128 {
-    f16_bits_to_f32(u32x4_extend_low_u16x8(h))
-}
-
-/// 4 f16 values, one in the low 16 bits of each 32-bit lane, widened exactly to f32.
-#[inline(always)]
-fn f16_bits_to_f32(w: v128) -> v128 {
-    let sign = i32x4_shl(v128_and(w, u32x4_splat(0x8000)), 16);
-    let m = v128_and(w, u32x4_splat(0x7fff));
-    // Normal and subnormal f16: the bits shifted into place are the value times 2^-112.
-    let finite = f32x4_mul(
-        i32x4_shl(m, 13),
-        f32x4_splat(f32::from_bits((127 + 112) << 23)),
-    );
-    let special = v128_or(i32x4_shl(m, 13), u32x4_splat(0x7f80_0000)); // infinity / NaN
-    let is_special = u32x4_ge(m, u32x4_splat(0x7c00));
-    v128_or(sign, v128_bitselect(special, finite, is_special))
-}
-
-/// `dst = src` rounded to f16 precision over the leading multiple of 4 elements of
-/// `min(src.len(), dst.len())`; returns how many were done.
-pub fn round_to_f16(src: &[f32], dst: &mut [f32]) -> usize {
-    let n = src.len().min(dst.len()) / 4 * 4;
-    for i in (0..n).step_by(4) {
-        // SAFETY: i + 4 <= n <= src.len(), dst.len().
-        unsafe {
-            let x = round_f16(load(src.as_ptr(), i));
-            v128_store(dst.as_mut_ptr().add(i) as *mut v128, x);
-        }
-    }
-    n
-}
-
-/// `acc = f16(acc * ms)` over the leading multiple of 4 elements; returns how many were done.
-pub fn scale_f16(acc: &mut [f32], ms: f32) -> usize {
-    let m = f32x4_splat(ms);
-    let done = acc.len() / 4 * 4;
-    for c in acc[..done].chunks_exact_mut(4) {
-        // SAFETY: `c` holds 4 f32; unaligned loads/stores are allowed.
-        unsafe {
-            let a = v128_load(c.as_ptr() as *const v128);
-            v128_store(c.as_mut_ptr() as *mut v128, round_f16(f32x4_mul(a, m)));
-        }
-    }
-    done
-}
-
-/// `dst = src` widened to f32 over the leading multiple of 4 elements of
-/// `min(src.len(), dst.len())`; returns how many were done.
-pub fn widen(src: &[f16], dst: &mut [f32]) -> usize {
-    let n = src.len().min(dst.len()) / 4 * 4;
-    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
-    let n8 = n / 8 * 8;
-    for i in (0..n8).step_by(8) {
-        // SAFETY: i + 8 <= n <= src.len(), dst.len(); the load reads 16 bytes = 8 f16.
-        unsafe {
-            let h = v128_load(sp.add(i) as *const v128);
-            v128_store(
-                dp.add(i) as *mut v128,
-                f16_bits_to_f32(u32x4_extend_low_u16x8(h)),
-            );
-            v128_store(
-                dp.add(i + 4) as *mut v128,
-                f16_bits_to_f32(u32x4_extend_high_u16x8(h)),
-            );
-        }
-    }
-    if n8 < n {
-        // SAFETY: n8 + 4 = n <= src.len(), dst.len(); the f16 load reads 8 bytes = 4 values.
-        unsafe {
-            let x = f16x4_to_f32(v128_load64_zero(sp.add(n8) as *const u64));
-            v128_store(dp.add(n8) as *mut v128, x);
-        }
-    }
-    n
+    Simd128.round_f16(x)
 }
 
 /// `acc = f16(fma(v, vs, acc))` over the leading multiple of 4 elements of
@@ -404,14 +293,6 @@ pub fn mad_f16_steps<const N: usize>(y: [&mut [f32]; N], x: &[f32], v: [f32; N])
     }
 }
 
-/// [`f16_arith::scale_steps`](super::f16_arith::scale_steps): `y = f16(y·f16(v))` (the
-/// product of two f16 is exact in f32, so one rounding); `y.len() % 4 == 0`.
-pub fn scale_f16_steps(y: &mut [f32], v: f32) {
-    let v = f32x4_extract_lane::<0>(round_f16(f32x4_splat(v)));
-    let done = scale_f16(y, v);
-    debug_assert_eq!(done, y.len());
-}
-
 /// `attention::head_plus_leftovers(init[b], k[b], q)` for four keys: each key's exact f32
 /// products added to its f64 sum one by one in element order, the same operations in the same
 /// order as the scalar loop (so the same bits, whatever the values), with the four keys' sums
@@ -451,38 +332,13 @@ pub fn head_plus_leftovers_x4(init: [f64; 4], k: [&[f32]; 4], q: &[f32]) -> [f32
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use half::f16;
     use wasm_bindgen_test::wasm_bindgen_test as test;
 
-    /// splitmix64 (also the glu_simd128 tests' operands).
-    pub(crate) fn next(state: &mut u64) -> u64 {
-        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = *state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
+    use crate::ops::test_rng::next;
 
     fn same(got: f32, want: f32) -> bool {
         got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan())
-    }
-
-    #[test]
-    fn every_f16_widens_exactly() {
-        for h in (0..=u16::MAX).step_by(4) {
-            let hs = [h, h + 1, h + 2, h + 3];
-            let v = u16x8(hs[0], hs[1], hs[2], hs[3], 0, 0, 0, 0);
-            let got = f16x4_to_f32(v);
-            let got = [
-                f32x4_extract_lane::<0>(got),
-                f32x4_extract_lane::<1>(got),
-                f32x4_extract_lane::<2>(got),
-                f32x4_extract_lane::<3>(got),
-            ];
-            for (g, &b) in got.iter().zip(&hs) {
-                let want = f16::from_bits(b).to_f32();
-                assert!(same(*g, want), "{b:#06x}: {g:e} vs {want:e}");
-            }
-        }
     }
 
     /// Rounding to f16 against `half` on random f32 bit patterns, on f32 values near every
@@ -773,7 +629,7 @@ pub(crate) mod tests {
             }
             let (mut a, mut b) = (ys[0].clone(), ys[0].clone());
             f16_arith::scale_steps(&mut a, factors[0]);
-            scale_f16_steps(&mut b, factors[0]);
+            crate::ops::attention::scale_f16(Simd128, &mut b, f16_arith::round_f16(factors[0]));
             for (g, w) in b.iter().zip(&a) {
                 assert!(
                     same(*g, *w),
@@ -866,12 +722,9 @@ pub(crate) mod tests {
                 _ => f32::from_bits(next(&mut s) as u32 & 0xff7f_ffff),
             };
             let mut vf = vec![f32::NAN; len];
-            assert_eq!(widen(&v, &mut vf), len / 4 * 4);
-            for (w, x) in vf.iter().zip(&v).take(len / 4 * 4) {
+            crate::ops::attention::widen(Simd128, &v, &mut vf);
+            for (w, x) in vf.iter().zip(&v) {
                 assert!(same(*w, x.to_f32()), "widen {x:?}");
-            }
-            for (w, x) in vf.iter_mut().zip(&v).skip(len / 4 * 4) {
-                *w = x.to_f32();
             }
             let (mut a, mut b) = (acc0.clone(), acc0.clone());
             let done = mad_f16(&mut a, &vf, vs);
@@ -881,7 +734,8 @@ pub(crate) mod tests {
                 assert!(same(a[i], b[i]), "mad {i}: {:?} {vs:e} {}", v[i], acc0[i]);
             }
             let (mut a, mut b) = (acc0.clone(), acc0.clone());
-            let done = scale_f16(&mut a, vs);
+            crate::ops::attention::scale_f16(Simd128, &mut a, vs);
+            let done = a.len();
             for x in &mut b[..done] {
                 *x = f16::from_f32(*x * vs).to_f32();
             }

@@ -12,7 +12,9 @@
 //! at 24 bits and then to nearest at 11 (or fewer, subnormal) bits equals one rounding to
 //! nearest. Tested against exact integer arithmetic below.
 
+#[cfg(test)]
 use half::f16;
+use tessera_quant::isa::{Scalar, Simd};
 
 /// Elements per SIMD step of an AVX512-FP16 build (`GGML_F16_STEP`: 4 registers × 32 halves).
 pub const STEP: usize = 128;
@@ -22,7 +24,7 @@ pub const EPR: usize = 32;
 /// Rounds to the nearest f16 (ties to even), returned as f32.
 #[inline(always)]
 pub fn round_f16(x: f32) -> f32 {
-    f16::from_f32(x).to_f32()
+    Scalar.round_f16(x)
 }
 
 /// `round_f16(a*b + c)` with one rounding (`_mm512_fmadd_ph`); a, b, c f16-exact.
@@ -109,7 +111,8 @@ pub fn mad_steps(y: &mut [f32], x: &[f32], v: f32) {
 }
 
 /// `ggml_vec_scale_f16`'s SIMD part: `y = f16(y * f16(v))` (the product of two f16 is exact in
-/// f32, so one rounding).
+/// f32, so one rounding). The tests' reference for `attention::scale_f16`.
+#[cfg(test)]
 pub fn scale_steps(y: &mut [f32], v: f32) {
     debug_assert!(y.len() % STEP == 0);
     let v = round_f16(v);

@@ -1,6 +1,7 @@
 //! CPU kernels, one file per op named after it (`Op::MulWeight` → `mul_weight.rs`), each with
-//! its scalar reference and tests; SIMD variants in `<op>_avx2.rs` / `<op>_simd128.rs`. `glu.rs`
-//! holds both gated activations (`Op::Swiglu`, `Op::Geglu`) and their SIMD files.
+//! its scalar reference and tests; kernels written once are generic over `tessera_quant::isa::Simd`;
+//! per-ISA step kernels that remain are in `<op>_avx2.rs` / `<op>_simd128.rs`. `glu.rs` holds both
+//! gated activations (`Op::Swiglu`, `Op::Geglu`).
 
 pub mod add;
 pub mod attention;
@@ -11,13 +12,22 @@ pub mod attention_simd128;
 pub mod f16_arith;
 pub mod get_rows;
 pub mod glu;
-#[cfg(target_arch = "x86_64")]
-pub mod glu_avx2;
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-pub mod glu_simd128;
 pub mod mul_mat;
 pub mod mul_weight;
 pub mod rms_norm;
 pub mod rope;
 pub mod scale;
 pub mod softcap;
+
+/// Operands for the kernels' tests.
+#[cfg(test)]
+pub(crate) mod test_rng {
+    /// splitmix64: enough randomness for the tests without a dev-dependency.
+    pub(crate) fn next(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}

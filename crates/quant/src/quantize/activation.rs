@@ -110,8 +110,8 @@ pub fn quantize_row_q8_1_portable(src: &[f32], dst: &mut [BlockQ8_1]) {
 /// identical bytes on every platform. For writing model files use `quantize_row_q8_0_ref`.
 pub fn quantize_row_q8_0(src: &[f32], dst: &mut [BlockQ8_0]) {
     #[cfg(target_arch = "x86_64")]
-    if avx2::available() {
-        // SAFETY: AVX2 was detected at run time.
+    if crate::isa::level().has_avx2() {
+        // SAFETY: the CPU runs AVX2 (`isa::level` never exceeds what was detected).
         unsafe { avx2::quantize_row_q8_0(src, dst) };
         return;
     }
@@ -122,8 +122,8 @@ pub fn quantize_row_q8_0(src: &[f32], dst: &mut [BlockQ8_0]) {
 /// identical bytes on every platform. For the reference quantizer use `quantize_row_q8_1_ref`.
 pub fn quantize_row_q8_1(src: &[f32], dst: &mut [BlockQ8_1]) {
     #[cfg(target_arch = "x86_64")]
-    if avx2::available() {
-        // SAFETY: AVX2 was detected at run time.
+    if crate::isa::level().has_avx2() {
+        // SAFETY: the CPU runs AVX2 (`isa::level` never exceeds what was detected).
         unsafe { avx2::quantize_row_q8_1(src, dst) };
         return;
     }
@@ -134,12 +134,6 @@ pub fn quantize_row_q8_1(src: &[f32], dst: &mut [BlockQ8_1]) {
 mod avx2 {
     use super::*;
     use core::arch::x86_64::*;
-
-    pub(super) fn available() -> bool {
-        use std::sync::OnceLock;
-        static AVX2: OnceLock<bool> = OnceLock::new();
-        *AVX2.get_or_init(|| is_x86_feature_detected!("avx2"))
-    }
 
     /// One block: the i32 quants (4 × 8 lanes, element order) and d.
     #[inline(always)]

@@ -13,9 +13,9 @@
 //! differently) and non-finite results fall back to `f32::mul_add`.
 //!
 //! This scalar function states the method and carries its proof tests (against `mul_add`,
-//! natively and on wasm); the simd128 kernels run it in f64x2 lanes (`simd128.rs`, `fma4`).
-//! As a scalar replacement for `mul_add` on wasm it does not pay: measured in Node, ~18 ns per
-//! call against ~12 ns for the software `fmaf` (compiler-builtins' `fmaf` already works in f64).
+//! natively and on wasm); the simd128 kernels run it in f64x2 lanes (`simd128/fma.rs`, `fma4`).
+//! As a scalar replacement for `mul_add` on wasm it does not pay: compiler-builtins' software
+//! `fmaf` already works in f64, with less work per call.
 
 /// Smallest positive normal f32 (2^-126) as f64: below it f32 spacing changes.
 pub(crate) const F32_MIN_NORMAL: f64 = f32::MIN_POSITIVE as f64;
@@ -64,14 +64,14 @@ pub fn fma_f32(a: f32, b: f32, c: f32) -> f32 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     // On wasm32 (where mul_add is the software fmaf) these run under wasm-bindgen-test.
     #[cfg(target_arch = "wasm32")]
     use wasm_bindgen_test::wasm_bindgen_test as test;
 
     /// splitmix64: enough randomness for these checks without a dev-dependency.
-    fn next(state: &mut u64) -> u64 {
+    pub(crate) fn next(state: &mut u64) -> u64 {
         *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = *state;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

@@ -6,8 +6,9 @@
 //! Every quantized kernel computes exactly what ggml's x86 AVX2 kernel computes, bit for bit, on
 //! every platform: [`ggml_order`] defines that arithmetic in portable code (and is the kernel
 //! used where no SIMD kernel exists); each ISA's file (`avx2.rs`, `simd128.rs`; NEON slots in
-//! beside them) must reproduce it bit for bit. AVX2 is chosen once at run time by CPU feature
-//! detection, wasm SIMD128 at compile time (`target_feature = "simd128"`). [`scalar`] holds the plain mathematical references (integer dot products, one
+//! beside them) must reproduce it bit for bit. The kernels are chosen by
+//! [`crate::isa::level`]: AVX2 by run-time CPU feature detection (also on AVX-512 CPUs), wasm
+//! SIMD128 at compile time (`target_feature = "simd128"`). [`scalar`] holds the plain mathematical references (integer dot products, one
 //! float multiply-add per block) used to check the layouts.
 //!
 //! [`vec_dot_x4`] multiplies one weight row with four activation rows while reading the weights
@@ -36,11 +37,12 @@ pub use simd128::fma_f32x4;
 pub use simd128::relaxed_simd_is_exact;
 
 use crate::blocks::*;
+use crate::isa;
 use bytemuck::Pod;
-use tessera_gguf::GgmlType;
 use half::f16;
 use std::borrow::Cow;
 use std::sync::LazyLock;
+use tessera_gguf::GgmlType;
 
 /// The activation type a weight type is multiplied with, or `None` when there is no kernel.
 pub fn vec_dot_type(weight: GgmlType) -> Option<GgmlType> {
@@ -58,7 +60,7 @@ pub fn vec_dot_type(weight: GgmlType) -> Option<GgmlType> {
 /// Dot product of a `weight`-typed row of `n` elements with an activation row of
 /// `vec_dot_type(weight)`. Returns NaN for a weight type without a kernel (see [`vec_dot_type`]).
 pub fn vec_dot(weight: GgmlType, n: usize, w_row: &[u8], act_row: &[u8]) -> f32 {
-    match KERNELS.get(weight) {
+    match kernels().get(weight) {
         Some(k) => (k.single)(n, w_row, act_row),
         None => {
             debug_assert!(false, "no vec_dot kernel for {weight}");
@@ -70,7 +72,7 @@ pub fn vec_dot(weight: GgmlType, n: usize, w_row: &[u8], act_row: &[u8]) -> f32 
 /// One weight row against four activation rows; element i is bit-identical to
 /// `vec_dot(weight, n, w_row, acts[i])`.
 pub fn vec_dot_x4(weight: GgmlType, n: usize, w_row: &[u8], acts: [&[u8]; 4]) -> [f32; 4] {
-    match KERNELS.get(weight) {
+    match kernels().get(weight) {
         Some(k) => (k.x4)(n, w_row, acts),
         None => {
             debug_assert!(false, "no vec_dot kernel for {weight}");
@@ -82,7 +84,7 @@ pub fn vec_dot_x4(weight: GgmlType, n: usize, w_row: &[u8], acts: [&[u8]; 4]) ->
 /// The instruction set the dispatched kernels use ("avx2", "simd128" or "scalar"), for logs
 /// and benches.
 pub fn kernel_isa() -> &'static str {
-    KERNELS.isa
+    kernels().isa
 }
 
 /// Views row bytes as blocks. GGUF data and the engine's buffers are aligned; a misaligned slice
@@ -140,7 +142,7 @@ pub fn gemm(
     out: &mut [f32],
 ) {
     assert!(out.len() >= n_rows * n_acts, "gemm: output too small");
-    match KERNELS.get(weight) {
+    match kernels().get(weight) {
         // One token (decode) streams the weights once, in order (which the hardware prefetcher
         // follows best): four rows at a time where a kernel exists, else row by row.
         Some(k) if n_acts == 1 && !k.gemm_serves_decode => match k.rows4 {
@@ -267,10 +269,6 @@ macro_rules! looped {
     };
 }
 
-#[cfg_attr(
-    all(target_arch = "wasm32", target_feature = "simd128"),
-    allow(dead_code)
-)]
 fn scalar_table() -> KernelTable {
     KernelTable {
         isa: "scalar",
@@ -291,8 +289,8 @@ fn scalar_table() -> KernelTable {
 
 #[cfg(target_arch = "x86_64")]
 fn avx2_table() -> KernelTable {
-    // SAFETY (every `unsafe` below): this table is only built after `is_x86_feature_detected!`
-    // confirmed AVX2, FMA and F16C, which is all the avx2 kernels require.
+    // SAFETY (every `unsafe` below): [`kernels`] only returns this table when `isa::level()`
+    // has AVX2, FMA and F16C, which is all the avx2 kernels require.
     macro_rules! simd {
         ($single:ident, $x4:ident, $gemm:ident, $W:ty, $A:ty) => {
             Kernel {
@@ -541,23 +539,19 @@ fn simd128_table() -> KernelTable {
     }
 }
 
-/// Chosen once, on first use.
-static KERNELS: LazyLock<KernelTable> = LazyLock::new(|| {
+/// The table for [`isa::level`] (each built on first use): the level is read at every call, so
+/// [`isa::force_level`] takes effect at once.
+fn kernels() -> &'static KernelTable {
+    static SCALAR: LazyLock<KernelTable> = LazyLock::new(scalar_table);
     #[cfg(target_arch = "x86_64")]
-    {
-        if is_x86_feature_detected!("avx2")
-            && is_x86_feature_detected!("fma")
-            && is_x86_feature_detected!("f16c")
-        {
-            return avx2_table();
-        }
-    }
+    static AVX2: LazyLock<KernelTable> = LazyLock::new(avx2_table);
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    {
-        simd128_table()
+    static SIMD128: LazyLock<KernelTable> = LazyLock::new(simd128_table);
+    match isa::level() {
+        #[cfg(target_arch = "x86_64")]
+        l if l.has_avx2() => &AVX2,
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        isa::Level::Simd128 => &SIMD128,
+        _ => &SCALAR,
     }
-    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
-    {
-        scalar_table()
-    }
-});
+}

@@ -4,7 +4,7 @@
 //! (exact, however they are formed) and the same float operations in the same order.
 //!
 //! What they save over four single-row calls, where most of the time went:
-//! - The f16 scales become f32 four at a time in SIMD lanes ([`f16_bits_to_f32`]), not one
+//! - The f16 scales become f32 four at a time in SIMD lanes (`isa::Simd128::f16_bits_to_f32`), not one
 //!   by one in `half`'s branchy software conversion (up to four per block before).
 //! - What the outputs share is prepared once: a gemv's activation row (bytes, scales and, for
 //!   Q8_0, its widening to i16) once for all weight rows; a gemm's four activation rows once
@@ -18,24 +18,7 @@
 //!   once (even and odd bytes apart, so that two pair sums add up to ggml's lanes).
 
 use super::*;
-
-/// Four f16 values, the low 16 bits of each u32 lane, widened exactly to f32, as
-/// `half::f16::to_f32` does (NaNs quieted, payload kept).
-#[inline(always)]
-pub(super) fn f16_bits_to_f32(h: v128) -> v128 {
-    let m = v128_and(h, u32x4_splat(0x7fff));
-    let shifted = i32x4_shl(m, 13);
-    // Normal and subnormal f16: the bits shifted into place are the value times 2^-112, and
-    // the scaling by a power of two is exact (wasm keeps f32 subnormals). Infinities and NaNs
-    // (exponent 31) come out as 65536 or more, above every finite f16 (65504), which is how
-    // they are told apart without integer compares (two instructions each on x86).
-    let finite = f32x4_mul(shifted, f32x4_splat(f32::from_bits((127 + 112) << 23)));
-    let two16 = f32x4_splat(65536.0);
-    let quiet = v128_and(f32x4_gt(finite, two16), u32x4_splat(0x0040_0000));
-    let special = v128_or(v128_or(shifted, u32x4_splat(0x7f80_0000)), quiet);
-    let value = v128_bitselect(special, finite, f32x4_ge(finite, two16));
-    v128_or(i32x4_shl(v128_and(h, u32x4_splat(0x8000)), 16), value)
-}
+use crate::isa::Simd128;
 
 /// Lane `L` of `v` in all four lanes.
 #[inline(always)]
@@ -63,18 +46,18 @@ fn scale_bits4<B: ScaleBits>(b: [&B; 4]) -> v128 {
 /// The `d` (low) halves of [`ScaleBits`] lanes as f32.
 #[inline(always)]
 fn low_scales(bits: v128) -> v128 {
-    f16_bits_to_f32(v128_and(bits, u32x4_splat(0xffff)))
+    Simd128.f16_bits_to_f32(v128_and(bits, u32x4_splat(0xffff)))
 }
 
 /// The `m` / `s` (high) halves of [`ScaleBits`] lanes as f32.
 #[inline(always)]
 fn high_scales(bits: v128) -> v128 {
-    f16_bits_to_f32(u32x4_shr(bits, 16))
+    Simd128.f16_bits_to_f32(u32x4_shr(bits, 16))
 }
 
 /// [`low_scales`] and [`high_scales`] of the same lanes. Where no half is infinite or NaN
 /// (exponent 31: no real block's scale), each half's exponent and mantissa shifted into an f32's
-/// place and scaled by 2^112 is its value, subnormals included (as in [`f16_bits_to_f32`]), and
+/// place and scaled by 2^112 is its value, subnormals included (as in `isa::Simd128::f16_bits_to_f32`), and
 /// the sign goes on top: 11 instructions for both halves, against twice that (and more
 /// constants, which V8 rebuilds in the loop) for the two general conversions.
 #[inline(always)]
@@ -523,17 +506,6 @@ mod tests {
                 let want = |x: u32| f16::from_bits(x as u16).to_f32().to_bits();
                 assert_eq!(low[k].to_bits(), want(b & 0xffff), "{b:#010x} low");
                 assert_eq!(high[k].to_bits(), want(b >> 16), "{b:#010x} high");
-            }
-        }
-    }
-
-    #[test]
-    fn every_f16_widens_like_half() {
-        for h in (0..=u16::MAX as u32).step_by(4) {
-            let got = f32x4_to_array(f16_bits_to_f32(u32x4(h, h + 1, h + 2, h + 3)));
-            for (k, g) in got.iter().enumerate() {
-                let want = f16::from_bits((h + k as u32) as u16).to_f32();
-                assert_eq!(g.to_bits(), want.to_bits(), "{:#06x}", h + k as u32);
             }
         }
     }

@@ -1,0 +1,93 @@
+//! [`Simd`] with one lane: plain Rust, the reference the other implementations match.
+
+use super::Simd;
+use crate::isa::Level;
+use half::f16;
+
+/// The portable implementation; runs everywhere.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Scalar;
+
+impl Simd for Scalar {
+    const LANES: usize = 1;
+    const LEVEL: Level = Level::Scalar;
+    type F32 = f32;
+    type Mask = bool;
+
+    #[inline(always)]
+    fn splat(self, x: f32) -> f32 {
+        x
+    }
+    #[inline(always)]
+    fn load(self, src: &[f32]) -> f32 {
+        src[0]
+    }
+    #[inline(always)]
+    fn store(self, dst: &mut [f32], v: f32) {
+        dst[0] = v;
+    }
+    #[inline(always)]
+    fn load_f16(self, src: &[f16]) -> f32 {
+        src[0].to_f32()
+    }
+    #[inline(always)]
+    fn add(self, a: f32, b: f32) -> f32 {
+        a + b
+    }
+    #[inline(always)]
+    fn sub(self, a: f32, b: f32) -> f32 {
+        a - b
+    }
+    #[inline(always)]
+    fn mul(self, a: f32, b: f32) -> f32 {
+        a * b
+    }
+    #[inline(always)]
+    fn div(self, a: f32, b: f32) -> f32 {
+        a / b
+    }
+    #[inline(always)]
+    fn neg(self, a: f32) -> f32 {
+        -a
+    }
+    #[inline(always)]
+    fn abs(self, a: f32) -> f32 {
+        a.abs()
+    }
+    #[inline(always)]
+    fn mul_add(self, a: f32, b: f32, c: f32) -> f32 {
+        a.mul_add(b, c)
+    }
+    #[inline(always)]
+    fn neg_mul_add(self, a: f32, b: f32, c: f32) -> f32 {
+        (-a).mul_add(b, c)
+    }
+    #[inline(always)]
+    fn gt(self, a: f32, b: f32) -> bool {
+        a > b
+    }
+    #[inline(always)]
+    fn le(self, a: f32, b: f32) -> bool {
+        a <= b
+    }
+    #[inline(always)]
+    fn select(self, mask: bool, if_true: f32, if_false: f32) -> f32 {
+        if mask {
+            if_true
+        } else {
+            if_false
+        }
+    }
+    #[inline(always)]
+    fn scale_by_pow2(self, j: f32, n: f32) -> f32 {
+        let n = n as i32;
+        let half = n / 2;
+        let p1 = f32::from_bits((half.wrapping_add(127) as u32) << 23);
+        let p2 = f32::from_bits((n.wrapping_sub(half).wrapping_add(127) as u32) << 23);
+        (j * p1) * p2
+    }
+    #[inline(always)]
+    fn round_f16(self, x: f32) -> f32 {
+        f16::from_f32(x).to_f32()
+    }
+}

@@ -1,0 +1,147 @@
+//! [`Simd`] on 4 lanes of wasm SIMD128, with software f16 conversion and rounding (wasm has no
+//! f16 instructions) and the exact fused multiply-add of `vec_dot::fma_f32x4` (plain SIMD128
+//! has no FMA instruction; the relaxed-SIMD build uses its fused `relaxed_madd`).
+
+use super::Simd;
+use crate::isa::Level;
+use crate::vec_dot::fma_f32x4;
+use core::arch::wasm32::*;
+use half::f16;
+
+/// SIMD128 is enabled at compile time, so the token always exists in this build.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Simd128;
+
+impl Simd128 {
+    /// Four f16 values, the low 16 bits of each u32 lane, widened exactly to f32, as
+    /// `half::f16::to_f32` does (NaNs quieted, payload kept).
+    #[inline(always)]
+    pub fn f16_bits_to_f32(self, h: v128) -> v128 {
+        let m = v128_and(h, u32x4_splat(0x7fff));
+        let shifted = i32x4_shl(m, 13);
+        // Normal and subnormal f16: the bits shifted into place are the value times 2^-112, and
+        // the scaling by a power of two is exact (wasm keeps f32 subnormals). Infinities and NaNs
+        // (exponent 31) come out as 65536 or more, above every finite f16 (65504), which is how
+        // they are told apart without integer compares (two instructions each on x86).
+        let finite = f32x4_mul(shifted, f32x4_splat(f32::from_bits((127 + 112) << 23)));
+        let two16 = f32x4_splat(65536.0);
+        let quiet = v128_and(f32x4_gt(finite, two16), u32x4_splat(0x0040_0000));
+        let special = v128_or(v128_or(shifted, u32x4_splat(0x7f80_0000)), quiet);
+        let value = v128_bitselect(special, finite, f32x4_ge(finite, two16));
+        v128_or(i32x4_shl(v128_and(h, u32x4_splat(0x8000)), 16), value)
+    }
+}
+
+impl Simd for Simd128 {
+    const LANES: usize = 4;
+    const LEVEL: Level = Level::Simd128;
+    type F32 = v128;
+    type Mask = v128;
+
+    #[inline(always)]
+    fn splat(self, x: f32) -> v128 {
+        f32x4_splat(x)
+    }
+    #[inline(always)]
+    fn load(self, src: &[f32]) -> v128 {
+        // SAFETY: the slice holds 4 f32; unaligned loads are allowed.
+        unsafe { v128_load(src[..4].as_ptr() as *const v128) }
+    }
+    #[inline(always)]
+    fn store(self, dst: &mut [f32], v: v128) {
+        // SAFETY: the slice holds 4 f32; unaligned stores are allowed.
+        unsafe { v128_store(dst[..4].as_mut_ptr() as *mut v128, v) }
+    }
+    #[inline(always)]
+    fn load_f16(self, src: &[f16]) -> v128 {
+        // SAFETY: the slice holds 4 f16 = 8 bytes; unaligned loads are allowed.
+        let h = unsafe { v128_load64_zero(src[..4].as_ptr() as *const u64) };
+        self.f16_bits_to_f32(u32x4_extend_low_u16x8(h))
+    }
+    #[inline(always)]
+    fn add(self, a: v128, b: v128) -> v128 {
+        f32x4_add(a, b)
+    }
+    #[inline(always)]
+    fn sub(self, a: v128, b: v128) -> v128 {
+        f32x4_sub(a, b)
+    }
+    #[inline(always)]
+    fn mul(self, a: v128, b: v128) -> v128 {
+        f32x4_mul(a, b)
+    }
+    #[inline(always)]
+    fn div(self, a: v128, b: v128) -> v128 {
+        f32x4_div(a, b)
+    }
+    #[inline(always)]
+    fn neg(self, a: v128) -> v128 {
+        f32x4_neg(a)
+    }
+    #[inline(always)]
+    fn abs(self, a: v128) -> v128 {
+        f32x4_abs(a)
+    }
+    #[inline(always)]
+    fn mul_add(self, a: v128, b: v128, c: v128) -> v128 {
+        fma_f32x4(a, b, c)
+    }
+    #[inline(always)]
+    fn neg_mul_add(self, a: v128, b: v128, c: v128) -> v128 {
+        fma_f32x4(f32x4_neg(a), b, c)
+    }
+    #[inline(always)]
+    fn gt(self, a: v128, b: v128) -> v128 {
+        f32x4_gt(a, b)
+    }
+    #[inline(always)]
+    fn le(self, a: v128, b: v128) -> v128 {
+        f32x4_le(a, b)
+    }
+    #[inline(always)]
+    fn select(self, mask: v128, if_true: v128, if_false: v128) -> v128 {
+        v128_bitselect(if_true, if_false, mask)
+    }
+    #[inline(always)]
+    fn scale_by_pow2(self, j: v128, n: v128) -> v128 {
+        // `as` saturates like trunc_sat; `n / 2` truncates towards zero, so add the sign bit
+        // before the arithmetic shift.
+        let ni = i32x4_trunc_sat_f32x4(n);
+        let half = i32x4_shr(i32x4_add(ni, u32x4_shr(ni, 31)), 1);
+        let bias = i32x4_splat(127);
+        let p1 = i32x4_shl(i32x4_add(half, bias), 23);
+        let p2 = i32x4_shl(i32x4_add(i32x4_sub(ni, half), bias), 23);
+        f32x4_mul(f32x4_mul(j, p1), p2)
+    }
+    /// Without a branch: `x` with exponent `e` is rounded to a multiple of its f16 quantum,
+    /// `2^(e-10)` (f16 subnormals: `2^-24`), by adding and subtracting
+    /// `c = 1.5 · 2^(min(max(e, -14), 16) + 13)`: for `|x| < 2^(e+1)` the sum lies in
+    /// `[2^(e+13), 2^(e+14))`, where the f32 quantum is exactly that, so the one f32 rounding of
+    /// the sum is the f16 rounding, ties to even (`c` is an even multiple of the quantum), and
+    /// the subtraction is exact (Sterbenz). The sign needs no separate handling, but for zeros:
+    /// `-0` and small negatives come out `+0`, so `x`'s sign bit is put back. Magnitudes from
+    /// 65520 round to 65536 or more (up from 2^16 the clamped `c` keeps them there); scaling by
+    /// 2^112 and back is exact below 2^16 and overflows to infinity from it. NaN goes through as
+    /// a NaN; clearing the low 13 mantissa bits (zero in every f16 value) then gives `half`'s
+    /// NaN (quieted, payload truncated to 10 bits). Checked against `half` on all 2^32 inputs.
+    #[inline(always)]
+    fn round_f16(self, x: v128) -> v128 {
+        let e = u32x4_min(
+            i32x4_max(
+                v128_and(x, u32x4_splat(0x7f80_0000)),
+                u32x4_splat(f16::MIN_POSITIVE.to_f32().to_bits()),
+            ),
+            u32x4_splat(65536f32.to_bits()),
+        );
+        let c = i32x4_add(e, u32x4_splat((13 << 23) | (1 << 22)));
+        let r = f32x4_sub(f32x4_add(x, c), c);
+        let r = f32x4_mul(
+            f32x4_mul(r, f32x4_splat(2f32.powi(112))),
+            f32x4_splat(2f32.powi(-112)),
+        );
+        v128_and(
+            v128_or(r, v128_and(x, u32x4_splat(0x8000_0000))),
+            u32x4_splat(!0x1fff),
+        )
+    }
+}

@@ -1,0 +1,216 @@
+//! Every [`Simd`] implementation this CPU runs against [`Scalar`], lane by lane, bit for bit.
+
+use super::*;
+use crate::vec_dot::fma_f64::tests::next;
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+
+/// The lanes of `v`.
+fn lanes<S: Simd>(s: S, v: S::F32) -> Vec<f32> {
+    let mut out = vec![0.0; S::LANES];
+    s.store(&mut out, v);
+    out
+}
+
+fn same(a: f32, b: f32) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}
+
+/// Operands: special values, values around f16's rounding points and range, random bits.
+fn operands(count: usize, seed: u64) -> Vec<f32> {
+    let mut v = vec![
+        0.0,
+        -0.0,
+        1.0,
+        -1.5,
+        f32::MIN_POSITIVE,
+        -1.0e-40,
+        65504.0,
+        65519.99,
+        65520.0,
+        -65536.0,
+        5.960_464_5e-8,
+        2.980_232_2e-8,
+        f32::MAX,
+        f32::MIN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+    ];
+    let mut state = seed;
+    while v.len() < count {
+        let bits = next(&mut state);
+        v.push(if bits.is_multiple_of(3) {
+            f32::from_bits(bits as u32)
+        } else {
+            // Moderate magnitudes, where f16 rounding and FMA are interesting.
+            ((bits >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 2f32.powi((bits % 40) as i32 - 20)
+        });
+    }
+    v
+}
+
+/// Runs `op` on `S` and `reference` on [`Scalar`] over `LANES`-long chunks of the operand
+/// columns `args`, and compares lane by lane.
+fn check_op<S: Simd>(
+    s: S,
+    name: &str,
+    args: &[Vec<f32>],
+    op: impl Fn(S, &[S::F32]) -> S::F32,
+    reference: impl Fn(Scalar, &[f32]) -> f32,
+) {
+    let n = args[0].len() / S::LANES * S::LANES;
+    for i in (0..n).step_by(S::LANES) {
+        let vs: Vec<S::F32> = args.iter().map(|a| s.load(&a[i..])).collect();
+        let got = lanes(s, op(s, &vs));
+        for (l, g) in got.iter().enumerate() {
+            let xs: Vec<f32> = args.iter().map(|a| a[i + l]).collect();
+            let want = reference(Scalar, &xs);
+            assert!(same(*g, want), "{name}{xs:?}: {want:e}, got {g:e}");
+        }
+    }
+}
+
+/// Every primitive of `s` equals [`Scalar`]'s.
+fn check_against_scalar<S: Simd>(s: S) {
+    let n = 4096;
+    let (a, b, c) = (operands(n, 1), operands(n, 2), operands(n, 3));
+    let one = [a.clone()];
+    let two = [a.clone(), b.clone()];
+    let three = [a, b, c];
+    check_op(
+        s,
+        "add",
+        &two,
+        |s, v| s.add(v[0], v[1]),
+        |r, x| r.add(x[0], x[1]),
+    );
+    check_op(
+        s,
+        "sub",
+        &two,
+        |s, v| s.sub(v[0], v[1]),
+        |r, x| r.sub(x[0], x[1]),
+    );
+    check_op(
+        s,
+        "mul",
+        &two,
+        |s, v| s.mul(v[0], v[1]),
+        |r, x| r.mul(x[0], x[1]),
+    );
+    check_op(
+        s,
+        "div",
+        &two,
+        |s, v| s.div(v[0], v[1]),
+        |r, x| r.div(x[0], x[1]),
+    );
+    check_op(s, "neg", &one, |s, v| s.neg(v[0]), |r, x| r.neg(x[0]));
+    check_op(s, "abs", &one, |s, v| s.abs(v[0]), |r, x| r.abs(x[0]));
+    check_op(
+        s,
+        "round_f16",
+        &one,
+        |s, v| s.round_f16(v[0]),
+        |r, x| r.round_f16(x[0]),
+    );
+    check_op(
+        s,
+        "mul_add",
+        &three,
+        |s, v| s.mul_add(v[0], v[1], v[2]),
+        |r, x| r.mul_add(x[0], x[1], x[2]),
+    );
+    check_op(
+        s,
+        "neg_mul_add",
+        &three,
+        |s, v| s.neg_mul_add(v[0], v[1], v[2]),
+        |r, x| r.neg_mul_add(x[0], x[1], x[2]),
+    );
+    // Comparisons through select, with distinguishable branches.
+    check_op(
+        s,
+        "select(gt)",
+        &three,
+        |s, v| s.select(s.gt(v[0], v[1]), v[2], s.splat(7.0)),
+        |r, x| r.select(r.gt(x[0], x[1]), x[2], 7.0),
+    );
+    check_op(
+        s,
+        "select(le)",
+        &three,
+        |s, v| s.select(s.le(v[0], v[1]), v[2], s.splat(7.0)),
+        |r, x| r.select(r.le(x[0], x[1]), x[2], 7.0),
+    );
+    // scale_by_pow2 over its whole domain, with factors that make subnormal results.
+    let ns: Vec<f32> = (-192..=192).flat_map(|n| [n as f32; 8]).collect();
+    let js: Vec<f32> = (0..ns.len()).map(|i| 0.7 + (i % 8) as f32 * 0.1).collect();
+    check_op(
+        s,
+        "scale_by_pow2",
+        &[js, ns],
+        |s, v| s.scale_by_pow2(v[0], v[1]),
+        |r, x| r.scale_by_pow2(x[0], x[1]),
+    );
+    // Every f16 widens exactly, and f32s on and next to every f16 round like `half`.
+    let halves: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
+    for (i, h) in halves.chunks_exact(S::LANES).enumerate() {
+        let got = lanes(s, s.load_f16(h));
+        for (l, g) in got.iter().enumerate() {
+            // Bit for bit, NaNs included (quieted, payload kept, as `half` widens them).
+            assert_eq!(
+                g.to_bits(),
+                h[l].to_f32().to_bits(),
+                "load_f16 #{}",
+                i * S::LANES + l
+            );
+        }
+    }
+    let near: Vec<f32> = halves
+        .iter()
+        .flat_map(|h| {
+            let b = h.to_f32().to_bits();
+            [
+                b,
+                b.wrapping_add(1),
+                b.wrapping_sub(1),
+                b ^ 0x1000,
+                b | 0xfff,
+            ]
+            .map(f32::from_bits)
+        })
+        .collect();
+    check_op(
+        s,
+        "round_f16",
+        &[near],
+        |s, v| s.round_f16(v[0]),
+        |r, x| r.round_f16(x[0]),
+    );
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn avx2_matches_scalar() {
+    match Avx2::new() {
+        Some(s) => check_against_scalar(s),
+        None => eprintln!("no AVX2 + FMA + F16C here: nothing to check"),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn avx512_matches_scalar() {
+    match Avx512::new() {
+        Some(s) => check_against_scalar(s),
+        None => eprintln!("no AVX-512 here: nothing to check"),
+    }
+}
+
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[test]
+fn simd128_matches_scalar() {
+    check_against_scalar(Simd128);
+}
