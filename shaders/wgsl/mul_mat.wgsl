@@ -95,8 +95,7 @@ fn main(
 #else
 // CPU adapters: the code is written out with constant indices because SwiftShader does not
 // unroll loops: a private array indexed by a loop counter stays in memory there, every access
-// a per-lane gather (a looped 8 × 8 batch version ran 2.7× slower on SwiftShader and on
-// lavapipe for SmolLM2's 64-token FFN matmul). Every variant sums each output in the same
+// a per-lane gather. Every variant sums each output in the same
 // order: per 32-element chunk a vec4 fma chain and its pairwise horizontal sum, chunk by chunk.
 
 // Chunk c of weight row `row` (clamped to the binding: rows past it are computed, not stored).

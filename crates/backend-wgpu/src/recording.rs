@@ -90,7 +90,6 @@ impl Recording {
         // CPU adapters read the activations of decode matmuls from a uniform buffer where it
         // fits one (`mul_mat::record`): lavapipe (Mesa 22) loads a storage buffer lane by lane,
         // a scalar loop with a bounds check per lane, a uniform buffer with one gather.
-        // SmolLM2's decode Q4_1 matmul, TESSERA_WGPU_PROFILE: 5.5 → 4.4 ms (2.7 with W_ALIGNED).
         let acts_uniform = (gpu.is_cpu()
             && t == 1
             && act_len % 4 == 0

@@ -278,10 +278,9 @@ macro_rules! gemm_kernel {
 /// * one or two activations take tiles of 4 weight rows, so 4 or 8 independent FMA chains hide
 ///   the FMA latency; more take tiles of 1 row × up to 8 activations.
 ///
-/// Used for Q8_0 (Gemma's 262144-row output matrix): there it measured 10-30% less CPU than
-/// [`gemm_kernel`] for 2..16 tokens (`benches/gemm_small_batch_cpu_time.rs`). For Q5_0 and Q4_1,
-/// whose weight unpacking costs more than Q8_0's, it measured slower on the same machine, so
-/// those keep `gemm_kernel`.
+/// Used for Q8_0 (Gemma's 262144-row output matrix), where it costs less CPU than
+/// [`gemm_kernel`] for 2..16 tokens (`benches/gemm_small_batch_cpu_time.rs`). Q5_0 and Q4_1,
+/// whose weight unpacking costs more than Q8_0's, keep `gemm_kernel`: this tile is slower for them.
 macro_rules! gemm_legacy {
     ($name:ident, $W:ty, $A:ty, $prep:ident, $scales:ident) => {
         /// # Safety
