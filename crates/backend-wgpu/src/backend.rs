@@ -214,6 +214,10 @@ impl Backend for WgpuBackend {
 
     /// The engine's sampling chain on the GPU (`sample_chain.wgsl`): only (status, token)
     /// is read back. A step with more logit edits than the spec holds is left to the CPU.
+    fn picks_on_device(&self) -> bool {
+        true
+    }
+
     fn compute_sampled(
         &mut self,
         graph: &Graph,

@@ -110,6 +110,13 @@ pub trait Backend: Send {
         Ok(Poll::Ready(()))
     }
 
+    /// Whether [`Backend::compute_greedy`] and [`Backend::compute_sampled`] pick tokens on the
+    /// device, so that only token ids are read back. When not (this default), callers that
+    /// need the logits anyway (the sampler checks them for NaNs) should read the logits back.
+    fn picks_on_device(&self) -> bool {
+        false
+    }
+
     /// Like [`Backend::compute`] for a graph whose output rows are logits, but samples the
     /// last output row with `step` on the device and gives only the token (or the sampling
     /// error: every logit masked, a NaN logit). `Ready(None)` (this default) means the backend

@@ -91,6 +91,11 @@ impl Context {
         self.n_batch
     }
 
+    /// Whether the backend picks tokens on its device ([`Backend::picks_on_device`]).
+    pub fn picks_on_device(&self) -> bool {
+        self.backend.picks_on_device()
+    }
+
     /// Appends `tokens` at the current position, `n_batch` at a time. Afterwards
     /// [`Context::logits`] holds the last token's logits and, when `all_logits`,
     /// [`Context::all_logits`] every token's.

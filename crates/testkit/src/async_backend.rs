@@ -49,6 +49,10 @@ impl Backend for AsyncCpuBackend {
     fn init_kv(&mut self, layout: &KvLayout) -> Result<(), EngineError> {
         self.inner.init_kv(layout)
     }
+    /// Stands in for a GPU backend, which picks tokens on its device.
+    fn picks_on_device(&self) -> bool {
+        true
+    }
     fn compute(
         &mut self,
         graph: &Graph,

@@ -41,7 +41,8 @@ pub const PREFILL_STEP: usize = 128;
 
 /// How a [`Generation`] runs (what it produces is set by [`GenerateParams`]).
 pub struct GenerationOptions {
-    /// Pick tokens where the logits are computed when the backend can (only a token id is
+    /// Pick tokens where the logits are computed when the backend can
+    /// ([`Backend::picks_on_device`](tessera_core::Backend::picks_on_device): only a token id is
     /// read back): `Context::decode_greedy` for plain greedy sampling, else
     /// `Context::decode_sampled`. Off: the logits are read back and the sampler picks.
     pub device_sampling: bool,
@@ -147,7 +148,10 @@ impl Generation {
             .count();
         let kept = common.min(prompt.len() - 1);
         ctx.truncate(kept);
-        let picking = Picking::choose(&params, options.device_sampling && spec.is_none());
+        // On a backend that computes where it reads back (the CPU) the sampler picks from the
+        // logits: nothing is saved by picking "on the device", and the sampler reports NaNs.
+        let on_device = options.device_sampling && ctx.picks_on_device() && spec.is_none();
+        let picking = Picking::choose(&params, on_device);
         let now = clock.now_s();
         Ok(Generation {
             model,

@@ -4,6 +4,7 @@
 
 mod generate;
 mod generation_steps;
+mod nan_logits;
 mod perplexity;
 mod sampling;
 mod speculative_loop;
