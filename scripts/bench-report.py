@@ -24,6 +24,7 @@ END = "<!-- bench-report:end -->"
 # files are only listed in the index (kernel-level sessions, history for whoever tunes them).
 KINDS = [
     ("cpu-vs-llamacpp", "CPU: Tessera against llama.cpp"),
+    ("cpu-before-after", "CPU: the latest change against the commit before it"),
     ("llamacpp-reference", "CPU: llama.cpp's reference figures"),
     ("browser-vs-native", "Browser (wasm CPU) against native"),
     ("wllama-reference", "Browser: wllama's reference figures"),
