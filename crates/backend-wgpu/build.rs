@@ -18,7 +18,8 @@ fn main() {
     let mut files = Vec::new();
     collect(&root, &root, &mut files);
     files.sort();
-    let mut sources = String::from("/// Every WGSL file under `shaders/wgsl/`, by its path there.\n");
+    let mut sources =
+        String::from("/// Every WGSL file under `shaders/wgsl/`, by its path there.\n");
     sources.push_str("pub const SOURCES: &[(&str, &str)] = &[\n");
     let mut params = String::from(
         "/// Bytes of the fields of each kernel file's `struct Params` before its padding.\n\
@@ -26,7 +27,12 @@ fn main() {
     );
     for (name, path) in &files {
         let path = path.canonicalize().unwrap();
-        writeln!(sources, "    ({name:?}, include_str!({:?})),", path.display()).unwrap();
+        writeln!(
+            sources,
+            "    ({name:?}, include_str!({:?})),",
+            path.display()
+        )
+        .unwrap();
         if name.ends_with(".inc.wgsl") {
             continue;
         }
@@ -35,7 +41,13 @@ fn main() {
         let constant: String = name
             .trim_end_matches(".wgsl")
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_uppercase()
+                } else {
+                    '_'
+                }
+            })
             .collect();
         writeln!(params, "    pub const {constant}: usize = {leading};").unwrap();
     }
@@ -53,7 +65,10 @@ fn collect(root: &Path, dir: &Path, files: &mut Vec<(String, PathBuf)>) {
             collect(root, &path, files);
         } else if path.extension().is_some_and(|e| e == "wgsl") {
             let rel = path.strip_prefix(root).unwrap();
-            let name: Vec<_> = rel.components().map(|c| c.as_os_str().to_str().unwrap()).collect();
+            let name: Vec<_> = rel
+                .components()
+                .map(|c| c.as_os_str().to_str().unwrap())
+                .collect();
             files.push((name.join("/"), path));
         }
     }
@@ -67,11 +82,16 @@ fn params_fields_bytes(file: &str, text: &str) -> usize {
         .find("struct Params {")
         .unwrap_or_else(|| panic!("{file}: no `struct Params {{`"));
     let body = &text[start + "struct Params {".len()..];
-    let body = &body[..body.find('}').unwrap_or_else(|| panic!("{file}: unterminated Params"))];
+    let body = &body[..body
+        .find('}')
+        .unwrap_or_else(|| panic!("{file}: unterminated Params"))];
     let (mut offset, mut leading) = (0, None);
     for line in body.lines() {
         let line = line.split("//").next().unwrap().trim();
-        assert!(!line.starts_with('#'), "{file}: a define inside struct Params");
+        assert!(
+            !line.starts_with('#'),
+            "{file}: a define inside struct Params"
+        );
         for field in line.split(',').map(str::trim).filter(|f| !f.is_empty()) {
             let (name, ty) = field
                 .split_once(':')
@@ -85,13 +105,22 @@ fn params_fields_bytes(file: &str, text: &str) -> usize {
             if name.trim().starts_with("_p") {
                 leading.get_or_insert(offset);
             } else {
-                assert!(leading.is_none(), "{file}: Params field `{name}` after the padding");
-                assert_eq!(size, 4, "{file}: Params field `{name}` before the padding is not a scalar");
+                assert!(
+                    leading.is_none(),
+                    "{file}: Params field `{name}` after the padding"
+                );
+                assert_eq!(
+                    size, 4,
+                    "{file}: Params field `{name}` before the padding is not a scalar"
+                );
             }
             offset += size;
         }
     }
     let total = offset.next_multiple_of(16);
-    assert_eq!(total, PARAMS_BYTES, "{file}: struct Params is {total} bytes");
+    assert_eq!(
+        total, PARAMS_BYTES,
+        "{file}: struct Params is {total} bytes"
+    );
     leading.unwrap_or(total)
 }

@@ -7,13 +7,13 @@
 //!
 //! `cargo bench -p tessera-backend-cpu --bench attention_cpu_time`
 
-use tessera_core::backend::KvLayerLayout;
+use half::f16;
+use std::hint::black_box;
 use tessera_backend_cpu::kv_cache::LayerKv;
 use tessera_backend_cpu::ops::attention::{attend_rows, QueryRow};
 use tessera_backend_cpu::parallel::SharedOut;
+use tessera_core::backend::KvLayerLayout;
 use tessera_core::graph::{RopeMode, RopeParams};
-use half::f16;
-use std::hint::black_box;
 
 fn thread_cpu_ns() -> u64 {
     let s = std::fs::read_to_string("/proc/thread-self/schedstat").expect("Linux schedstat");

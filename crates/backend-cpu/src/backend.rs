@@ -6,15 +6,15 @@ use std::task::Poll;
 
 use tessera_gguf::GgmlType;
 
-use tessera_core::backend::{Backend, Batch, KvLayout};
-use tessera_core::error::EngineError;
-use tessera_core::graph::{Graph, Op};
-use tessera_core::threading::ThreadPool;
-use tessera_core::weights::WeightStore;
 use crate::kv_cache::KvCache;
 use crate::ops;
 use crate::ops::mul_mat::QuantizedActs;
+use tessera_core::backend::{Backend, Batch, KvLayout};
+use tessera_core::error::EngineError;
+use tessera_core::graph::{Graph, Op};
 use tessera_core::plan::Plan;
+use tessera_core::threading::ThreadPool;
+use tessera_core::weights::WeightStore;
 
 pub struct CpuBackend {
     pool: Arc<dyn ThreadPool>,
@@ -104,7 +104,11 @@ impl Backend for CpuBackend {
             return Err(EngineError::WeightsNotInMemory);
         }
         self.check_batch(graph, batch, weights)?;
-        if self.plan.as_ref().is_none_or(|(planned, _)| planned != graph) {
+        if self
+            .plan
+            .as_ref()
+            .is_none_or(|(planned, _)| planned != graph)
+        {
             let plan = Plan::new(graph);
             self.slots.resize_with(plan.slot_len.len(), Vec::new);
             for (s, &len) in self.slots.iter_mut().zip(&plan.slot_len) {
@@ -243,7 +247,10 @@ fn plan_root(graph: &Graph, mut i: usize) -> usize {
 }
 
 /// A weight that must be f32 (norm weights), viewed as floats.
-fn f32_weight(weights: &WeightStore, w: tessera_core::weights::WeightId) -> Result<&[f32], EngineError> {
+fn f32_weight(
+    weights: &WeightStore,
+    w: tessera_core::weights::WeightId,
+) -> Result<&[f32], EngineError> {
     let d = weights.desc(w);
     if d.ty != GgmlType::F32 {
         return Err(EngineError::UnsupportedType {

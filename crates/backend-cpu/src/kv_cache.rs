@@ -3,8 +3,8 @@
 
 use half::f16;
 
-use tessera_core::backend::{KvLayerLayout, KvLayout};
 use crate::ops::rope::{rope_cache, rotate_head};
+use tessera_core::backend::{KvLayerLayout, KvLayout};
 use tessera_core::error::EngineError;
 
 pub struct LayerKv {

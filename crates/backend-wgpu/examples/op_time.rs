@@ -72,10 +72,16 @@ fn main() {
                 output_rows: &rows,
             };
             let mut out = vec![0.0; d.ne[1] * n_tokens];
-            assert!(backend.compute(&g, &batch, &store, &mut out).unwrap().is_ready());
+            assert!(backend
+                .compute(&g, &batch, &store, &mut out)
+                .unwrap()
+                .is_ready());
             let t = Instant::now();
             for _ in 0..3 {
-                assert!(backend.compute(&g, &batch, &store, &mut out).unwrap().is_ready());
+                assert!(backend
+                    .compute(&g, &batch, &store, &mut out)
+                    .unwrap()
+                    .is_ready());
             }
             let ms = t.elapsed().as_secs_f64() * 1000.0 / 3.0;
             let gmacs = (d.ne[0] * d.ne[1] * n_tokens) as f64 / ms / 1e6;

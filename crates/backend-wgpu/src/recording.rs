@@ -5,8 +5,8 @@
 //! submits it once; only the result is read back.
 
 use tessera_core::backend::Batch;
-use tessera_core::plan::Plan;
 use tessera_core::graph::{Graph, Op};
+use tessera_core::plan::Plan;
 
 use crate::device::Gpu;
 use crate::error::WgpuError;

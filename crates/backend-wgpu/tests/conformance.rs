@@ -17,11 +17,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::task::Poll;
 
+use tessera_backend_cpu::CpuBackend;
 use tessera_backend_wgpu::pipelines::PipelineKey;
 use tessera_backend_wgpu::shaders::{kernel_files, Define};
 use tessera_backend_wgpu::{Gpu, WgpuBackend};
 use tessera_core::backend::{Backend, Batch, KvLayerLayout, KvLayout};
-use tessera_backend_cpu::CpuBackend;
 use tessera_core::graph::{AttentionParams, Graph, GraphBuilder, NodeId, RopeMode, RopeParams};
 use tessera_core::weights::{WeightId, WeightStore};
 use tessera_core::{EngineError, SequentialPool};
@@ -308,7 +308,10 @@ async fn run(case: &Case<'_>) -> f64 {
             output_rows: &st.outputs,
         };
         let (mut want, mut got) = (vec![0.0f32; n], vec![f32::NAN; n]);
-        assert!(cpu.compute(&graph, &batch, &store, &mut want).unwrap().is_ready());
+        assert!(cpu
+            .compute(&graph, &batch, &store, &mut want)
+            .unwrap()
+            .is_ready());
         gpu_compute(&mut wgpu, &graph, &batch, &store, &mut got)
             .await
             .unwrap_or_else(|e| panic!("{}: {e}", case.name));
@@ -669,7 +672,10 @@ async fn argmax_on_the_gpu_matches_the_logits_case() {
         gpu_compute(&mut gpu_backend, &g, &batch, &store, &mut logits)
             .await
             .unwrap();
-        assert!(cpu.compute(&g, &batch, &store, &mut want).unwrap().is_ready());
+        assert!(cpu
+            .compute(&g, &batch, &store, &mut want)
+            .unwrap()
+            .is_ready());
         let mut got = vec![u32::MAX; tokens.len()];
         gpu_greedy(&mut gpu_backend, &g, &batch, &store, &mut got)
             .await

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::bail;
+use serde::Serialize;
 use tessera_core::sampling::Rng;
 use tessera_core::{Context, ContextParams, Model};
-use serde::Serialize;
 
 use crate::args::BenchArgs;
 use crate::load::{load_model, thread_pool};

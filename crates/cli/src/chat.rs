@@ -5,8 +5,8 @@
 use std::io::{BufRead as _, Write as _};
 
 use anyhow::Context as _;
-use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate};
 use tessera_runtime::generate::{generate, tokenize_chat, GenerateError, GenerateParams};
+use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate};
 
 use crate::args::ChatArgs;
 use crate::clock::StdClock;

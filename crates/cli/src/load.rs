@@ -4,9 +4,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use indicatif::{ProgressBar, ProgressStyle};
 use tessera_backend_cpu::CpuBackend;
 use tessera_core::{Context, ContextParams, Model, ThreadPool};
-use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::args::ComputeArgs;
 use crate::pool::{default_threads, spin_pool};
@@ -54,7 +54,12 @@ pub fn new_context(model: &Arc<Model>, compute: &ComputeArgs) -> anyhow::Result<
         n_ctx: compute.ctx_size,
         n_batch: compute.batch_size,
     };
-    context_on(model, params, thread_pool(compute.threads)?, &compute.backend)
+    context_on(
+        model,
+        params,
+        thread_pool(compute.threads)?,
+        &compute.backend,
+    )
 }
 
 /// A context on the named backend (`cpu` or `wgpu`); `threads` run the CPU backend's kernels.

@@ -3,10 +3,10 @@
 use std::io::Write as _;
 
 use anyhow::Context as _;
-use tessera_runtime::perplexity::{perplexity as compute, tokenize_for_perplexity};
+use indicatif::{ProgressBar, ProgressStyle};
 use tessera_backend_cpu::CpuBackend;
 use tessera_core::{Context, ContextParams};
-use indicatif::{ProgressBar, ProgressStyle};
+use tessera_runtime::perplexity::{perplexity as compute, tokenize_for_perplexity};
 
 use crate::args::PerplexityArgs;
 use crate::load::{load_model, thread_pool};

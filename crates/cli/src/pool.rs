@@ -1,7 +1,7 @@
 //! The CLI's thread pool: the CPU backend's [`SpinPool`] with its workers on std threads.
 
-use tessera_core::EngineError;
 use tessera_backend_cpu::SpinPool;
+use tessera_core::EngineError;
 
 /// Polls of an idle worker before it parks: a `pause` per poll and a `yield_now` every 32nd,
 /// on the order of a few hundred microseconds: long enough to bridge the gap between two ops of

@@ -3,13 +3,13 @@
 use std::io::Write as _;
 
 use anyhow::{bail, Context as _};
-use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate};
 use tessera_runtime::generate::{
     generate, run_to_end, tokenize_chat, tokenize_prompt, Clock, GenerateError, GenerateParams,
     GenerateStats, StopReason,
 };
 use tessera_runtime::generation::{Generation, GenerationOptions};
 use tessera_runtime::speculative::SpeculatorChain;
+use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate};
 
 use crate::args::RunArgs;
 use crate::clock::StdClock;
@@ -84,7 +84,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             s.chain = chain;
             (stats, Some(s))
         }
-        None => (generate(&mut ctx, &tokens, &params, &clock, &mut on_text)?, None),
+        None => (
+            generate(&mut ctx, &tokens, &params, &clock, &mut on_text)?,
+            None,
+        ),
     };
     if let Some(e) = write_err {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
@@ -116,7 +119,9 @@ fn speculative_run(
     };
     let mut generation = Generation::start(ctx, prompt, params, options, clock)?;
     let (stats, _) = run_to_end(&mut generation, ctx, clock, on_text)?;
-    let chain = generation.into_speculator().expect("started with a speculator");
+    let chain = generation
+        .into_speculator()
+        .expect("started with a speculator");
     Ok((stats, chain))
 }
 

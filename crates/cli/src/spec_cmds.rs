@@ -6,12 +6,12 @@ use std::time::Instant;
 
 use anyhow::{bail, Context as _};
 use clap::Args;
-use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate};
-use tessera_runtime::generate::{tokenize_chat, tokenize_prompt};
 use tessera_core::sampling::{Sampler, SamplingParams};
+use tessera_runtime::generate::{tokenize_chat, tokenize_prompt};
 use tessera_runtime::speculative::{
     decode_prompt, format_acceptance, generate_after_prompt, GenerateOptions, NgramCache, SpecType,
 };
+use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate};
 
 use crate::args::{ComputeArgs, ModelArg};
 use crate::load::{load_model, new_context};

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::Args;
+use tessera_backend_cpu::CpuBackend;
+use tessera_core::{Context, ContextParams, Model};
 use tessera_runtime::speculative::{
     draft_model_speculator, NgramCache, SpecParams, SpecType, Speculator, SpeculatorChain,
 };
-use tessera_backend_cpu::CpuBackend;
-use tessera_core::{Context, ContextParams, Model};
 
 use crate::args::ComputeArgs;
 use crate::load::{load_model, thread_pool};

@@ -101,7 +101,10 @@ pub trait Backend: Send {
     ) -> Result<Poll<()>, EngineError> {
         let width = graph.node(graph.output).ne[0];
         let mut logits = vec![0.0f32; width * graph.n_outputs];
-        if self.compute(graph, batch, weights, &mut logits)?.is_pending() {
+        if self
+            .compute(graph, batch, weights, &mut logits)?
+            .is_pending()
+        {
             return Ok(Poll::Pending);
         }
         for (id, row) in ids.iter_mut().zip(logits.chunks_exact(width.max(1))) {

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::task::Poll;
 
-use crate::backend::{Backend, Batch};
+use crate::backend::{check_shift, Backend, Batch};
 use crate::error::EngineError;
 use crate::graph::{Graph, GraphBuilder};
 use crate::model::Model;
@@ -341,11 +341,8 @@ impl Context {
     /// next `n_discard`, and moves the rest down (their keys re-rotated to the new positions).
     pub fn shift(&mut self, n_keep: usize, n_discard: usize) -> Result<(), EngineError> {
         let n_past = self.tokens.len();
-        if n_keep + n_discard > n_past {
-            return Err(EngineError::InvalidArgument(format!(
-                "shift: keep {n_keep} + discard {n_discard} > {n_past} positions"
-            )));
-        }
+        // Checked here too, not only by the backend's default: the drain below needs it.
+        check_shift(n_past, n_keep, n_discard, self.n_ctx)?;
         self.backend.kv_shift(n_past, n_keep, n_discard)?;
         self.tokens.drain(n_keep..n_keep + n_discard);
         Ok(())

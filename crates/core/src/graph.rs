@@ -190,7 +190,12 @@ impl PartialEq for Op {
             (Rope { x: a, params: p }, Rope { x: b, params: q }) => a == b && p == q,
             (
                 Attention { q, k, v, params },
-                Attention { q: q2, k: k2, v: v2, params: p2 },
+                Attention {
+                    q: q2,
+                    k: k2,
+                    v: v2,
+                    params: p2,
+                },
             ) => q == q2 && k == k2 && v == v2 && params == p2,
             _ => false,
         }

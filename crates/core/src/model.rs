@@ -7,8 +7,8 @@ use tessera_gguf::GgufFile;
 
 use crate::error::EngineError;
 use crate::models::{self, Architecture, HParams};
-use tessera_tokenizer::Tokenizer;
 use crate::weights::WeightStore;
+use tessera_tokenizer::Tokenizer;
 
 pub struct Model {
     weights: WeightStore,

@@ -9,8 +9,8 @@ mod vec_dot_support;
 
 mod cpu_time;
 
-use tessera_quant::vec_dot::{gemm, vec_dot_x4};
 use std::hint::black_box;
+use tessera_quant::vec_dot::{gemm, vec_dot_x4};
 use vec_dot_support::*;
 
 /// GMAC/s (multiply-adds per CPU nanosecond) over passes worth `budget_ns` of CPU.

@@ -11,8 +11,8 @@ mod vec_dot_support;
 
 mod cpu_time;
 
-use tessera_quant::vec_dot::{gemm, vec_dot};
 use std::hint::black_box;
+use tessera_quant::vec_dot::{gemm, vec_dot};
 use vec_dot_support::*;
 
 /// Nanoseconds of CPU per weight row over passes worth `budget_ns` of CPU.

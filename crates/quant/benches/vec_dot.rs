@@ -8,10 +8,10 @@
 mod vec_dot_support;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use tessera_gguf::GgmlType;
-use tessera_quant::vec_dot::{kernel_isa, vec_dot, vec_dot_x4};
 use std::hint::black_box;
 use std::time::Duration;
+use tessera_gguf::GgmlType;
+use tessera_quant::vec_dot::{kernel_isa, vec_dot, vec_dot_x4};
 use vec_dot_support::*;
 
 /// Columns of the benchmark matrices (a multiple of 256, like most model widths).

@@ -9,8 +9,8 @@ mod vec_dot_support;
 
 mod cpu_time;
 
-use tessera_quant::vec_dot::{kernel_isa, vec_dot, vec_dot_x4};
 use std::hint::black_box;
+use tessera_quant::vec_dot::{kernel_isa, vec_dot, vec_dot_x4};
 use vec_dot_support::*;
 
 /// Columns of the benchmark matrices (a multiple of 256, like most model widths).

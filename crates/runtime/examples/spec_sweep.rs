@@ -18,15 +18,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate};
-use tessera_runtime::generate::{tokenize_chat, tokenize_prompt};
 use tessera_backend_cpu::CpuBackend;
 use tessera_core::sampling::{Sampler, SamplingParams};
+use tessera_core::{Context, ContextParams, Model};
+use tessera_runtime::generate::{tokenize_chat, tokenize_prompt};
 use tessera_runtime::speculative::{
     generate, generate_after_prompt, GenerateOptions, SpecContext, SpecError, SpecParams, SpecType,
     SpeculatorChain,
 };
-use tessera_core::{Context, ContextParams, Model};
+use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate};
 
 #[path = "support/args.rs"]
 mod args;

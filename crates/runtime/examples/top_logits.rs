@@ -23,7 +23,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             n_ctx: ids.len().max(1) + n_gen,
             ..Default::default()
         },
-        Box::new(tessera_backend_cpu::CpuBackend::new(Arc::new(tessera_core::SequentialPool))),
+        Box::new(tessera_backend_cpu::CpuBackend::new(Arc::new(
+            tessera_core::SequentialPool,
+        ))),
     )?;
     ctx.decode(&ids, false)?;
     let logits = ctx.logits();

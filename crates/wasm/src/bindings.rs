@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use tessera_tokenizer::chat_template::ChatMessage;
-use tessera_runtime::generate::{Clock, GenerateStats, StopReason};
-use tessera_core::{Model, ThreadPool};
 use serde::Serialize;
+use tessera_core::{Model, ThreadPool};
+use tessera_runtime::generate::{Clock, GenerateStats, StopReason};
+use tessera_tokenizer::chat_template::ChatMessage;
 use wasm_bindgen::prelude::*;
 
 use crate::errors::{ErrorCode, WasmError};

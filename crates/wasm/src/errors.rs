@@ -3,12 +3,12 @@
 //! The codes are part of the package's API (documented in docs/js-api.md): callers branch on
 //! them, so a variant's code never changes once published.
 
-use tessera_tokenizer::chat_template::ChatTemplateError;
-use tessera_runtime::generate::GenerateError;
 use tessera_core::sampling::SamplingError;
-use tessera_runtime::speculative::SpecError;
 use tessera_core::EngineError;
 use tessera_gguf::GgufError;
+use tessera_runtime::generate::GenerateError;
+use tessera_runtime::speculative::SpecError;
+use tessera_tokenizer::chat_template::ChatTemplateError;
 
 /// The stable codes (the JS side adds `MODEL_FETCH_FAILED`, `ABORTED`, `UNLOADED`,
 /// `UNSUPPORTED_BACKEND` and `WORKER_FAILED`, which only it can detect).

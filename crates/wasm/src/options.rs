@@ -1,10 +1,10 @@
 //! Option objects as they come from JS (snake_case, like OpenAI's request fields), checked and
 //! turned into the engine's parameters. Absent fields take llama.cpp's defaults.
 
-use tessera_runtime::generate::GenerateParams;
-use tessera_core::sampling::SamplingParams;
-use tessera_runtime::speculative::{SpecParams, SpecType};
 use serde::Deserialize;
+use tessera_core::sampling::SamplingParams;
+use tessera_runtime::generate::GenerateParams;
+use tessera_runtime::speculative::{SpecParams, SpecType};
 
 use crate::errors::{ErrorCode, WasmError};
 

@@ -18,10 +18,11 @@ use std::task::Poll;
 use tessera_backend_cpu::CpuBackend;
 use tessera_core::backend::Backend;
 use tessera_core::{Context, ContextParams, Model, ThreadPool};
-use tessera_runtime::generate::{tokenize_chat, Clock, GenerateError, GenerateParams, GenerateStats};
+use tessera_runtime::generate::{
+    tokenize_chat, Clock, GenerateError, GenerateParams, GenerateStats,
+};
 use tessera_runtime::generation::{
-    check_sequence, Generation, GenerationOptions, SpecReport, Step as GenerationStep,
-    PREFILL_STEP,
+    check_sequence, Generation, GenerationOptions, SpecReport, Step as GenerationStep, PREFILL_STEP,
 };
 use tessera_runtime::speculative::{SpecParams, SpecType, SpeculatorChain};
 use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate};
@@ -246,7 +247,9 @@ impl Session {
         let step = generation.step(&mut self.ctx, clock);
         if !matches!(
             step,
-            Ok(GenerationStep::Pending | GenerationStep::Prefilled { .. } | GenerationStep::Tokens { .. })
+            Ok(GenerationStep::Pending
+                | GenerationStep::Prefilled { .. }
+                | GenerationStep::Tokens { .. })
         ) {
             self.active = None;
         }

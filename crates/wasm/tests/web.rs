@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
-use tessera_runtime::generate::{GenerateParams, NoClock};
 use tessera_core::sampling::SamplingParams;
 use tessera_core::{Model, SequentialPool};
+use tessera_runtime::generate::{GenerateParams, NoClock};
 use tessera_wasm::errors::ErrorCode;
 use tessera_wasm::loader::ModelLoader;
 use tessera_wasm::options::LoadOptions;

@@ -269,7 +269,10 @@ pub(crate) fn widen<S: Simd>(s: S, src: &[f16], dst: &mut [f32]) {
     let done = n / S::LANES * S::LANES;
     let (src, src_rest) = src[..n].split_at(done);
     let (dst, dst_rest) = dst[..n].split_at_mut(done);
-    for (d, h) in dst.chunks_exact_mut(S::LANES).zip(src.chunks_exact(S::LANES)) {
+    for (d, h) in dst
+        .chunks_exact_mut(S::LANES)
+        .zip(src.chunks_exact(S::LANES))
+    {
         s.store(d, s.load_f16(h));
     }
     for (d, h) in dst_rest.iter_mut().zip(src_rest) {
@@ -284,7 +287,10 @@ fn round_to_f16<S: Simd>(s: S, src: &[f32], dst: &mut [f32]) {
     let done = n / S::LANES * S::LANES;
     let (src, src_rest) = src[..n].split_at(done);
     let (dst, dst_rest) = dst[..n].split_at_mut(done);
-    for (d, x) in dst.chunks_exact_mut(S::LANES).zip(src.chunks_exact(S::LANES)) {
+    for (d, x) in dst
+        .chunks_exact_mut(S::LANES)
+        .zip(src.chunks_exact(S::LANES))
+    {
         s.store(d, s.round_f16(s.load(x)));
     }
     for (d, &x) in dst_rest.iter_mut().zip(src_rest) {

@@ -101,9 +101,11 @@ fn silu_lanes<S: Simd>(s: S, x: S::F32) -> S::F32 {
 #[inline(always)]
 fn swiglu_lanes<S: Simd>(s: S, gate: &[f32], up: &[f32], out: &mut [f32]) -> usize {
     let n = gate.len().min(up.len()).min(out.len()) / S::LANES * S::LANES;
-    let lanes = out[..n]
-        .chunks_exact_mut(S::LANES)
-        .zip(gate[..n].chunks_exact(S::LANES).zip(up[..n].chunks_exact(S::LANES)));
+    let lanes = out[..n].chunks_exact_mut(S::LANES).zip(
+        gate[..n]
+            .chunks_exact(S::LANES)
+            .zip(up[..n].chunks_exact(S::LANES)),
+    );
     for (o, (g, u)) in lanes {
         s.store(o, s.mul(silu_lanes(s, s.load(g)), s.load(u)));
     }

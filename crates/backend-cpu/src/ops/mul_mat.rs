@@ -242,8 +242,12 @@ mod tests {
             let mut wd = vec![0.0f32; k * m];
             let rb = wq.len() / m;
             for r in 0..m {
-                tessera_quant::dequantize_row(ty, &wq[r * rb..(r + 1) * rb], &mut wd[r * k..(r + 1) * k])
-                    .unwrap();
+                tessera_quant::dequantize_row(
+                    ty,
+                    &wq[r * rb..(r + 1) * rb],
+                    &mut wd[r * k..(r + 1) * k],
+                )
+                .unwrap();
             }
             let got = run(&SequentialPool, ty, &wq, &x, k, m);
             let mut err = 0.0f64;

@@ -3,6 +3,6 @@
 //! tree, so one binary per crate keeps the suite's build short).
 
 mod batch_independence;
-mod plan_reuse;
 mod fidelity_gemma3;
 mod fidelity_smollm2;
+mod plan_reuse;

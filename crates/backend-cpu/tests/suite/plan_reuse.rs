@@ -48,7 +48,10 @@ fn run(backend: &mut CpuBackend, g: &Graph, store: &WeightStore) -> Vec<f32> {
         output_rows: &[0, 1],
     };
     let mut out = vec![0.0; WIDTH * 2];
-    assert!(backend.compute(g, &batch, store, &mut out).unwrap().is_ready());
+    assert!(backend
+        .compute(g, &batch, store, &mut out)
+        .unwrap()
+        .is_ready());
     out
 }
 

@@ -4,10 +4,10 @@ use tessera_core::graph::AttentionParams;
 
 use crate::error::WgpuError;
 use crate::kv::LayerKv;
+use crate::ops::kv::KvParams;
 use crate::pipelines::PipelineKey;
 use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
-use crate::ops::kv::KvParams;
 
 /// Threads per workgroup = keys per tile.
 const WG: usize = 64;

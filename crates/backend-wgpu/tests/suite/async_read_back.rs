@@ -106,9 +106,7 @@ fn async_steps_match_sync_steps_bit_for_bit() {
             .unwrap()
             .unwrap();
         let step = async_sampler.device_step();
-        let (got, pending) = settle(&gpu, || {
-            async_ctx.poll_decode_sampled(&[token], &step)
-        });
+        let (got, pending) = settle(&gpu, || async_ctx.poll_decode_sampled(&[token], &step));
         assert_eq!(got.unwrap().expect("sampling"), want);
         assert_eq!(pending, 1);
         sync_sampler.accept(want);

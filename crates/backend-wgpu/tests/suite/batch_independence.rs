@@ -20,10 +20,7 @@ fn load(file: &str) -> Arc<Model> {
 
 fn context(model: &Arc<Model>, n_batch: usize) -> Context {
     let backend = WgpuBackend::new().expect("a WebGPU adapter (lavapipe in CI)");
-    let params = ContextParams {
-        n_ctx: 64,
-        n_batch,
-    };
+    let params = ContextParams { n_ctx: 64, n_batch };
     Context::new(model.clone(), params, Box::new(backend)).unwrap()
 }
 

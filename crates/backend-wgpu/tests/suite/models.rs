@@ -48,10 +48,7 @@ fn ids(v: &serde_json::Value) -> Vec<u32> {
 }
 
 fn params(n_ctx: usize, n_batch: usize) -> ContextParams {
-    ContextParams {
-        n_ctx,
-        n_batch,
-    }
+    ContextParams { n_ctx, n_batch }
 }
 
 fn cpu_context(model: &Arc<Model>, n_ctx: usize) -> Context {

@@ -269,7 +269,11 @@ fn same_seed_same_tokens_and_greedy_is_the_argmax() {
     let mut g = Sampler::new(SamplingParams::greedy()).unwrap();
     for (r, logits) in wide.iter().enumerate() {
         let got = rig.sample(rig.wide, r as u32, &g.device_step()).unwrap();
-        assert_eq!(got as usize, tessera_core::backend::argmax(logits), "row {r}");
+        assert_eq!(
+            got as usize,
+            tessera_core::backend::argmax(logits),
+            "row {r}"
+        );
     }
     assert_eq!(rig.sample(rig.small, 0, &g.device_step()), Ok(1));
     assert_eq!(rig.sample(rig.small, 1, &g.device_step()), Ok(1));

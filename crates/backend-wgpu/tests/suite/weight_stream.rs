@@ -226,7 +226,14 @@ fn smollm2_streamed_to_the_gpu_computes_what_it_does_uploaded_from_memory() {
     assert_eq!(ctx.logits(), &expected[..]);
 
     // The CPU backend cannot run a model whose bytes are on the GPU: a typed error.
-    let mut cpu = Context::new(streamed, params(), Box::new(tessera_backend_cpu::CpuBackend::new(Arc::new(tessera_core::SequentialPool)))).unwrap();
+    let mut cpu = Context::new(
+        streamed,
+        params(),
+        Box::new(tessera_backend_cpu::CpuBackend::new(Arc::new(
+            tessera_core::SequentialPool,
+        ))),
+    )
+    .unwrap();
     assert!(matches!(
         cpu.decode(&prompt, false),
         Err(tessera_core::EngineError::WeightsNotInMemory)

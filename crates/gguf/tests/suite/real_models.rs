@@ -62,8 +62,8 @@ fn gemma3_loads() {
 /// Streams the model in `chunk`-byte pieces (piece mode, nothing held) and checks the header
 /// and every byte against the mmap reader.
 fn stream_matches_mmap(file: &str, chunk: usize) {
-    use tessera_gguf::{StreamEvent, StreamParser};
     use std::io::Read;
+    use tessera_gguf::{StreamEvent, StreamParser};
 
     let path = model_path(file);
     let mapped = GgufFile::open(&path).unwrap();

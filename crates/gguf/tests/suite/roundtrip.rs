@@ -3,8 +3,8 @@
 use crate::common;
 
 use common::{bytes, synthetic_writer};
-use tessera_gguf::{parse_header, GgmlType, GgufError, GgufFile, GgufWriter, Value, ValueType};
 use proptest::prelude::*;
+use tessera_gguf::{parse_header, GgmlType, GgufError, GgufFile, GgufWriter, Value, ValueType};
 
 #[test]
 fn synthetic_model_round_trips() {

@@ -4,8 +4,8 @@
 use crate::common;
 
 use common::synthetic_writer;
-use tessera_gguf::{parse_header, GgufError, GgufFile, Header, StreamEvent, StreamParser};
 use proptest::prelude::*;
+use tessera_gguf::{parse_header, GgufError, GgufFile, Header, StreamEvent, StreamParser};
 
 /// Feeds `file` in chunks of the given sizes (cycled), collecting the header and each tensor's
 /// bytes (pieces are reassembled and checked to be contiguous).

@@ -8,8 +8,8 @@
 
 use bytemuck::Zeroable;
 use half::f16;
-use tessera_quant::*;
 use rand::{Rng, SeedableRng};
+use tessera_quant::*;
 
 /// 256 deterministic values (an LCG, no RNG crate involved), heavy-tailed, with an all-zero
 /// 16-element sub-block, an outlier and a tiny value.

@@ -4,10 +4,10 @@
 //! (raw blocks → f32, or f32 → blocks) compares our output byte for byte. Needs `python3` with
 //! `numpy` and `gguf` (override the interpreter with env `PYTHON`); fails if they are missing.
 
-use tessera_quant::{dequantize_row, quantize_row_ref, GgmlType};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use tessera_quant::{dequantize_row, quantize_row_ref, GgmlType};
 
 struct TempDir(PathBuf);
 

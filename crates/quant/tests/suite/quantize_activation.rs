@@ -3,11 +3,11 @@
 //! degenerate rows; and the definition itself against an independent statement of ggml's rules.
 
 use bytemuck::Zeroable;
-use tessera_gguf::GgmlType;
 use half::f16;
+use rand::{Rng, SeedableRng};
+use tessera_gguf::GgmlType;
 use tessera_quant::quantize::activation::{quantize_row_q8_0_portable, quantize_row_q8_1_portable};
 use tessera_quant::*;
-use rand::{Rng, SeedableRng};
 
 fn rows() -> Vec<(String, Vec<f32>)> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);

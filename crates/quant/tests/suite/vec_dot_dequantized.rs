@@ -5,10 +5,10 @@
 
 use crate::vec_dot_support;
 
+use rand::Rng;
 use tessera_quant::vec_dot::{vec_dot, vec_dot_type};
 use tessera_quant::{dequantize_row, quantize_row_q8_0, quantize_row_q8_1, quantize_row_q8_k};
 use tessera_quant::{BlockQ8K, BlockQ8_0, BlockQ8_1};
-use rand::Rng;
 use vec_dot_support::*;
 
 /// Quantizes `x` to the activation format `A` (Q8_0, Q8_1 or Q8_K).

@@ -5,11 +5,11 @@
 
 use crate::vec_dot_support;
 
+use rand::Rng;
 use tessera_gguf::GgmlType;
 use tessera_quant::blocks::*;
 use tessera_quant::vec_dot::{ggml_order, kernel_isa, vec_dot, vec_dot_x4};
 use tessera_quant::{quantize_row, row_bytes};
-use rand::Rng;
 use vec_dot_support::*;
 
 // On wasm32 (the simd128 kernels, run in Node by wasm-bindgen-test-runner) these tests are

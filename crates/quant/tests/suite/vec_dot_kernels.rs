@@ -4,10 +4,10 @@
 
 use crate::vec_dot_support;
 
-use tessera_gguf::GgmlType;
 use half::f16;
-use tessera_quant::vec_dot::{kernel_isa, scalar, vec_dot, vec_dot_type};
 use rand::Rng;
+use tessera_gguf::GgmlType;
+use tessera_quant::vec_dot::{kernel_isa, scalar, vec_dot, vec_dot_type};
 use vec_dot_support::*;
 
 /// Relative tolerance against the magnitude sum of the terms.

@@ -14,8 +14,8 @@
 
 use crate::vec_dot_support;
 
-use tessera_quant::vec_dot::{gemm, ggml_order, kernel_isa, vec_dot, vec_dot_x4};
 use std::hint::black_box;
+use tessera_quant::vec_dot::{gemm, ggml_order, kernel_isa, vec_dot, vec_dot_x4};
 use vec_dot_support::*;
 use wasm_bindgen_test::{console_log, wasm_bindgen_test};
 

@@ -3,10 +3,10 @@
 
 use crate::vec_dot_support;
 
-use tessera_gguf::GgmlType;
 use half::f16;
-use tessera_quant::vec_dot::{vec_dot, vec_dot_x4};
 use rand::Rng;
+use tessera_gguf::GgmlType;
+use tessera_quant::vec_dot::{vec_dot, vec_dot_x4};
 use vec_dot_support::*;
 
 // On wasm32 (the simd128 kernels, run in Node by wasm-bindgen-test-runner) these tests are

@@ -213,10 +213,7 @@ impl Generation {
     fn advance(&mut self, ctx: &mut Context, clock: &dyn Clock) -> Result<Step, GenerateError> {
         match self.phase {
             Phase::Finished => {
-                return Err(EngineError::InvalidArgument(
-                    "the generation has ended".into(),
-                )
-                .into())
+                return Err(EngineError::InvalidArgument("the generation has ended".into()).into())
             }
             Phase::Prefill(from) => return self.prefill(ctx, from, clock),
             Phase::Decode(token) => {

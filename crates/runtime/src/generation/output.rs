@@ -64,8 +64,7 @@ impl Generation {
             }
         }
         let now = clock.now_s();
-        let prefilled =
-            !matches!(self.phase, Phase::Prefill(_)) || reason == StopReason::Cancelled;
+        let prefilled = !matches!(self.phase, Phase::Prefill(_)) || reason == StopReason::Cancelled;
         let (prompt_s, generate_s) = if prefilled {
             (self.t_prompt_done - self.t_start, now - self.t_prompt_done)
         } else {

@@ -3,10 +3,10 @@
 
 use tessera_testkit::*;
 
+use tessera_core::sampling::SamplingParams;
 use tessera_runtime::generate::{
     generate, tokenize_prompt, GenerateError, GenerateParams, NoClock, StopReason,
 };
-use tessera_core::sampling::SamplingParams;
 
 fn greedy(max: usize) -> GenerateParams {
     GenerateParams {
@@ -171,10 +171,12 @@ fn seeded_sampling_is_reproducible_and_callback_can_cancel() {
 fn ends_at_end_of_generation_with_the_chat_template() {
     let model = load_model(SMOLLM2);
     let tok = model.tokenizer();
-    let template =
-        tessera_tokenizer::chat_template::ChatTemplate::from_gguf(model.weights().file().header(), tok)
-            .unwrap()
-            .expect("SmolLM2 has a template");
+    let template = tessera_tokenizer::chat_template::ChatTemplate::from_gguf(
+        model.weights().file().header(),
+        tok,
+    )
+    .unwrap()
+    .expect("SmolLM2 has a template");
     let msgs = [tessera_tokenizer::chat_template::ChatMessage::new(
         "user",
         "Say hello.",

@@ -53,8 +53,7 @@ fn pending_steps_end_with_the_synchronous_generation() {
             ..GenerationOptions::default()
         };
         let mut generation =
-            Generation::start(&mut ctx, prompt.clone(), params.clone(), options, &NoClock)
-                .unwrap();
+            Generation::start(&mut ctx, prompt.clone(), params.clone(), options, &NoClock).unwrap();
         let (mut text, mut n_pending, mut n_prefilled) = (String::new(), 0, 0);
         let stats = loop {
             let n_past = ctx.n_past();
@@ -64,7 +63,10 @@ fn pending_steps_end_with_the_synchronous_generation() {
                     assert_eq!(ctx.n_past(), n_past, "a pending step commits nothing");
                     assert!(!generation.is_finished());
                 }
-                Step::Prefilled { n_decoded, n_prompt } => {
+                Step::Prefilled {
+                    n_decoded,
+                    n_prompt,
+                } => {
                     n_prefilled += 1;
                     assert_eq!(n_decoded, ctx.n_past());
                     assert_eq!(n_prompt, prompt.len());
@@ -93,6 +95,9 @@ fn pending_steps_end_with_the_synchronous_generation() {
         assert_eq!(n_prefilled, prompt.len().div_ceil(4));
         assert_eq!(n_pending, n_prefilled + stats.n_generated - 1);
         assert_eq!(pending.load(Ordering::Relaxed), n_pending);
-        assert!(generation.step(&mut ctx, &NoClock).is_err(), "an ended generation");
+        assert!(
+            generation.step(&mut ctx, &NoClock).is_err(),
+            "an ended generation"
+        );
     }
 }

@@ -2,11 +2,11 @@
 //! every type, KV rollback, limits, and the output distribution of speculative sampling.
 
 use tessera_core::sampling::{Sampler, SamplingParams};
-use tessera_runtime::StopReason;
 use tessera_runtime::speculative::{
-    generate, DraftModelSpeculator, GenerateOptions, Generated, SpecContext, SpecError,
-    SpecParams, SpecType, Speculator, SpeculatorChain, TextCodec, VocabBridge,
+    generate, DraftModelSpeculator, GenerateOptions, Generated, SpecContext, SpecError, SpecParams,
+    SpecType, Speculator, SpeculatorChain, TextCodec, VocabBridge,
 };
+use tessera_runtime::StopReason;
 
 const V: usize = 16;
 

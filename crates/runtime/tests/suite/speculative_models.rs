@@ -7,11 +7,11 @@ use tessera_testkit::*;
 use std::sync::Arc;
 
 use tessera_core::sampling::{Sampler, SamplingParams};
-use tessera_runtime::speculative::{
-    draft_model_speculator, generate, GenerateOptions, Generated, NgramCache, SpecParams,
-    SpecType, Speculator, SpeculatorChain,
-};
 use tessera_core::Model;
+use tessera_runtime::speculative::{
+    draft_model_speculator, generate, GenerateOptions, Generated, NgramCache, SpecParams, SpecType,
+    Speculator, SpeculatorChain,
+};
 
 const N_PREDICT: usize = 64;
 

@@ -2,9 +2,8 @@
 //! expected strings were worked out from the template text and checked with Python's jinja2
 //! (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks).
 
-
-use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate, ChatTemplateError};
 use tessera_testkit::*;
+use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate, ChatTemplateError};
 
 fn conversation() -> Vec<ChatMessage> {
     vec![

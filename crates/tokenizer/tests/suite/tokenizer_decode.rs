@@ -1,10 +1,9 @@
 //! Detokenization, round trips, end-of-generation ids, streaming and speed.
 
-
 use std::time::Instant;
 
-use tessera_tokenizer::{StreamDecoder, Tokenizer};
 use tessera_testkit::*;
+use tessera_tokenizer::{StreamDecoder, Tokenizer};
 
 const EXTRA_TEXTS: &[&str] = &[
     "emoji 😀👍🏽 and flags 🇫🇷",

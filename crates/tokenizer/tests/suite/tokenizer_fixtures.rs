@@ -1,6 +1,5 @@
 //! Tokenization identical to llama.cpp on every fixture line, for both test models.
 
-
 use tessera_testkit::*;
 
 fn check(model: &str, fixture: &str) {

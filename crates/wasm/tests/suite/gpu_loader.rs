@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use tessera_backend_wgpu::{Gpu, WgpuBackend};
-use tessera_runtime::generate::{generate, GenerateParams, NoClock};
 use tessera_core::sampling::SamplingParams;
 use tessera_core::{Context, ContextParams};
 use tessera_gguf::{GgmlType, GgufWriter};
+use tessera_runtime::generate::{generate, GenerateParams, NoClock};
 use tessera_wasm::errors::{ErrorCode, WasmError};
 use tessera_wasm::gpu_loader::GpuModelLoader;
 use tessera_wasm::options::LoadOptions;

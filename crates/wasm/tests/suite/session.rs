@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use tessera_runtime::generate::{generate, tokenize_prompt, GenerateParams, NoClock, StopReason};
 use tessera_core::sampling::SamplingParams;
 use tessera_core::{Model, SequentialPool};
+use tessera_runtime::generate::{generate, tokenize_prompt, GenerateParams, NoClock, StopReason};
 use tessera_wasm::errors::ErrorCode;
 use tessera_wasm::loader::ModelLoader;
 use tessera_wasm::options::{GenerateOptions, LoadOptions};
@@ -87,7 +87,9 @@ fn steps_match_engine_generate_and_fixture() {
             n_ctx: 256,
             ..Default::default()
         },
-        Box::new(tessera_backend_cpu::CpuBackend::new(Arc::new(tessera_core::SequentialPool))),
+        Box::new(tessera_backend_cpu::CpuBackend::new(Arc::new(
+            tessera_core::SequentialPool,
+        ))),
     )
     .unwrap();
     let mut expected = String::new();
@@ -164,7 +166,9 @@ fn stop_strings_cancel_and_errors() {
 
     // Chat goes through the model's template (ChatML for SmolLM2).
     let ids = s
-        .chat_prompt(&[tessera_tokenizer::chat_template::ChatMessage::new("user", "Hi")])
+        .chat_prompt(&[tessera_tokenizer::chat_template::ChatMessage::new(
+            "user", "Hi",
+        )])
         .unwrap();
     let text = model.tokenizer().decode(&ids, true);
     assert!(text.contains("<|im_start|>user\nHi<|im_end|>"), "{text:?}");
@@ -384,7 +388,9 @@ fn forced_decoding_in_slices_gives_the_engines_predictions() {
             n_ctx: 256,
             n_batch: 256,
         },
-        Box::new(tessera_backend_cpu::CpuBackend::new(Arc::new(tessera_core::SequentialPool))),
+        Box::new(tessera_backend_cpu::CpuBackend::new(Arc::new(
+            tessera_core::SequentialPool,
+        ))),
     )
     .unwrap();
     let want = reference.decode_greedy(&ids, true).unwrap();

@@ -6,12 +6,12 @@
 #![allow(dead_code)]
 
 use bytemuck::{Pod, Zeroable};
-use tessera_gguf::GgmlType;
 use half::f16;
-use tessera_quant::blocks::*;
-use tessera_quant::vec_dot::scalar;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use tessera_gguf::GgmlType;
+use tessera_quant::blocks::*;
+use tessera_quant::vec_dot::scalar;
 
 /// What a generated row looks like.
 #[derive(Clone, Copy, Debug, PartialEq)]
