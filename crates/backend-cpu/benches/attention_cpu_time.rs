@@ -10,7 +10,7 @@
 use half::f16;
 use std::hint::black_box;
 use tessera_backend_cpu::kv_cache::LayerKv;
-use tessera_backend_cpu::ops::attention::{attend_rows, QueryRow};
+use tessera_backend_cpu::ops::attention::{attend_rows, QueryRow, RowGroup};
 use tessera_backend_cpu::parallel::SharedOut;
 use tessera_core::backend::KvLayerLayout;
 use tessera_core::graph::{RopeMode, RopeParams};
@@ -70,7 +70,15 @@ fn run(hd: usize, heads: usize, tokens: usize, n_keys: usize) {
         .collect();
     let scale = 1.0 / (hd as f32).sqrt();
     let mut pass = || {
-        attend_rows(&q, &rows, &kv, 0, scale, None, &SharedOut::new(&mut out));
+        attend_rows(&RowGroup {
+            q: &q,
+            rows: &rows,
+            kv: &kv,
+            kv_head: 0,
+            scale,
+            softcap: None,
+            out: &SharedOut::new(&mut out),
+        });
         black_box(&out);
     };
     pass();

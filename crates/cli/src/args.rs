@@ -260,6 +260,10 @@ pub struct BenchArgs {
     /// Compute backend: cpu or wgpu.
     #[arg(long = "backend", default_value = "cpu", value_parser = ["cpu", "wgpu"])]
     pub backend: String,
+    /// CPU kernel family (scalar, avx2, avx512, simd128; default: the widest this CPU runs).
+    /// For comparing kernels: every family gives the same bits.
+    #[arg(long = "cpu-isa", value_parser = ["scalar", "avx2", "avx512", "simd128"])]
+    pub cpu_isa: Option<String>,
     /// Repetitions of each test.
     #[arg(short = 'r', long = "repetitions", default_value_t = 5)]
     pub repetitions: usize,

@@ -16,6 +16,7 @@ use anyhow::bail;
 use serde::Serialize;
 use tessera_core::sampling::Rng;
 use tessera_core::{Context, ContextParams, Model};
+use tessera_quant::isa::{self, Level};
 
 use crate::args::BenchArgs;
 use crate::load::{load_model, thread_pool};
@@ -63,6 +64,13 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
     if args.batch_size == 0 {
         bail!("-b must be at least 1");
     }
+    if let Some(name) = &args.cpu_isa {
+        let level = [Level::Scalar, Level::Avx2, Level::Avx512, Level::Simd128]
+            .into_iter()
+            .find(|l| l.name() == name)
+            .expect("clap checked the name");
+        isa::force_level(Some(level))?;
+    }
     let json = args.json || args.output == "json";
     let models: Vec<PathBuf> = if args.models.is_empty() {
         vec![model_path::resolve(None)?]
@@ -109,7 +117,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
                         t,
                     )?;
                     let r = BenchResult {
-                        backends: backend_label(&args.backend).into(),
+                        backends: backend_label(&args.backend),
                         ..r
                     };
                     if !json {
@@ -136,10 +144,10 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn backend_label(backend: &str) -> &'static str {
+fn backend_label(backend: &str) -> String {
     match backend {
-        "wgpu" => "WebGPU",
-        _ => "CPU",
+        "wgpu" => "WebGPU".into(),
+        _ => format!("CPU ({})", isa::level().name()),
     }
 }
 

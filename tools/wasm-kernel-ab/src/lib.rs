@@ -6,6 +6,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use tessera_gguf::GgmlType;
+use tessera_quant::isa::Simd128;
 use tessera_quant::vec_dot::gemm;
 use std::cell::RefCell;
 
@@ -115,13 +116,13 @@ pub extern "C" fn setup_attention() {
 /// `reps` × 256 keys of head size 256 against one query, four keys per call.
 #[no_mangle]
 pub extern "C" fn run_attention_dot(reps: u32) -> f32 {
-    use tessera_backend_cpu::ops::attention_simd128::dot_f16_steps_x4;
+    use tessera_backend_cpu::ops::attention::f16_arith::dot_steps_x4;
     ATTENTION.with_borrow(|a| {
         let a = a.as_ref().expect("setup_attention first");
         let mut s = 0.0;
         for _ in 0..reps {
             for k in a.keys.chunks_exact(4) {
-                s += dot_f16_steps_x4([&k[0], &k[1], &k[2], &k[3]], &a.q)[0];
+                s += dot_steps_x4(Simd128, [&k[0], &k[1], &k[2], &k[3]], &a.q)[0];
             }
         }
         s
@@ -131,14 +132,14 @@ pub extern "C" fn run_attention_dot(reps: u32) -> f32 {
 /// `reps` × 256 V rows of 256 added into four accumulator rows (a GQA group of four heads).
 #[no_mangle]
 pub extern "C" fn run_attention_mad(reps: u32) -> f32 {
-    use tessera_backend_cpu::ops::attention_simd128::mad_f16_steps;
+    use tessera_backend_cpu::ops::attention::f16_arith::mad_steps;
     ATTENTION.with_borrow_mut(|a| {
         let a = a.as_mut().expect("setup_attention first");
         for _ in 0..reps {
             for (i, v) in a.keys.iter().enumerate() {
                 let f = 0.01 * (i % 7) as f32 + 0.001;
                 let [r0, r1, r2, r3] = &mut a.acc;
-                mad_f16_steps([r0, r1, r2, r3], v, [f, f * 0.5, f * 0.25, f * 0.125]);
+                mad_steps(Simd128, [r0, r1, r2, r3], v, [f, f * 0.5, f * 0.25, f * 0.125]);
             }
         }
         a.acc[0][0]

@@ -6,13 +6,11 @@
 
 use half::f16;
 use std::sync::OnceLock;
-#[cfg(target_arch = "x86_64")]
-use tessera_quant::isa::Avx2;
-#[cfg(all(test, target_arch = "x86_64"))]
-use tessera_quant::isa::Avx512;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 use tessera_quant::isa::Simd128;
 use tessera_quant::isa::{self, Scalar, Simd};
+#[cfg(target_arch = "x86_64")]
+use tessera_quant::isa::{Avx2, Avx512};
 
 const SQRT_2_OVER_PI: f32 = 0.797_884_6;
 const GELU_COEF_A: f32 = 0.044715;
@@ -122,12 +120,11 @@ unsafe fn swiglu_avx2(s: Avx2, gate: &[f32], up: &[f32], out: &mut [f32]) -> usi
     swiglu_lanes(s, gate, up, out)
 }
 
-/// [`swiglu_lanes`] compiled for AVX-512: tested, not dispatched (SwiGLU is memory-bound; the
-/// AVX2 kernel is what runs on AVX-512 CPUs unless this one is measured faster).
+/// [`swiglu_lanes`] compiled for AVX-512.
 ///
 /// # Safety
 /// None beyond the token's existence (it proves the CPU runs AVX-512 F/BW/DQ/VL).
-#[cfg(all(test, target_arch = "x86_64"))]
+#[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
 unsafe fn swiglu_avx512(s: Avx512, gate: &[f32], up: &[f32], out: &mut [f32]) -> usize {
     swiglu_lanes(s, gate, up, out)
@@ -135,6 +132,12 @@ unsafe fn swiglu_avx512(s: Avx512, gate: &[f32], up: &[f32], out: &mut [f32]) ->
 
 pub fn swiglu(gate: &[f32], up: &[f32], out: &mut [f32]) {
     let done = match isa::level() {
+        #[cfg(target_arch = "x86_64")]
+        isa::Level::Avx512 => match Avx512::new() {
+            // SAFETY: the token proves the features.
+            Some(s) => unsafe { swiglu_avx512(s, gate, up, out) },
+            None => 0,
+        },
         #[cfg(target_arch = "x86_64")]
         level if level.has_avx2() => match Avx2::new() {
             // SAFETY: the token proves the features.
@@ -153,6 +156,9 @@ pub fn swiglu_scalar(gate: &[f32], up: &[f32], out: &mut [f32]) {
     swiglu_lanes(Scalar, gate, up, out);
 }
 
+/// `out = gelu(gate) * up`. One scalar loop for every instruction set, by design: each element
+/// is a lookup in the 64 Ki-entry f16 table, a gather that SIMD does not speed up (ggml's own
+/// GELU loop is scalar for the same reason), and it is a small share of a Gemma step.
 pub fn geglu(gate: &[f32], up: &[f32], out: &mut [f32]) {
     let table = gelu_table();
     for ((o, &g), &u) in out.iter_mut().zip(gate).zip(up) {

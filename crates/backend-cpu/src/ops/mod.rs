@@ -1,15 +1,10 @@
-//! CPU kernels, one file per op named after it (`Op::MulWeight` → `mul_weight.rs`), each with
-//! its scalar reference and tests; kernels written once are generic over `tessera_quant::isa::Simd`;
-//! per-ISA step kernels that remain are in `<op>_avx2.rs` / `<op>_simd128.rs`. `glu.rs` holds both
-//! gated activations (`Op::Swiglu`, `Op::Geglu`).
+//! CPU kernels, one file per op named after it (`Op::MulWeight` → `mul_weight.rs`; attention's
+//! f16 and f64 arithmetic in `attention/`), each with its scalar reference and tests, written
+//! once over `tessera_quant::isa::Simd` where they have vector paths. `glu.rs` holds both gated
+//! activations (`Op::Swiglu`, `Op::Geglu`).
 
 pub mod add;
 pub mod attention;
-#[cfg(target_arch = "x86_64")]
-pub mod attention_avx2;
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-pub mod attention_simd128;
-pub mod f16_arith;
 pub mod get_rows;
 pub mod glu;
 pub mod mul_mat;

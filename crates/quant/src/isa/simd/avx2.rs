@@ -23,6 +23,8 @@ impl Simd for Avx2 {
     const LEVEL: Level = Level::Avx2;
     type F32 = __m256;
     type Mask = __m256;
+    type X32 = [__m256; 4];
+    type WideSum = (__m256d, __m256d);
 
     #[inline(always)]
     fn splat(self, x: f32) -> __m256 {
@@ -103,4 +105,90 @@ impl Simd for Avx2 {
     fn round_f16(self, x: __m256) -> __m256 {
         unsafe { _mm256_cvtph_ps(_mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x)) }
     }
+    #[inline(always)]
+    fn or_mask(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_or_ps(a, b) }
+    }
+    #[inline(always)]
+    fn any(self, mask: __m256) -> bool {
+        unsafe { _mm256_movemask_ps(mask) != 0 }
+    }
+    #[inline(always)]
+    fn min(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_min_ps(a, b) }
+    }
+    #[inline(always)]
+    fn low12_mantissa_zero(self, x: __m256) -> __m256 {
+        unsafe {
+            let low = _mm256_slli_epi32::<20>(_mm256_castps_si256(x));
+            _mm256_castsi256_ps(_mm256_cmpeq_epi32(low, _mm256_setzero_si256()))
+        }
+    }
+    #[inline(always)]
+    fn round_to_odd(self, s: __m256, e: __m256) -> __m256 {
+        unsafe {
+            let si = _mm256_castps_si256(s);
+            let one = _mm256_set1_epi32(1);
+            let inexact = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_NEQ_UQ>(e, _mm256_setzero_ps()));
+            let even = _mm256_cmpeq_epi32(_mm256_and_si256(si, one), _mm256_setzero_si256());
+            let abs = _mm256_and_si256(si, _mm256_set1_epi32(0x7fff_ffff));
+            let finite = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x7f80_0000), abs);
+            let mask = _mm256_and_si256(inexact, _mm256_and_si256(even, finite));
+            // +1 (away from zero) where e has the sign of s, else -1.
+            let step = _mm256_or_si256(
+                _mm256_srai_epi32::<31>(_mm256_xor_si256(si, _mm256_castps_si256(e))),
+                one,
+            );
+            _mm256_castsi256_ps(_mm256_add_epi32(si, _mm256_and_si256(step, mask)))
+        }
+    }
+    #[inline(always)]
+    fn sum_halves_f16(self, x: __m256) -> f32 {
+        unsafe { sum_halves_f16_x4(_mm256_castps256_ps128(x), _mm256_extractf128_ps::<1>(x)) }
+    }
+    #[inline(always)]
+    fn x32_splat(self, x: f32) -> [__m256; 4] {
+        [self.splat(x); 4]
+    }
+    #[inline(always)]
+    fn wide_zero(self) -> (__m256d, __m256d) {
+        unsafe { (_mm256_setzero_pd(), _mm256_setzero_pd()) }
+    }
+    #[inline(always)]
+    fn wide_add(self, acc: (__m256d, __m256d), x: __m256) -> (__m256d, __m256d) {
+        unsafe {
+            (
+                _mm256_add_pd(acc.0, _mm256_cvtps_pd(_mm256_castps256_ps128(x))),
+                _mm256_add_pd(acc.1, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(x))),
+            )
+        }
+    }
+    #[inline(always)]
+    fn wide_total(self, acc: (__m256d, __m256d)) -> f64 {
+        let mut lanes = [0.0f64; 4];
+        unsafe { _mm256_storeu_pd(lanes.as_mut_ptr(), _mm256_add_pd(acc.0, acc.1)) };
+        (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
+    }
+}
+
+/// `lo + hi` in f16 arithmetic, then halvings of the 4 lanes: [`Simd::sum_halves_f16`] of the 8
+/// lanes `lo, hi` (AVX-512's 16 lanes end the same way).
+///
+/// # Safety
+/// The CPU runs AVX2 and F16C, and both are enabled where this inlines.
+#[inline(always)]
+pub(super) unsafe fn sum_halves_f16_x4(lo: __m128, hi: __m128) -> f32 {
+    let x = round_f16_x4(_mm_add_ps(lo, hi));
+    let x = round_f16_x4(_mm_add_ps(x, _mm_movehl_ps(x, x)));
+    let x = round_f16_x4(_mm_add_ss(x, _mm_movehdup_ps(x)));
+    _mm_cvtss_f32(x)
+}
+
+/// [`Simd::round_f16`] on 4 lanes.
+///
+/// # Safety
+/// As [`sum_halves_f16_x4`].
+#[inline(always)]
+unsafe fn round_f16_x4(x: __m128) -> __m128 {
+    _mm_cvtph_ps(_mm_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x))
 }

@@ -23,6 +23,8 @@ impl Simd for Avx512 {
     const LEVEL: Level = Level::Avx512;
     type F32 = __m512;
     type Mask = __mmask16;
+    type X32 = [__m512; 2];
+    type WideSum = (__m512d, __m512d);
 
     #[inline(always)]
     fn splat(self, x: f32) -> __m512 {
@@ -102,5 +104,73 @@ impl Simd for Avx512 {
     #[inline(always)]
     fn round_f16(self, x: __m512) -> __m512 {
         unsafe { _mm512_cvtph_ps(_mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x)) }
+    }
+    #[inline(always)]
+    fn or_mask(self, a: __mmask16, b: __mmask16) -> __mmask16 {
+        a | b
+    }
+    #[inline(always)]
+    fn any(self, mask: __mmask16) -> bool {
+        mask != 0
+    }
+    #[inline(always)]
+    fn min(self, a: __m512, b: __m512) -> __m512 {
+        unsafe { _mm512_min_ps(a, b) }
+    }
+    #[inline(always)]
+    fn low12_mantissa_zero(self, x: __m512) -> __mmask16 {
+        unsafe { _mm512_testn_epi32_mask(_mm512_castps_si512(x), _mm512_set1_epi32(0xfff)) }
+    }
+    #[inline(always)]
+    fn round_to_odd(self, s: __m512, e: __m512) -> __m512 {
+        unsafe {
+            let si = _mm512_castps_si512(s);
+            let one = _mm512_set1_epi32(1);
+            let inexact = _mm512_cmp_ps_mask::<_CMP_NEQ_UQ>(e, _mm512_setzero_ps());
+            let even = _mm512_testn_epi32_mask(si, one);
+            let abs = _mm512_and_si512(si, _mm512_set1_epi32(0x7fff_ffff));
+            let finite = _mm512_cmplt_epi32_mask(abs, _mm512_set1_epi32(0x7f80_0000));
+            // +1 (away from zero) where e has the sign of s, else -1.
+            let step = _mm512_or_si512(
+                _mm512_srai_epi32::<31>(_mm512_xor_si512(si, _mm512_castps_si512(e))),
+                one,
+            );
+            let odd = _mm512_mask_add_epi32(si, inexact & even & finite, si, step);
+            _mm512_castsi512_ps(odd)
+        }
+    }
+    #[inline(always)]
+    fn sum_halves_f16(self, x: __m512) -> f32 {
+        unsafe {
+            let lo = _mm512_castps512_ps256(x);
+            let hi = _mm512_extractf32x8_ps::<1>(x);
+            let x = _mm256_cvtph_ps(_mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm256_add_ps(
+                lo, hi,
+            )));
+            super::avx2::sum_halves_f16_x4(_mm256_castps256_ps128(x), _mm256_extractf128_ps::<1>(x))
+        }
+    }
+    #[inline(always)]
+    fn x32_splat(self, x: f32) -> [__m512; 2] {
+        [self.splat(x); 2]
+    }
+    #[inline(always)]
+    fn wide_zero(self) -> (__m512d, __m512d) {
+        unsafe { (_mm512_setzero_pd(), _mm512_setzero_pd()) }
+    }
+    #[inline(always)]
+    fn wide_add(self, acc: (__m512d, __m512d), x: __m512) -> (__m512d, __m512d) {
+        unsafe {
+            (
+                _mm512_add_pd(acc.0, _mm512_cvtps_pd(_mm512_castps512_ps256(x))),
+                _mm512_add_pd(acc.1, _mm512_cvtps_pd(_mm512_extractf32x8_ps::<1>(x))),
+            )
+        }
+    }
+    #[inline(always)]
+    fn wide_total(self, acc: (__m512d, __m512d)) -> f64 {
+        let mut lanes = [0.0f64; 8];
+        unsafe { _mm512_storeu_pd(lanes.as_mut_ptr(), _mm512_add_pd(acc.0, acc.1)) };
+        lanes.iter().sum()
     }
 }

@@ -7,7 +7,10 @@
 //! instructions: the constructors check [`super::detected`], so the methods are safe to call.
 //! Kernels take the token by value and are `#[inline(always)]`; each ISA's entry point is a
 //! small `#[target_feature]` function calling the generic kernel, so the primitives inline
-//! into code compiled for that ISA.
+//! into code compiled for that ISA. Kernels call primitives in plain loops, never inside
+//! closures (`array::from_fn`, `map`, `fold`): a closure's body is compiled without the entry
+//! point's target features, so the primitives in it stay out-of-line calls (several times
+//! slower).
 
 use super::Level;
 use half::f16;
@@ -41,6 +44,11 @@ pub trait Simd: Copy {
     type F32: Copy;
     /// The result of a lane-wise comparison.
     type Mask: Copy;
+    /// 32 f32 lanes as `32 / LANES` vectors: one register of 32 halves of the AVX512-FP16
+    /// arithmetic the attention kernels emulate.
+    type X32: Copy + AsRef<[Self::F32]> + AsMut<[Self::F32]>;
+    /// Per-lane f64 sums of f32 lanes ([`Simd::wide_add`]).
+    type WideSum: Copy;
 
     /// Every lane `x`.
     fn splat(self, x: f32) -> Self::F32;
@@ -68,6 +76,33 @@ pub trait Simd: Copy {
     fn le(self, a: Self::F32, b: Self::F32) -> Self::Mask;
     /// `if_true` where `mask` is set, else `if_false`.
     fn select(self, mask: Self::Mask, if_true: Self::F32, if_false: Self::F32) -> Self::F32;
+    /// Lanes set in `a` or in `b`.
+    fn or_mask(self, a: Self::Mask, b: Self::Mask) -> Self::Mask;
+    /// Whether some lane of `mask` is set.
+    fn any(self, mask: Self::Mask) -> bool;
+    /// `if a < b { a } else { b }` per lane (so `b` where either is NaN).
+    fn min(self, a: Self::F32, b: Self::F32) -> Self::F32;
+
+    /// Lanes whose low 12 mantissa bits are zero. Every f16 midpoint (at most 12 significant
+    /// bits) is such a lane, so where none is set, f32 values rounded to f16 are not ties.
+    fn low12_mantissa_zero(self, x: Self::F32) -> Self::Mask;
+    /// `s` rounded to odd, given `e`, the exact error of the rounded sum `s`: where `e != 0`,
+    /// `s` is finite and its last mantissa bit is 0, the neighbour of `s` on `e`'s side (away
+    /// from zero when `e` has the sign of `s`); elsewhere `s`.
+    fn round_to_odd(self, s: Self::F32, e: Self::F32) -> Self::F32;
+    /// The lanes added in f16 arithmetic (each sum of f16-exact lanes rounded to f16) by
+    /// halving: lane `i` plus lane `i + w` for `w = LANES / 2, ..., 1`; the result of lane 0.
+    fn sum_halves_f16(self, x: Self::F32) -> f32;
+
+    /// `32 / LANES` vectors, every lane `x`.
+    fn x32_splat(self, x: f32) -> Self::X32;
+    /// All f64 sums zero.
+    fn wide_zero(self) -> Self::WideSum;
+    /// Each lane of `x` widened to f64 and added to its own sum.
+    fn wide_add(self, acc: Self::WideSum, x: Self::F32) -> Self::WideSum;
+    /// The lane sums added together (in an order of the implementation's choosing: callers use
+    /// it where every order gives the same value).
+    fn wide_total(self, acc: Self::WideSum) -> f64;
 
     /// `j · 2^h · 2^(n - h)` with `h = trunc(n / 2)`, the two products rounded in that order
     /// (exact unless the result is subnormal, then rounded once), for lanes where `n` is an

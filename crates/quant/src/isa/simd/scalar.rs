@@ -13,6 +13,8 @@ impl Simd for Scalar {
     const LEVEL: Level = Level::Scalar;
     type F32 = f32;
     type Mask = bool;
+    type X32 = [f32; 32];
+    type WideSum = f64;
 
     #[inline(always)]
     fn splat(self, x: f32) -> f32 {
@@ -89,5 +91,59 @@ impl Simd for Scalar {
     #[inline(always)]
     fn round_f16(self, x: f32) -> f32 {
         f16::from_f32(x).to_f32()
+    }
+    #[inline(always)]
+    fn or_mask(self, a: bool, b: bool) -> bool {
+        a | b
+    }
+    #[inline(always)]
+    fn any(self, mask: bool) -> bool {
+        mask
+    }
+    #[inline(always)]
+    fn min(self, a: f32, b: f32) -> f32 {
+        if a < b {
+            a
+        } else {
+            b
+        }
+    }
+    #[inline(always)]
+    fn low12_mantissa_zero(self, x: f32) -> bool {
+        x.to_bits() & 0xfff == 0
+    }
+    #[inline(always)]
+    fn round_to_odd(self, s: f32, e: f32) -> f32 {
+        if e != 0.0 && s.is_finite() && s.to_bits() & 1 == 0 {
+            // Sign bits, not `> 0`: the same lanes as the vector versions for any operands.
+            let away = s.is_sign_negative() == e.is_sign_negative();
+            f32::from_bits(if away {
+                s.to_bits().wrapping_add(1)
+            } else {
+                s.to_bits().wrapping_sub(1)
+            })
+        } else {
+            s
+        }
+    }
+    #[inline(always)]
+    fn sum_halves_f16(self, x: f32) -> f32 {
+        x
+    }
+    #[inline(always)]
+    fn x32_splat(self, x: f32) -> [f32; 32] {
+        [self.splat(x); 32]
+    }
+    #[inline(always)]
+    fn wide_zero(self) -> f64 {
+        0.0
+    }
+    #[inline(always)]
+    fn wide_add(self, acc: f64, x: f32) -> f64 {
+        acc + x as f64
+    }
+    #[inline(always)]
+    fn wide_total(self, acc: f64) -> f64 {
+        acc
     }
 }

@@ -37,6 +37,8 @@ impl Simd for Simd128 {
     const LEVEL: Level = Level::Simd128;
     type F32 = v128;
     type Mask = v128;
+    type X32 = [v128; 8];
+    type WideSum = (v128, v128);
 
     #[inline(always)]
     fn splat(self, x: f32) -> v128 {
@@ -143,5 +145,59 @@ impl Simd for Simd128 {
             v128_or(r, v128_and(x, u32x4_splat(0x8000_0000))),
             u32x4_splat(!0x1fff),
         )
+    }
+    #[inline(always)]
+    fn or_mask(self, a: v128, b: v128) -> v128 {
+        v128_or(a, b)
+    }
+    #[inline(always)]
+    fn any(self, mask: v128) -> bool {
+        v128_any_true(mask)
+    }
+    #[inline(always)]
+    fn min(self, a: v128, b: v128) -> v128 {
+        // pmin(b, a) is `a < b ? a : b`.
+        f32x4_pmin(b, a)
+    }
+    #[inline(always)]
+    fn low12_mantissa_zero(self, x: v128) -> v128 {
+        i32x4_eq(v128_and(x, u32x4_splat(0xfff)), u32x4_splat(0))
+    }
+    #[inline(always)]
+    fn round_to_odd(self, s: v128, e: v128) -> v128 {
+        let one = u32x4_splat(1);
+        let inexact = f32x4_ne(e, f32x4_splat(0.0));
+        let even = i32x4_eq(v128_and(s, one), u32x4_splat(0));
+        let finite = f32x4_lt(f32x4_abs(s), f32x4_splat(f32::INFINITY));
+        let mask = v128_and(inexact, v128_and(even, finite));
+        // +1 (away from zero) where e has the sign of s, else -1.
+        let step = v128_or(i32x4_shr(v128_xor(s, e), 31), one);
+        i32x4_add(s, v128_and(step, mask))
+    }
+    #[inline(always)]
+    fn sum_halves_f16(self, x: v128) -> f32 {
+        let x = self.round_f16(f32x4_add(x, i32x4_shuffle::<2, 3, 2, 3>(x, x)));
+        let x = self.round_f16(f32x4_add(x, i32x4_shuffle::<1, 1, 1, 1>(x, x)));
+        f32x4_extract_lane::<0>(x)
+    }
+    #[inline(always)]
+    fn x32_splat(self, x: f32) -> [v128; 8] {
+        [self.splat(x); 8]
+    }
+    #[inline(always)]
+    fn wide_zero(self) -> (v128, v128) {
+        (f64x2_splat(0.0), f64x2_splat(0.0))
+    }
+    #[inline(always)]
+    fn wide_add(self, acc: (v128, v128), x: v128) -> (v128, v128) {
+        (
+            f64x2_add(acc.0, f64x2_promote_low_f32x4(x)),
+            f64x2_add(acc.1, f64x2_promote_low_f32x4(u64x2_shuffle::<1, 1>(x, x))),
+        )
+    }
+    #[inline(always)]
+    fn wide_total(self, acc: (v128, v128)) -> f64 {
+        let t = f64x2_add(acc.0, acc.1);
+        f64x2_extract_lane::<0>(t) + f64x2_extract_lane::<1>(t)
     }
 }

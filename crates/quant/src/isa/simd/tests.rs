@@ -144,6 +144,95 @@ fn check_against_scalar<S: Simd>(s: S) {
         |s, v| s.select(s.le(v[0], v[1]), v[2], s.splat(7.0)),
         |r, x| r.select(r.le(x[0], x[1]), x[2], 7.0),
     );
+    check_op(
+        s,
+        "min",
+        &two,
+        |s, v| s.min(v[0], v[1]),
+        |r, x| r.min(x[0], x[1]),
+    );
+    check_op(
+        s,
+        "select(or_mask(gt, le))",
+        &three,
+        |s, v| {
+            let m = s.or_mask(s.gt(v[0], v[1]), s.le(v[2], s.splat(0.0)));
+            s.select(m, v[2], s.splat(7.0))
+        },
+        |r, x| r.select(r.or_mask(r.gt(x[0], x[1]), r.le(x[2], 0.0)), x[2], 7.0),
+    );
+    // Low mantissa bits: random ones, and values with 0 to 13 trailing zero bits.
+    let trailing: Vec<f32> = operands(n, 4)
+        .iter()
+        .enumerate()
+        .map(|(i, x)| f32::from_bits(x.to_bits() & !((1u32 << (i % 14)) - 1)))
+        .collect();
+    check_op(
+        s,
+        "select(low12_mantissa_zero)",
+        std::slice::from_ref(&trailing),
+        |s, v| s.select(s.low12_mantissa_zero(v[0]), s.splat(1.0), s.splat(2.0)),
+        |r, x| r.select(r.low12_mantissa_zero(x[0]), 1.0, 2.0),
+    );
+    // round_to_odd on TwoSum pairs (its use) and on arbitrary ones (the lanes agree anyway).
+    let (sums, errors): (Vec<f32>, Vec<f32>) = trailing
+        .iter()
+        .zip(operands(n, 5))
+        .map(|(&x, y)| {
+            let s = x + y;
+            let bb = s - x;
+            (s, (x - (s - bb)) + (y - bb))
+        })
+        .unzip();
+    for args in [[sums, errors], [operands(n, 6), operands(n, 7)]] {
+        check_op(
+            s,
+            "round_to_odd",
+            &args,
+            |s, v| s.round_to_odd(v[0], v[1]),
+            |r, x| r.round_to_odd(x[0], x[1]),
+        );
+    }
+    // sum_halves_f16 of f16-exact lanes against the halving order in scalar f16 arithmetic.
+    let f16_lanes: Vec<f32> = operands(n, 8)
+        .iter()
+        .map(|x| f16::from_f32(*x).to_f32())
+        .collect();
+    for chunk in f16_lanes.chunks_exact(S::LANES) {
+        let mut want = chunk.to_vec();
+        let mut w = S::LANES / 2;
+        while w >= 1 {
+            for i in 0..w {
+                want[i] = Scalar.round_f16(want[i] + want[i + w]);
+            }
+            w /= 2;
+        }
+        let got = s.sum_halves_f16(s.load(chunk));
+        assert!(
+            same(got, want[0]),
+            "sum_halves_f16{chunk:?}: {}, got {got}",
+            want[0]
+        );
+    }
+    // Wide sums of values whose f64 sum is exact in any order (multiples of 2^-20 below 2^20).
+    let small: Vec<f32> = operands(n, 9)
+        .iter()
+        .map(|x| (x.to_bits() % (1 << 21)) as f32 * 2f32.powi(-20) - 1.0)
+        .collect();
+    let mut acc = s.wide_zero();
+    for chunk in small.chunks_exact(S::LANES) {
+        acc = s.wide_add(acc, s.load(chunk));
+    }
+    let want: f64 = small[..small.len() / S::LANES * S::LANES]
+        .iter()
+        .map(|&x| x as f64)
+        .sum();
+    assert_eq!(s.wide_total(acc), want, "wide sums");
+    let x32 = s.x32_splat(3.5);
+    assert_eq!(x32.as_ref().len() * S::LANES, 32);
+    for v in x32.as_ref() {
+        assert_eq!(lanes(s, *v)[..S::LANES], [3.5; 16][..S::LANES]);
+    }
     // scale_by_pow2 over its whole domain, with factors that make subnormal results.
     let ns: Vec<f32> = (-192..=192).flat_map(|n| [n as f32; 8]).collect();
     let js: Vec<f32> = (0..ns.len()).map(|i| 0.7 + (i % 8) as f32 * 0.1).collect();
@@ -177,6 +266,8 @@ fn check_against_scalar<S: Simd>(s: S) {
                 b.wrapping_add(1),
                 b.wrapping_sub(1),
                 b ^ 0x1000,
+                (b ^ 0x1000).wrapping_add(1),
+                (b ^ 0x1000).wrapping_sub(1),
                 b | 0xfff,
             ]
             .map(f32::from_bits)

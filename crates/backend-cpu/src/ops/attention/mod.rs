@@ -8,16 +8,22 @@
 //! batch or the thread split. The heads of one GQA group are walked together only so that each
 //! K/V row is widened to f32 once for all of them; every head keeps its own state.
 //!
-//! Rows of f16 values (q, K, V) are handled as f32 slices holding f16-exact values.
+//! The kernel is written once over [`Simd`] (the f16 arithmetic in [`f16_arith`], the f64 sums
+//! in [`f64_sum`]); [`attend_rows`] picks the instruction set. Rows of f16 values (q, K, V) are
+//! handled as f32 slices holding f16-exact values.
 
-use half::f16;
+pub mod f16_arith;
+pub mod f64_sum;
+#[cfg(test)]
+mod isa_tests;
 
-use super::f16_arith;
-#[cfg(target_arch = "x86_64")]
-use tessera_quant::isa::Avx2;
+pub use f64_sum::head_plus_leftovers;
+
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 use tessera_quant::isa::Simd128;
 use tessera_quant::isa::{self, Scalar, Simd};
+#[cfg(target_arch = "x86_64")]
+use tessera_quant::isa::{Avx2, Avx512};
 
 use crate::kv_cache::LayerKv;
 use crate::parallel::SharedOut;
@@ -34,8 +40,8 @@ pub const MAX_ROWS: usize = 16;
 /// most this many keys, the only keys computed for nothing).
 const TOKEN_BLOCK: usize = 4;
 
-/// Keys whose scores are computed together before the softmax consumes them (the AVX2 dot
-/// kernel takes four keys).
+/// Keys whose scores are computed together before the softmax consumes them (the dot kernel
+/// takes four keys).
 const KEY_BLOCK: usize = 4;
 
 /// Elements of a head that the reference build's `ggml_vec_dot_f16` handles in its SIMD loop:
@@ -43,40 +49,23 @@ const KEY_BLOCK: usize = 4;
 /// its scalar "leftovers" loop, summed in f64.
 pub const DOT_F16_STEP: usize = f16_arith::STEP;
 
-/// q·k as ggml's `ggml_vec_dot_f16` computes it in the build the reference outputs come from.
+/// q·k as ggml's `ggml_vec_dot_f16` computes it in the build the reference outputs come from
+/// (the scalar reference of [`attend_rows`]'s scores).
 ///
 /// That build steps through the row 128 elements at a time in f16 arithmetic
-/// ([`dot_f16_steps`]) and adds the remaining `n % 128` products one by one in f64
+/// ([`f16_arith::dot_steps`]) and adds the remaining `n % 128` products one by one in f64
 /// (`sumf += (ggml_float)(x[i]*y[i])`). For a head of 64 (SmolLM2) there is no full step, so
 /// the whole score is that sequential f64 sum: this reproduces llama.cpp's SmolLM2 reference
 /// logits to the last printed digit, where the 16-lane order of an AVX-512F build (or the
 /// 8-lane order of an AVX2 build) moves the top-10 logprobs by up to 0.3.
-#[inline]
 pub fn dot_f16(k: &[f32], q: &[f32]) -> f32 {
     let np = k.len() / DOT_F16_STEP * DOT_F16_STEP;
     let head = if np > 0 {
-        dot_f16_steps(&k[..np], &q[..np]) as f64
+        f16_arith::dot_steps(&k[..np], &q[..np]) as f64
     } else {
         0.0
     };
     head_plus_leftovers(head, &k[np..], &q[np..k.len()])
-}
-
-/// The scalar tail of ggml's `ggml_vec_dot_f16`: each exact f32 product added in f64.
-#[inline]
-pub fn head_plus_leftovers(mut sum: f64, k: &[f32], q: &[f32]) -> f32 {
-    for (a, b) in k.iter().zip(q) {
-        sum += (a * b) as f64;
-    }
-    sum as f32
-}
-
-/// Whole steps (`k.len()` a multiple of 128) in the f16 arithmetic of an AVX512-FP16 build:
-/// 4 × 32 f16 accumulators, each fused multiply-add rounded once to f16, reduced in f16
-/// ([`f16_arith::dot_steps`]). Used for heads of 128 and more (Gemma 3: 256).
-#[inline]
-pub fn dot_f16_steps(k: &[f32], q: &[f32]) -> f32 {
-    f16_arith::dot_steps(k, q)
 }
 
 /// One query row of [`attend_rows`]: row `row` of the q matrix (head_dim values from
@@ -90,71 +79,77 @@ pub struct QueryRow {
 
 /// Query rows (at most [`MAX_ROWS`]) that share KV head `kv_head` — a GQA group's heads, of
 /// one or several tokens — each against its own keys, walked together so that every K/V row
-/// is loaded and widened once for all of them. Each row's result is what it gets alone.
-#[allow(clippy::too_many_arguments)]
-pub fn attend_rows(
-    q: &[f32],
-    rows: &[QueryRow],
-    kv: &LayerKv,
-    kv_head: usize,
-    scale: f32,
-    softcap: Option<f32>,
-    out: &SharedOut<f32>,
-) {
+/// is loaded and widened once for all of them. Each row's result is what it gets alone, on
+/// every instruction set.
+pub struct RowGroup<'a> {
+    /// The q matrix (`head_dim` values per row).
+    pub q: &'a [f32],
+    pub rows: &'a [QueryRow],
+    pub kv: &'a LayerKv,
+    pub kv_head: usize,
+    pub scale: f32,
+    pub softcap: Option<f32>,
+    /// The output matrix (`head_dim_v` values per row).
+    pub out: &'a SharedOut<f32>,
+}
+
+/// Attends `group` on the widest instruction set the CPU runs (or the one forced).
+pub fn attend_rows(group: &RowGroup) {
     match isa::level() {
         #[cfg(target_arch = "x86_64")]
-        level if level.has_avx2() && kv.layout.head_dim_v.is_multiple_of(8) => {
+        isa::Level::Avx512 => {
+            if let Some(s) = Avx512::new() {
+                // SAFETY: the token proves the CPU runs AVX-512 F/BW/DQ/VL (and AVX2/FMA/F16C).
+                return unsafe { attend_rows_avx512(s, group) };
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        isa::Level::Avx2 => {
             if let Some(s) = Avx2::new() {
-                // SAFETY: the token proves AVX2/FMA/F16C; head_dim_v % 8 == 0.
-                return unsafe { attend_rows_avx2(s, q, rows, kv, kv_head, scale, softcap, out) };
+                // SAFETY: the token proves the CPU runs AVX2, FMA and F16C.
+                return unsafe { attend_rows_avx2(s, group) };
             }
         }
         #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        isa::Level::Simd128 => {
-            return attend_rows_impl(Simd128, q, rows, kv, kv_head, scale, softcap, out);
-        }
+        isa::Level::Simd128 => return attend_rows_on(Simd128, group),
         _ => {}
     }
-    attend_rows_impl(Scalar, q, rows, kv, kv_head, scale, softcap, out);
+    attend_rows_on(Scalar, group);
 }
 
-/// [`attend_rows_impl`] compiled for AVX2 (so its softmax bookkeeping inlines the kernels and
+/// [`attend_rows_on`] compiled for AVX2 (so that the generic kernel inlines the primitives and
 /// uses the hardware FMA).
 ///
 /// # Safety
-/// `head_dim_v % 8 == 0` (the token proves the CPU runs AVX2, FMA and F16C).
+/// None beyond the token's existence (it proves the CPU runs AVX2, FMA and F16C).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,f16c")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn attend_rows_avx2(
-    s: Avx2,
-    q: &[f32],
-    rows: &[QueryRow],
-    kv: &LayerKv,
-    kv_head: usize,
-    scale: f32,
-    softcap: Option<f32>,
-    out: &SharedOut<f32>,
-) {
-    attend_rows_impl(s, q, rows, kv, kv_head, scale, softcap, out);
+unsafe fn attend_rows_avx2(s: Avx2, group: &RowGroup) {
+    attend_rows_on(s, group);
 }
 
-/// The kernel, on the inner loops of `s`'s instruction set (bit-identical to the scalar ones):
-/// the widening, rounding and scaling loops are generic over [`Simd`], the f16 dot products and
-/// V updates are per-ISA kernels (`attention_avx2`, `attention_simd128`, `f16_arith`) picked by
-/// `S::LEVEL` at compile time. With [`Avx2`], `head_dim_v % 8 == 0`.
+/// [`attend_rows_on`] compiled for AVX-512.
+///
+/// # Safety
+/// None beyond the token's existence (it proves the CPU runs AVX-512 F/BW/DQ/VL).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
+unsafe fn attend_rows_avx512(s: Avx512, group: &RowGroup) {
+    attend_rows_on(s, group);
+}
+
+/// The kernel on the vectors of `s` (bit-identical on every instruction set).
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn attend_rows_impl<S: Simd>(
-    s: S,
-    q: &[f32],
-    rows: &[QueryRow],
-    kv: &LayerKv,
-    kv_head: usize,
-    scale: f32,
-    softcap: Option<f32>,
-    out: &SharedOut<f32>,
-) {
+pub(crate) fn attend_rows_on<S: Simd>(s: S, group: &RowGroup) {
+    let RowGroup {
+        q,
+        rows,
+        kv,
+        kv_head,
+        scale,
+        softcap,
+        out,
+    } = *group;
     let hd = kv.layout.head_dim_k;
     let dv = kv.layout.head_dim_v;
     let (ks, vs) = (kv.k_stride(), kv.v_stride());
@@ -168,7 +163,7 @@ fn attend_rows_impl<S: Simd>(
     };
     let mut q16 = [0.0f32; MAX_ROWS * MAX_HEAD_DIM];
     for (d, r) in q16.chunks_exact_mut(hd).zip(rows) {
-        round_to_f16(s, &q[r.row * hd..(r.row + 1) * hd], d);
+        f16_arith::round_row(s, &q[r.row * hd..(r.row + 1) * hd], d);
     }
     // The f16 accumulators, held as f32 values that are always exactly representable in f16.
     let mut acc = [0.0f32; MAX_ROWS * MAX_HEAD_DIM];
@@ -184,11 +179,12 @@ fn attend_rows_impl<S: Simd>(
         let nb = KEY_BLOCK.min(hi + 1 - j0);
         for b in 0..nb {
             let j = j0 + b;
-            widen(s, &kv.k[j * ks + kv_head * hd..][..hd], &mut k[b][..hd]);
-            widen(s, &kv.v[j * vs + kv_head * dv..][..dv], &mut v[b][..dv]);
+            f16_arith::widen(s, &kv.k[j * ks + kv_head * hd..][..hd], &mut k[b][..hd]);
+            f16_arith::widen(s, &kv.v[j * vs + kv_head * dv..][..dv], &mut v[b][..dv]);
         }
-        for (q16, scores) in q16.chunks_exact(hd).zip(&mut scores[..n]) {
-            *scores = dot_block(s, &k, nb, q16);
+        for g in 0..n {
+            let scores = &mut scores[g];
+            *scores = dot_block(s, &k, nb, &q16[g * hd..(g + 1) * hd]);
             for score in &mut scores[..nb] {
                 *score *= scale;
                 if let Some(cap) = softcap {
@@ -262,44 +258,9 @@ fn expf(x: f32) -> f32 {
     x.exp()
 }
 
-/// An f16 row widened (exactly) to f32: whole vectors of `S`, then one by one.
-#[inline(always)]
-pub(crate) fn widen<S: Simd>(s: S, src: &[f16], dst: &mut [f32]) {
-    let n = src.len().min(dst.len());
-    let done = n / S::LANES * S::LANES;
-    let (src, src_rest) = src[..n].split_at(done);
-    let (dst, dst_rest) = dst[..n].split_at_mut(done);
-    for (d, h) in dst
-        .chunks_exact_mut(S::LANES)
-        .zip(src.chunks_exact(S::LANES))
-    {
-        s.store(d, s.load_f16(h));
-    }
-    for (d, h) in dst_rest.iter_mut().zip(src_rest) {
-        *d = h.to_f32();
-    }
-}
-
-/// `dst = src` rounded to f16 precision: whole vectors of `S`, then one by one.
-#[inline(always)]
-fn round_to_f16<S: Simd>(s: S, src: &[f32], dst: &mut [f32]) {
-    let n = src.len().min(dst.len());
-    let done = n / S::LANES * S::LANES;
-    let (src, src_rest) = src[..n].split_at(done);
-    let (dst, dst_rest) = dst[..n].split_at_mut(done);
-    for (d, x) in dst
-        .chunks_exact_mut(S::LANES)
-        .zip(src.chunks_exact(S::LANES))
-    {
-        s.store(d, s.round_f16(s.load(x)));
-    }
-    for (d, &x) in dst_rest.iter_mut().zip(src_rest) {
-        *d = Scalar.round_f16(x);
-    }
-}
-
-/// [`dot_f16`] of the first `nb` keys of a block against `q` (head_dim long), on AVX2 or
-/// SIMD128 for those tokens.
+/// [`dot_f16`] of the first `nb` keys of a block against `q` (head_dim long): the whole steps
+/// four keys at a time, the leftovers out of order where [`f64_sum::exact_dot_f64_x4`] proves that
+/// the same, else in order.
 #[inline(always)]
 fn dot_block<S: Simd>(
     s: S,
@@ -307,88 +268,43 @@ fn dot_block<S: Simd>(
     nb: usize,
     q: &[f32],
 ) -> [f32; KEY_BLOCK] {
-    let _ = s;
     let hd = q.len();
+    let np = hd / DOT_F16_STEP * DOT_F16_STEP;
     let mut out = [0.0f32; KEY_BLOCK];
-    #[cfg(target_arch = "x86_64")]
-    if S::LEVEL == isa::Level::Avx2 {
-        use super::attention_avx2 as avx2;
-        let np = hd / DOT_F16_STEP * DOT_F16_STEP;
-        if np > 0 {
-            // Slots past `nb` repeat the last key (their scores are not used).
-            let rows: [&[f32]; KEY_BLOCK] = std::array::from_fn(|b| &k[b.min(nb - 1)][..np]);
-            // SAFETY: `s` proves AVX2/FMA/F16C; np % 128 == 0.
-            let heads = unsafe { avx2::dot_f16_steps_x4(rows, &q[..np]) };
-            for b in 0..nb {
-                out[b] = head_plus_leftovers(heads[b] as f64, &k[b][np..hd], &q[np..]);
-            }
-            return out;
-        }
-        if hd % 8 == 0 {
-            for b in 0..nb {
-                // SAFETY: as above; hd % 8 == 0.
-                out[b] = unsafe { avx2::dot_f16_exact_f64(&k[b][..hd], q) }
-                    .unwrap_or_else(|| head_plus_leftovers(0.0, &k[b][..hd], q));
-            }
-            return out;
-        }
-    }
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    if S::LEVEL == isa::Level::Simd128 {
-        use super::attention_simd128 as simd128;
-        let np = hd / DOT_F16_STEP * DOT_F16_STEP;
+    if np > 0 {
         // Slots past `nb` repeat the last key (their scores are not used).
-        let keys = |from: usize, to: usize| -> [&[f32]; KEY_BLOCK] {
-            std::array::from_fn(|b| &k[b.min(nb - 1)][from..to])
-        };
-        let heads = if np > 0 {
-            simd128::dot_f16_steps_x4(keys(0, np), &q[..np]).map(f64::from)
-        } else {
-            [0.0; KEY_BLOCK]
-        };
-        if (hd - np) % 4 == 0 {
-            return simd128::head_plus_leftovers_x4(heads, keys(np, hd), &q[np..]);
-        }
+        let rows: [&[f32]; KEY_BLOCK] = core::array::from_fn(|b| &k[b.min(nb - 1)][..np]);
+        let heads = f16_arith::dot_steps_x4(s, rows, &q[..np]);
         for b in 0..nb {
-            out[b] = head_plus_leftovers(heads[b], &k[b][np..hd], &q[np..]);
+            out[b] = head_plus_leftovers(heads[b] as f64, &k[b][np..hd], &q[np..]);
         }
         return out;
     }
+    let exact = if hd.is_multiple_of(S::LANES) {
+        let rows: [&[f32]; KEY_BLOCK] = core::array::from_fn(|b| &k[b.min(nb - 1)][..hd]);
+        f64_sum::exact_dot_f64_x4(s, rows, q)
+    } else {
+        [None; KEY_BLOCK]
+    };
     for b in 0..nb {
-        out[b] = dot_f16(&k[b][..hd], q);
+        out[b] = exact[b].unwrap_or_else(|| head_plus_leftovers(0.0, &k[b][..hd], q));
     }
     out
 }
 
-/// ggml_vec_scale_f16: whole steps of 128 in f16 arithmetic (`acc = f16(acc * f16(ms))`,
-/// `f16_arith::scale_steps`), the rest as its scalar loop: `acc = f16(acc * ms)` in f32.
+/// ggml_vec_scale_f16: whole steps of 128 in f16 arithmetic (`acc = f16(acc * f16(ms))`), the
+/// rest as its scalar loop: `acc = f16(acc * ms)` in f32.
 #[inline(always)]
 fn scale_acc<S: Simd>(s: S, acc: &mut [f32], ms: f32) {
     let np = acc.len() / DOT_F16_STEP * DOT_F16_STEP;
     let (steps, rest) = acc.split_at_mut(np);
-    // The product of two f16 is exact in f32: one rounding, as the f16 multiply's.
-    scale_f16(s, steps, Scalar.round_f16(ms));
-    scale_f16(s, rest, ms);
-}
-
-/// `y = f16(y * m)` in f32: whole vectors of `S`, then one by one.
-#[inline(always)]
-pub(crate) fn scale_f16<S: Simd>(s: S, y: &mut [f32], m: f32) {
-    let done = y.len() / S::LANES * S::LANES;
-    let (y, rest) = y.split_at_mut(done);
-    let mv = s.splat(m);
-    for c in y.chunks_exact_mut(S::LANES) {
-        let p = s.mul(s.load(c), mv);
-        s.store(c, s.round_f16(p));
-    }
-    for a in rest {
-        *a = Scalar.round_f16(*a * m);
-    }
+    f16_arith::scale(s, steps, f16_arith::round_f16(ms));
+    f16_arith::scale(s, rest, ms);
 }
 
 /// Runs `$call` — an expression of `$rows` and `$factors`, arrays of 1 to 4 — over the step
 /// parts (`..$np`) of the accumulator rows (`$acc`: rows of `$dv`) four rows at a time, with
-/// their factors (`$vs`): the multi-row `mad_f16_steps` kernels take arrays of fixed length.
+/// their factors (`$vs`): the multi-row `mad_steps` kernel takes arrays of fixed length.
 macro_rules! by_four_rows {
     ($acc:expr, $dv:expr, $np:expr, $vs:expr, |$rows:ident, $factors:ident| $call:expr) => {
         for (acc, vs) in $acc.chunks_mut(4 * $dv).zip($vs.chunks(4)) {
@@ -419,57 +335,21 @@ macro_rules! by_four_rows {
 /// ggml_vec_mad_f16 for each row's accumulator (`acc`: rows of `v.len()`, contiguous) with
 /// its own factor `vs[r]`, over one V row: whole steps of 128 in f16 arithmetic (`acc =
 /// f16(v * f16(vs) + acc)`, one rounding, [`f16_arith::mad_steps`]), the rest as its scalar
-/// loop: one fused multiply-add in f32, rounded to f16.
+/// loop ([`f16_arith::mad_tail`]).
 #[inline(always)]
 fn mad_rows<S: Simd>(s: S, acc: &mut [f32], v: &[f32], vs: &[f32]) {
-    let _ = s;
     let dv = v.len();
     let np = dv / DOT_F16_STEP * DOT_F16_STEP;
     let (v_steps, v_rest) = v.split_at(np);
-    #[cfg(target_arch = "x86_64")]
-    if S::LEVEL == isa::Level::Avx2 {
-        use super::attention_avx2 as avx2;
-        // SAFETY (all calls): `s` proves AVX2/FMA/F16C, and with it head_dim_v % 8 == 0;
-        // np % 128 == 0.
-        if np > 0 {
-            by_four_rows!(acc, dv, np, vs, |rows, factors| unsafe {
-                avx2::mad_f16_steps(rows, v_steps, factors)
-            });
-        }
-        if np < dv {
-            for (acc, &vs) in acc.chunks_exact_mut(dv).zip(vs) {
-                unsafe { avx2::mad_f16(&mut acc[np..], v_rest, vs) };
-            }
-        }
-        return;
+    if np > 0 {
+        by_four_rows!(acc, dv, np, vs, |rows, factors| {
+            f16_arith::mad_steps(s, rows, v_steps, factors)
+        });
     }
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    if S::LEVEL == isa::Level::Simd128 {
-        use super::attention_simd128 as simd128;
-        if np > 0 {
-            by_four_rows!(acc, dv, np, vs, |rows, factors| {
-                simd128::mad_f16_steps(rows, v_steps, factors)
-            });
+    if np < dv {
+        for (g, &vs) in vs.iter().enumerate() {
+            f16_arith::mad_tail(s, &mut acc[g * dv + np..(g + 1) * dv], v_rest, vs);
         }
-        for (acc, &vs) in acc.chunks_exact_mut(dv).zip(vs) {
-            let rest = &mut acc[np..];
-            let done = simd128::mad_f16(rest, v_rest, vs);
-            mad_scalar(&mut rest[done..], &v_rest[done..], vs);
-        }
-        return;
-    }
-    for (acc, &vs) in acc.chunks_exact_mut(dv).zip(vs) {
-        let (steps, rest) = acc.split_at_mut(np);
-        f16_arith::mad_steps(steps, v_steps, vs);
-        mad_scalar(rest, v_rest, vs);
-    }
-}
-
-/// ggml_vec_mad_f16's scalar loop: one fused multiply-add in f32, rounded to f16.
-#[inline(always)]
-fn mad_scalar(acc: &mut [f32], v: &[f32], vs: f32) {
-    for (a, &x) in acc.iter_mut().zip(v) {
-        *a = f16_arith::round_f16(x.mul_add(vs, *a));
     }
 }
 
@@ -529,7 +409,15 @@ pub fn attention(
                 n += 1;
             }
         }
-        attend_rows(q, &rows[..n], kv, kv_head, p.scale, p.softcap, &shared);
+        attend_rows(&RowGroup {
+            q,
+            rows: &rows[..n],
+            kv,
+            kv_head,
+            scale: p.scale,
+            softcap: p.softcap,
+            out: &shared,
+        });
     });
 }
 
@@ -537,6 +425,7 @@ pub fn attention(
 mod tests {
     use super::*;
     use f16_arith::tests::widen;
+    use half::f16;
     use tessera_core::backend::KvLayerLayout;
     use tessera_core::graph::{RopeMode, RopeParams};
     use tessera_core::threading::SequentialPool;
@@ -663,29 +552,49 @@ mod tests {
         let q: Vec<f32> = (0..192)
             .map(|i| f16_arith::round_f16(1.0 - i as f32 * 0.003))
             .collect();
-        let head = dot_f16_steps(&k[..128], &q[..128]) as f64;
+        let head = f16_arith::dot_steps(&k[..128], &q[..128]) as f64;
         assert_eq!(
             dot_f16(&k, &q),
             head_plus_leftovers(head, &k[128..], &q[128..])
         );
     }
 
-    /// Whether [`attend_rows`] takes SIMD kernels here (AVX2 on this CPU, or a SIMD128 build).
-    fn simd_available() -> bool {
-        isa::level() != isa::Level::Scalar
+    /// `rows` of `q` against KV head 1, with a scale and a soft cap.
+    fn test_group<'a>(
+        q: &'a [f32],
+        rows: &'a [QueryRow],
+        kv: &'a LayerKv,
+        out: &'a SharedOut<f32>,
+    ) -> RowGroup<'a> {
+        RowGroup {
+            q,
+            rows,
+            kv,
+            kv_head: 1,
+            scale: 0.1,
+            softcap: Some(3.0),
+            out,
+        }
     }
 
-    /// `rows` of `q` attended together (on the SIMD path where there is one, or on the
-    /// scalar path when `scalar`); the output rows in the order of `rows`.
-    fn run_rows(q: &[f32], rows: &[QueryRow], kv: &LayerKv, scalar: bool) -> Vec<Vec<f32>> {
+    /// `rows` of `q` attended together on the vectors of `s`; the output rows in the order of
+    /// `rows`.
+    fn run_rows_on<S: Simd>(s: S, q: &[f32], rows: &[QueryRow], kv: &LayerKv) -> Vec<Vec<f32>> {
         let dv = kv.layout.head_dim_v;
         let mut out = vec![f32::NAN; (rows.iter().map(|r| r.row).max().unwrap() + 1) * dv];
         let shared = SharedOut::new(&mut out);
-        if scalar {
-            attend_rows_impl(Scalar, q, rows, kv, 1, 0.1, Some(3.0), &shared);
-        } else {
-            attend_rows(q, rows, kv, 1, 0.1, Some(3.0), &shared);
-        }
+        attend_rows_on(s, &test_group(q, rows, kv, &shared));
+        rows.iter()
+            .map(|r| out[r.row * dv..(r.row + 1) * dv].to_vec())
+            .collect()
+    }
+
+    /// [`run_rows_on`] through [`attend_rows`]'s dispatch.
+    fn run_rows(q: &[f32], rows: &[QueryRow], kv: &LayerKv) -> Vec<Vec<f32>> {
+        let dv = kv.layout.head_dim_v;
+        let mut out = vec![f32::NAN; (rows.iter().map(|r| r.row).max().unwrap() + 1) * dv];
+        let shared = SharedOut::new(&mut out);
+        attend_rows(&test_group(q, rows, kv, &shared));
         rows.iter()
             .map(|r| out[r.row * dv..(r.row + 1) * dv].to_vec())
             .collect()
@@ -709,24 +618,40 @@ mod tests {
         rows
     }
 
-    #[test]
-    fn simd_rows_are_bit_identical_to_scalar_rows() {
-        if simd_available() {
-            // 66, 130, 132: leftovers that are not a multiple of 4 (of 8: the x86 kernels'),
-            // after no step or one, or that are.
-            for hd in [64, 66, 130, 132, 192, 256] {
-                let kv = layer(24, 2, hd);
-                let q: Vec<f32> = (0..12 * hd)
-                    .map(|i| ((i * 29 % 83) as f32 / 20.0) - 2.0)
-                    .collect();
-                for window in [false, true] {
-                    let rows = block_rows(window);
-                    let a = run_rows(&q, &rows, &kv, true);
-                    let b = run_rows(&q, &rows, &kv, false);
-                    assert_eq!(a, b, "hd {hd} window {window}");
-                }
+    /// Every instruction set's rows against the scalar ones, and the dispatched rows too.
+    fn rows_match_scalar_on<S: Simd>(s: S) {
+        // 66, 130, 132: leftovers that are not whole vectors, after no step or one, or that are.
+        for hd in [64, 66, 96, 130, 132, 192, 256] {
+            let kv = layer(24, 2, hd);
+            let q: Vec<f32> = (0..12 * hd)
+                .map(|i| ((i * 29 % 83) as f32 / 20.0) - 2.0)
+                .collect();
+            for window in [false, true] {
+                let rows = block_rows(window);
+                let want = run_rows_on(Scalar, &q, &rows, &kv);
+                assert_eq!(
+                    want,
+                    run_rows_on(s, &q, &rows, &kv),
+                    "hd {hd} window {window}"
+                );
+                assert_eq!(want, run_rows(&q, &rows, &kv), "dispatched, hd {hd}");
             }
         }
+    }
+
+    #[test]
+    fn rows_are_bit_identical_on_every_instruction_set() {
+        rows_match_scalar_on(Scalar);
+        #[cfg(target_arch = "x86_64")]
+        if let Some(s) = Avx2::new() {
+            rows_match_scalar_on(s);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if let Some(s) = Avx512::new() {
+            rows_match_scalar_on(s);
+        }
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        rows_match_scalar_on(Simd128);
     }
 
     #[test]
@@ -738,78 +663,12 @@ mod tests {
                 .collect();
             for window in [false, true] {
                 let rows = block_rows(window);
-                let together = run_rows(&q, &rows, &kv, false);
+                let together = run_rows(&q, &rows, &kv);
                 for (r, want) in rows.iter().zip(&together) {
-                    let alone = run_rows(&q, &[*r], &kv, false);
+                    let alone = run_rows(&q, &[*r], &kv);
                     assert_eq!(&alone[0], want, "hd {hd} window {window} row {}", r.row);
                 }
             }
-        }
-    }
-
-    #[test]
-    fn exact_f64_fast_path_equals_the_sequential_sum() {
-        #[cfg(target_arch = "x86_64")]
-        if Avx2::new().is_some() {
-            use crate::ops::attention_avx2::dot_f16_exact_f64;
-            // Random f16 bit patterns cover tiny, subnormal, huge, infinite and NaN values;
-            // the scaled normals are what attention sees. Either the fast path declines or it
-            // returns the sequential sum's bits.
-            let mut state = 0x9e37_79b9_7f4a_7c15u64;
-            let mut next = || {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state
-            };
-            let (mut taken, mut declined) = (0, 0);
-            for case in 0..20_000 {
-                let n = [8, 64, 96, 120][case % 4];
-                let mut gen = |_| {
-                    let r = next();
-                    match case % 3 {
-                        0 => f16::from_bits(r as u16),
-                        1 => f16::from_f32(
-                            ((r >> 11) as f64 / (1u64 << 53) as f64 * 8.0 - 4.0) as f32,
-                        ),
-                        // Mostly ordinary values with an occasional tiny one.
-                        _ if r % 50 == 0 => f16::from_bits((r >> 16) as u16 & 0x83ff),
-                        _ => f16::from_f32(
-                            ((r >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) as f32,
-                        ),
-                    }
-                };
-                let k = widen(&(0..n).map(&mut gen).collect::<Vec<_>>());
-                let q = widen(&(0..n).map(&mut gen).collect::<Vec<_>>());
-                let want = head_plus_leftovers(0.0, &k, &q);
-                // SAFETY: checked the CPU runs AVX2/FMA/F16C above; n % 8 == 0.
-                match unsafe { dot_f16_exact_f64(&k, &q) } {
-                    Some(got) => {
-                        taken += 1;
-                        assert_eq!(
-                            got.to_bits(),
-                            want.to_bits(),
-                            "case {case}: {got} vs {want}"
-                        );
-                    }
-                    None => declined += 1,
-                }
-            }
-            // A row whose sequential sum rounds: 2^30 + 2^-28 is 2^30 in f64, so the sequential
-            // sum ends at 0 while summing the lanes apart would give 2^-28.
-            let mut k = vec![0.0f32; 8];
-            let mut q = vec![0.0f32; 8];
-            (k[0], q[0]) = (32768.0, 32768.0);
-            (k[1], q[1]) = (2f32.powi(-14), 2f32.powi(-14));
-            (k[4], q[4]) = (-32768.0, 32768.0);
-            assert_eq!(head_plus_leftovers(0.0, &k, &q), 0.0);
-            // SAFETY: as above.
-            assert_eq!(unsafe { dot_f16_exact_f64(&k, &q) }, None);
-            // The check must let ordinary rows through, and must decline some hostile ones.
-            assert!(
-                taken > 10_000 && declined > 100,
-                "taken {taken}, declined {declined}"
-            );
         }
     }
 
