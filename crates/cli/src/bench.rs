@@ -117,7 +117,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
                         t,
                     )?;
                     let r = BenchResult {
-                        backends: backend_label(&args.backend),
+                        backends: backend_label(&args.backend, args.cpu_isa.is_some()),
                         ..r
                     };
                     if !json {
@@ -144,10 +144,12 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn backend_label(backend: &str) -> String {
+/// llama-bench's backend name; a forced CPU kernel family is named after it.
+fn backend_label(backend: &str, forced_isa: bool) -> String {
     match backend {
         "wgpu" => "WebGPU".into(),
-        _ => format!("CPU ({})", isa::level().name()),
+        _ if forced_isa => format!("CPU ({})", isa::level().name()),
+        _ => "CPU".into(),
     }
 }
 

@@ -4,11 +4,9 @@ use std::io::Write as _;
 
 use anyhow::{bail, Context as _};
 use tessera_runtime::generate::{
-    generate, run_to_end, tokenize_chat, tokenize_prompt, Clock, GenerateError, GenerateParams,
-    GenerateStats, StopReason,
+    generate, generate_speculative, tokenize_chat, tokenize_prompt, GenerateParams, GenerateStats,
+    StopReason,
 };
-use tessera_runtime::generation::{Generation, GenerationOptions};
-use tessera_runtime::speculative::SpeculatorChain;
 use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate};
 
 use crate::args::RunArgs;
@@ -79,8 +77,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let clock = StdClock::new();
     let (stats, speculation) = match speculation {
         Some(mut s) => {
-            let (stats, chain) =
-                speculative_run(&mut ctx, tokens, params, s.chain, &clock, &mut on_text)?;
+            let (stats, _, chain) =
+                generate_speculative(&mut ctx, &tokens, &params, s.chain, &clock, &mut on_text)?;
             s.chain = chain;
             (stats, Some(s))
         }
@@ -101,28 +99,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         s.finish()?;
     }
     Ok(())
-}
-
-/// A generation with `chain` drafting; gives the chain back (its statistics and n-gram cache
-/// are saved afterwards).
-fn speculative_run(
-    ctx: &mut tessera_core::Context,
-    prompt: Vec<u32>,
-    params: GenerateParams,
-    chain: SpeculatorChain,
-    clock: &dyn Clock,
-    on_text: &mut dyn FnMut(&str) -> bool,
-) -> Result<(GenerateStats, SpeculatorChain), GenerateError> {
-    let options = GenerationOptions {
-        speculator: Some(chain),
-        ..GenerationOptions::default()
-    };
-    let mut generation = Generation::start(ctx, prompt, params, options, clock)?;
-    let (stats, _) = run_to_end(&mut generation, ctx, clock, on_text)?;
-    let chain = generation
-        .into_speculator()
-        .expect("started with a speculator");
-    Ok((stats, chain))
 }
 
 pub fn print_stats(s: &GenerateStats) {

@@ -314,3 +314,37 @@ fn perplexity_prints_running_estimates_and_final_line() {
     ]);
     assert_one_line_error(&o, "/nonexistent.txt");
 }
+
+#[test]
+fn bench_spec_compares_each_type_with_plain_decoding() {
+    let m = model(SMOLLM2);
+    let prompt =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/prompts/rewrite_code.txt");
+    let out = stdout(&tessera(&[
+        "bench-spec",
+        "-m",
+        m.to_str().unwrap(),
+        "-f",
+        prompt.to_str().unwrap(),
+        "-n",
+        "24",
+        "-t",
+        "1",
+        "--types",
+        "ngram-simple",
+    ]));
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .skip(2)
+        .map(|l| l.split('|').map(str::trim).collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    // | type | tokens | target steps | gen s | tokens/s | speed-up | acceptance | identical |
+    assert_eq!(
+        (rows[0][1], rows[0][2], rows[0][3]),
+        ("none", "24", "23"),
+        "{out}"
+    );
+    assert_eq!((rows[1][1], rows[1][2]), ("ngram-simple", "24"), "{out}");
+    assert_eq!(rows[1][8], "yes", "{out}");
+}

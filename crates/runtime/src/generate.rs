@@ -13,7 +13,7 @@ use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate, ChatTemplateEr
 use tessera_tokenizer::Tokenizer;
 
 use crate::generation::{Generation, GenerationOptions, SpecReport, Step};
-use crate::speculative::SpecError;
+use crate::speculative::{SpecError, SpeculatorChain};
 
 /// Seconds since some fixed point, from the host.
 pub trait Clock {
@@ -192,6 +192,31 @@ pub fn generate(
     Ok(run_to_end(&mut generation, ctx, clock, on_text)?.0)
 }
 
+/// [`generate`] with `chain` drafting (speculative decoding never changes the text): the
+/// statistics, the speculative report, and the chain given back (its statistics and n-gram
+/// cache outlive the generation).
+pub fn generate_speculative(
+    ctx: &mut Context,
+    prompt: &[u32],
+    params: &GenerateParams,
+    chain: SpeculatorChain,
+    clock: &dyn Clock,
+    on_text: &mut dyn FnMut(&str) -> bool,
+) -> Result<(GenerateStats, SpecReport, SpeculatorChain), GenerateError> {
+    let options = GenerationOptions {
+        speculator: Some(chain),
+        ..GenerationOptions::default()
+    };
+    let mut generation = Generation::start(ctx, prompt.to_vec(), params.clone(), options, clock)?;
+    let (stats, report) = run_to_end(&mut generation, ctx, clock, on_text)?;
+    let report = report.or_else(|| generation.spec_report());
+    let chain = generation.into_speculator();
+    match (report, chain) {
+        (Some(report), Some(chain)) => Ok((stats, report, chain)),
+        _ => unreachable!("a generation started with a speculator keeps it"),
+    }
+}
+
 /// Steps `generation` to its end on a synchronous backend, passing its text to `on_text`
 /// (returning `false` cancels it). Gives the statistics, and the speculative report when the
 /// generation had a speculator.
@@ -208,7 +233,7 @@ pub fn run_to_end(
             Step::Tokens { text, .. } => {
                 if !text.is_empty() && !on_text(&text) {
                     let stats = generation.cancel(clock).expect("a running generation");
-                    return Ok((stats, None));
+                    return Ok((stats, generation.spec_report()));
                 }
             }
             Step::Done {

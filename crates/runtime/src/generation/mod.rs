@@ -17,6 +17,7 @@ mod decode;
 mod output;
 mod speculation;
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use tessera_core::context::Context;
@@ -73,8 +74,10 @@ pub enum Step {
     /// A slice of the prompt was decoded: `n_decoded` of the prompt's `n_prompt` tokens are
     /// in the context now.
     Prefilled { n_decoded: usize, n_prompt: usize },
-    /// Tokens were committed (one, or several after a verified draft); `text` is what became
-    /// safe to show (possibly empty: part of a character or of a possible stop string).
+    /// A token was committed; `text` is what became safe to show (possibly empty: part of a
+    /// character or of a possible stop string). A verified draft commits several tokens, which
+    /// later steps hand out one by one (without computing anything), so that a host that stops
+    /// after a token keeps exactly the tokens plain decoding would have given it.
     Tokens { ids: Vec<u32>, text: String },
     /// The generation ended: `text` is the last text to show (possibly empty).
     Done {
@@ -113,6 +116,9 @@ pub struct Generation {
     picking: Picking,
     /// The token the device picked after the last decoded step.
     next: Option<u32>,
+    /// Tokens of a verified draft not handed out yet, in order (the KV cache holds all but
+    /// the last).
+    verified: VecDeque<u32>,
     /// The sampling step of a pending `DeviceSampled` step: its draw is taken once, and the
     /// repeated call (after the read-back) must be the same step.
     draw: Option<DeviceSampling>,
@@ -166,6 +172,7 @@ impl Generation {
             prefill_step: options.prefill_step.max(1),
             picking,
             next: None,
+            verified: VecDeque::new(),
             draw: None,
             t_start: now,
             t_prompt_done: now,
@@ -183,7 +190,8 @@ impl Generation {
         result
     }
 
-    /// Ends the generation (unless it has ended) and returns its statistics.
+    /// Ends the generation (unless it has ended) and returns its statistics; tokens of a
+    /// verified draft not handed out yet are dropped.
     pub fn cancel(&mut self, clock: &dyn Clock) -> Option<GenerateStats> {
         if matches!(self.phase, Phase::Finished) {
             return None;
@@ -205,12 +213,22 @@ impl Generation {
         &self.tokens
     }
 
+    /// Speculative decoding's statistics so far (`None` without a speculator).
+    pub fn spec_report(&self) -> Option<SpecReport> {
+        self.spec.as_ref().map(Speculation::report)
+    }
+
     /// The speculator, given back (e.g. to save an n-gram cache after the generation).
     pub fn into_speculator(self) -> Option<SpeculatorChain> {
         self.spec.map(Speculation::into_chain)
     }
 
     fn advance(&mut self, ctx: &mut Context, clock: &dyn Clock) -> Result<Step, GenerateError> {
+        if !matches!(self.phase, Phase::Finished) {
+            if let Some(token) = self.verified.pop_front() {
+                return Ok(self.emit(token, clock));
+            }
+        }
         match self.phase {
             Phase::Finished => {
                 return Err(EngineError::InvalidArgument("the generation has ended".into()).into())
@@ -240,7 +258,7 @@ impl Generation {
             None => self.sampler.sample(ctx.logits())?,
         };
         self.sampler.accept(token);
-        Ok(self.emit(&[token], clock))
+        Ok(self.emit(token, clock))
     }
 
     fn max_tokens_reached(&self) -> bool {

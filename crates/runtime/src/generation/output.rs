@@ -6,34 +6,28 @@ use super::{Generation, Phase, Step};
 use crate::generate::{Clock, GenerateStats, StopReason};
 
 impl Generation {
-    /// Hands out committed tokens (already accepted by the sampler) in order, as plain
-    /// decoding would, ending the generation at the first that ends it; the last one is
-    /// decoded next.
-    pub(super) fn emit(&mut self, tokens: &[u32], clock: &dyn Clock) -> Step {
+    /// Hands out a committed token (already accepted by the sampler), ending the generation
+    /// if it ends it; otherwise the token is decoded next (unless tokens of a verified draft,
+    /// already in the KV cache, are still to be handed out: then the last of those is).
+    pub(super) fn emit(&mut self, token: u32, clock: &dyn Clock) -> Step {
         let model = self.model.clone();
         let tokenizer = model.tokenizer();
-        let mut text = String::new();
-        for &token in tokens {
-            self.tokens.push(token);
-            if tokenizer.is_eog(token) && !self.params.ignore_eos {
-                return self.done(StopReason::EndOfGeneration(token), text, clock);
-            }
-            let piece = decode_utf8(tokenizer, &mut self.partial_char, token);
-            let out = self.stops.push(&piece);
-            text.push_str(&out.text);
-            if let Some(i) = out.stopped {
-                return self.done(StopReason::StopString(i), text, clock);
-            }
-            if self.max_tokens_reached() {
-                return self.done(StopReason::MaxTokens, text, clock);
-            }
+        self.tokens.push(token);
+        if tokenizer.is_eog(token) && !self.params.ignore_eos {
+            return self.done(StopReason::EndOfGeneration(token), String::new(), clock);
         }
-        if let Some(&last) = tokens.last() {
-            self.phase = Phase::Decode(last);
+        let piece = decode_utf8(tokenizer, &mut self.partial_char, token);
+        let out = self.stops.push(&piece);
+        if let Some(i) = out.stopped {
+            return self.done(StopReason::StopString(i), out.text, clock);
         }
+        if self.max_tokens_reached() {
+            return self.done(StopReason::MaxTokens, out.text, clock);
+        }
+        self.phase = Phase::Decode(token);
         Step::Tokens {
-            ids: tokens.to_vec(),
-            text,
+            ids: vec![token],
+            text: out.text,
         }
     }
 
@@ -71,6 +65,7 @@ impl Generation {
             (0.0, 0.0)
         };
         self.phase = Phase::Finished;
+        self.verified.clear();
         let stats = GenerateStats {
             n_prompt_eval: self.prompt.len() - self.kept,
             n_prompt: self.prompt.len(),

@@ -1,6 +1,7 @@
 //! Speculative decoding inside a generation: a draft for after the last committed token,
 //! verified by the target in one batch, commits the accepted draft tokens and the target's
-//! own next token (exactly the tokens plain decoding gives; see `speculative::verify_draft`).
+//! own next token (exactly the tokens plain decoding gives; see `speculative::verify_draft`),
+//! handed out one per step.
 
 use tessera_core::context::Context;
 
@@ -15,6 +16,7 @@ pub(super) struct Speculation {
     history: Vec<u32>,
     n_drafted: usize,
     n_accepted: usize,
+    n_steps: usize,
 }
 
 /// Speculative decoding's statistics for one generation.
@@ -23,6 +25,8 @@ pub struct SpecReport {
     /// Draft tokens verified, and accepted.
     pub n_drafted: usize,
     pub n_accepted: usize,
+    /// Target model steps after the prompt (each decodes one token, or verifies a draft).
+    pub n_steps: usize,
     /// llama.cpp's lines: the acceptance rate, then one line per speculator.
     pub lines: Vec<String>,
 }
@@ -35,18 +39,21 @@ impl Speculation {
             history: prompt.to_vec(),
             n_drafted: 0,
             n_accepted: 0,
+            n_steps: 0,
         })
     }
 
     /// `token` was decoded alone (no draft).
     pub(super) fn decoded(&mut self, token: u32) {
         self.history.push(token);
+        self.n_steps += 1;
     }
 
     pub(super) fn report(&self) -> SpecReport {
         SpecReport {
             n_drafted: self.n_drafted,
             n_accepted: self.n_accepted,
+            n_steps: self.n_steps,
             lines: self.chain.stats_lines(),
         }
     }
@@ -96,9 +103,15 @@ impl Generation {
         spec.chain.accept(verified.n_accepted);
         spec.n_drafted += draft.len();
         spec.n_accepted += verified.n_accepted;
+        spec.n_steps += 1;
         spec.history.push(token);
         spec.history
             .extend_from_slice(&verified.tokens[..verified.n_accepted]);
-        Ok(Some(self.emit(&verified.tokens, clock)))
+        let (&first, rest) = verified
+            .tokens
+            .split_first()
+            .expect("a verified draft commits at least the target's token");
+        self.verified.extend(rest);
+        Ok(Some(self.emit(first, clock)))
     }
 }

@@ -4,7 +4,23 @@
 //! target tokens → text → `--spec-replace` substitutions (target string → draft string) → draft
 //! tokens, and the draft back the same way with the substitutions reversed.
 
-use super::{SpecContext, SpecError, SpecParams, SpecType, Speculator};
+use super::{SpecError, SpecParams, SpecType, Speculator};
+
+/// What the draft model's context must offer (the engine's `Context` implements it; tests use
+/// small fake models).
+pub trait SpecContext {
+    /// Evaluates `tokens` after the current KV contents (at most `n_batch` of them), keeping
+    /// the last row's logits.
+    fn decode(&mut self, tokens: &[u32]) -> Result<(), SpecError>;
+    /// Logits of the last row of the last `decode`.
+    fn last_logits(&self) -> &[f32];
+    /// Tokens in the KV cache.
+    fn n_past(&self) -> usize;
+    /// Drops KV entries from position `n` on.
+    fn truncate(&mut self, n: usize) -> Result<(), SpecError>;
+    fn n_ctx(&self) -> usize;
+    fn n_batch(&self) -> usize;
+}
 
 /// The draft is ranked like llama.cpp's draft sampler: top-k 10, the best candidate's
 /// probability taken among those 10.
@@ -116,10 +132,10 @@ impl<C: SpecContext> DraftModelSpeculator<C> {
         }
         let n_batch = self.ctx.n_batch().max(1);
         for chunk in tokens[common..].chunks(n_batch) {
-            self.ctx.decode(chunk, false)?;
+            self.ctx.decode(chunk)?;
             self.evaluated.extend_from_slice(chunk);
         }
-        self.ctx.decode(&[last], false)?;
+        self.ctx.decode(&[last])?;
         self.evaluated.push(last);
         Ok(())
     }
@@ -165,7 +181,7 @@ impl<C: SpecContext> Speculator for DraftModelSpeculator<C> {
             if drafted.len() == self.n_max || p < self.p_min {
                 break;
             }
-            self.ctx.decode(&[t], false)?;
+            self.ctx.decode(&[t])?;
             self.evaluated.push(t);
         }
         match &self.bridge {

@@ -9,14 +9,11 @@ use tessera_core::model::Model;
 use tessera_tokenizer::Tokenizer;
 
 impl SpecContext for Context {
-    fn decode(&mut self, tokens: &[u32], all_logits: bool) -> Result<(), SpecError> {
-        Ok(Context::decode(self, tokens, all_logits)?)
+    fn decode(&mut self, tokens: &[u32]) -> Result<(), SpecError> {
+        Ok(Context::decode(self, tokens, false)?)
     }
     fn last_logits(&self) -> &[f32] {
         self.logits()
-    }
-    fn all_logits(&self) -> &[f32] {
-        Context::all_logits(self)
     }
     fn n_past(&self) -> usize {
         Context::n_past(self)
@@ -30,9 +27,6 @@ impl SpecContext for Context {
     }
     fn n_batch(&self) -> usize {
         Context::n_batch(self)
-    }
-    fn n_vocab(&self) -> usize {
-        self.model().n_vocab()
     }
 }
 

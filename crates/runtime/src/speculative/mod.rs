@@ -6,8 +6,9 @@
 //! of them the target accepted ([`Speculator::accept`]). A [`SpeculatorChain`] holds the
 //! configured implementations in order of preference (draftless n-gram types before a draft
 //! model), applies the common limits (`n_max`, `n_min`) and keeps the statistics.
-//! [`generate`] runs the verification loop against any [`SpecContext`]; text generation with
-//! a speculator is [`crate::generation::Generation`] given a [`SpeculatorChain`].
+//! [`verify_draft`] checks a draft against the target's own sampling. The loop that drafts and
+//! verifies is the one generation state machine, [`crate::generation::Generation`], given a
+//! [`SpeculatorChain`]; [`SpecContext`] is what a draft model's context must offer.
 //!
 //! Everything here is platform-neutral: cache files are read from and written to byte buffers,
 //! the host does the file I/O.
@@ -15,7 +16,6 @@
 mod chain;
 mod draft_model;
 mod engine_adapter;
-mod generate;
 mod ngram_cache;
 mod ngram_map;
 mod ngram_simple;
@@ -24,15 +24,16 @@ mod stats;
 mod verify;
 
 pub use chain::SpeculatorChain;
-pub use draft_model::{top_token_confidence, DraftModelSpeculator, TextCodec, VocabBridge};
+pub use draft_model::{
+    top_token_confidence, DraftModelSpeculator, SpecContext, TextCodec, VocabBridge,
+};
 pub use engine_adapter::{draft_model_speculator, vocabularies_match, ModelCodec};
-pub use generate::{decode_prompt, generate, generate_after_prompt, GenerateOptions, Generated};
 pub use ngram_cache::{NgramCache, NgramCacheSpeculator, NGRAM_MAX, NGRAM_STATIC};
 pub use ngram_map::NgramMap;
 pub use ngram_simple::NgramSimple;
 pub use params::{SpecParams, SpecType};
 pub use stats::{format_acceptance, SpecStats};
-pub use verify::{verify_draft, SpecContext, Verified};
+pub use verify::{verify_draft, Verified};
 
 /// Errors of the speculative machinery.
 #[derive(Debug, thiserror::Error)]

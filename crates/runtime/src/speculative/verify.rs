@@ -20,25 +20,6 @@
 use super::SpecError;
 use tessera_core::sampling::Sampler;
 
-/// What the speculative loop needs from a model context (the engine's `Context` implements it;
-/// tests use small fake models).
-pub trait SpecContext {
-    /// Evaluates `tokens` after the current KV contents (at most `n_batch` of them); with
-    /// `all_logits` the logits of every row are kept, else only the last row's.
-    fn decode(&mut self, tokens: &[u32], all_logits: bool) -> Result<(), SpecError>;
-    /// Logits of the last row of the last `decode`.
-    fn last_logits(&self) -> &[f32];
-    /// Logits of every row of the last `decode(.., true)`, row after row.
-    fn all_logits(&self) -> &[f32];
-    /// Tokens in the KV cache.
-    fn n_past(&self) -> usize;
-    /// Drops KV entries from position `n` on.
-    fn truncate(&mut self, n: usize) -> Result<(), SpecError>;
-    fn n_ctx(&self) -> usize;
-    fn n_batch(&self) -> usize;
-    fn n_vocab(&self) -> usize;
-}
-
 /// The outcome of verifying one draft.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verified {

@@ -7,5 +7,5 @@ mod generation_steps;
 mod nan_logits;
 mod perplexity;
 mod sampling;
-mod speculative_loop;
 mod speculative_models;
+mod speculative_parts;

@@ -6,12 +6,13 @@ use tessera_testkit::*;
 
 use std::sync::Arc;
 
-use tessera_core::sampling::{Sampler, SamplingParams};
+use tessera_core::sampling::SamplingParams;
 use tessera_core::Model;
+use tessera_runtime::generate::{generate, generate_speculative, GenerateParams, NoClock};
 use tessera_runtime::speculative::{
-    draft_model_speculator, generate, GenerateOptions, Generated, NgramCache, SpecParams, SpecType,
-    Speculator, SpeculatorChain,
+    draft_model_speculator, NgramCache, SpecParams, SpecType, Speculator, SpeculatorChain,
 };
+use tessera_runtime::StopReason;
 
 const N_PREDICT: usize = 64;
 
@@ -45,24 +46,65 @@ fn rewrite_prompt(model: &Model) -> Vec<u32> {
     model.tokenizer().encode(PROMPT, true, true)
 }
 
-fn run(model: &Arc<Model>, spec: Option<&mut SpeculatorChain>) -> Generated {
-    let mut ctx = context(model, 1024, 512, 2);
-    let prompt = rewrite_prompt(model);
-    let mut sampler = Sampler::new(SamplingParams::greedy()).unwrap();
-    generate(
-        &mut ctx,
-        &mut sampler,
-        spec,
-        &prompt,
-        &GenerateOptions {
-            n_predict: N_PREDICT,
-        },
-        // Never stop at end-of-generation: the comparison always covers N_PREDICT tokens,
-        // whatever the model's continuation happens to be.
-        |_| false,
-        |_| true,
-    )
-    .expect("generate")
+/// What a run produced: its tokens and stop, the target steps after the prompt, and the KV
+/// cache's length afterwards.
+struct Run {
+    tokens: Vec<u32>,
+    stop: StopReason,
+    steps: usize,
+    n_past: usize,
+}
+
+/// Greedy generation after `prompt` in a context of `n_ctx`, through the generation state
+/// machine, speculative when `chain` is given (then also the chain, given back).
+fn run_with(
+    model: &Arc<Model>,
+    prompt: &[u32],
+    n_ctx: usize,
+    params: &GenerateParams,
+    chain: Option<SpeculatorChain>,
+) -> (Run, Option<SpeculatorChain>) {
+    let mut ctx = context(model, n_ctx, 512, 2);
+    match chain {
+        Some(chain) => {
+            let (stats, report, chain) =
+                generate_speculative(&mut ctx, prompt, params, chain, &NoClock, &mut |_| true)
+                    .expect("generate");
+            assert_eq!(
+                (report.n_drafted, report.n_accepted),
+                (chain.acceptance().1, chain.acceptance().0)
+            );
+            let run = Run {
+                tokens: stats.tokens,
+                stop: stats.stop,
+                steps: report.n_steps,
+                n_past: ctx.n_past(),
+            };
+            (run, Some(chain))
+        }
+        None => {
+            let stats =
+                generate(&mut ctx, prompt, params, &NoClock, &mut |_| true).expect("generate");
+            let run = Run {
+                steps: stats.n_generated.saturating_sub(1),
+                tokens: stats.tokens,
+                stop: stats.stop,
+                n_past: ctx.n_past(),
+            };
+            (run, None)
+        }
+    }
+}
+
+/// `N_PREDICT` greedy tokens of the rewrite prompt. End-of-generation tokens are never sampled,
+/// so the comparison always covers N_PREDICT tokens, whatever the model's continuation.
+fn greedy_params(max_tokens: usize) -> GenerateParams {
+    GenerateParams {
+        max_tokens: Some(max_tokens),
+        sampling: SamplingParams::greedy(),
+        ignore_eos: true,
+        ..GenerateParams::default()
+    }
 }
 
 /// Small n-grams so that drafts are frequent and often partly rejected.
@@ -98,17 +140,15 @@ fn chain(t: SpecType, target: &Arc<Model>, draft: Option<&Arc<Model>>) -> Specul
 fn check_identity(target_file: &str, draft_file: &str) {
     let target = load_model(target_file);
     let draft = load_model(draft_file);
+    let prompt = rewrite_prompt(&target);
+    let params = greedy_params(N_PREDICT);
     let t0 = std::time::Instant::now();
-    let plain = run(&target, None);
+    let (plain, _) = run_with(&target, &prompt, 1024, &params, None);
     eprintln!(
         "{target_file}: plain run {:.1} s",
         t0.elapsed().as_secs_f64()
     );
-    assert!(
-        plain.tokens.len() >= 32,
-        "{target_file}: plain decoding stopped after {} tokens",
-        plain.tokens.len()
-    );
+    assert_eq!(plain.tokens.len(), N_PREDICT, "{target_file}");
     let text = target.tokenizer().decode(&plain.tokens, false);
     eprintln!("{target_file} plain output: {text:?}");
     for t in [
@@ -118,9 +158,10 @@ fn check_identity(target_file: &str, draft_file: &str) {
         SpecType::NgramCache,
         SpecType::Draft,
     ] {
-        let mut c = chain(t, &target, Some(&draft));
+        let c = chain(t, &target, Some(&draft));
         let t0 = std::time::Instant::now();
-        let spec = run(&target, Some(&mut c));
+        let (spec, c) = run_with(&target, &prompt, 1024, &params, Some(c));
+        let c = c.expect("the chain");
         eprintln!("{target_file} {t}: {:.1} s", t0.elapsed().as_secs_f64());
         for line in c.stats_lines() {
             eprintln!("{target_file} {t}: {line}");
@@ -137,14 +178,18 @@ fn check_identity(target_file: &str, draft_file: &str) {
             );
         }
         assert_eq!(spec.stop, plain.stop, "{target_file} {t}");
+        // Rejected draft tokens are gone from the KV cache: it holds the prompt and every
+        // token but the last, as after plain decoding.
+        assert_eq!(spec.n_past, plain.n_past, "{target_file} {t}");
+        assert_eq!(plain.n_past, prompt.len() + N_PREDICT - 1);
         let (acc, gen) = c.acceptance();
         assert!(gen > 0, "{target_file} {t}: nothing was drafted");
         assert!(acc > 0, "{target_file} {t}: no draft token was accepted");
         assert!(
-            spec.n_target_steps < plain.n_target_steps,
+            spec.steps < plain.steps,
             "{target_file} {t}: {} target steps vs {} plain",
-            spec.n_target_steps,
-            plain.n_target_steps
+            spec.steps,
+            plain.steps
         );
         let s = c.stats();
         let (sum_acc, sum_gen) = s
@@ -162,4 +207,42 @@ fn smollm2_greedy_speculative_output_is_identical() {
 #[test]
 fn gemma3_greedy_speculative_output_is_identical() {
     check_identity(GEMMA3, SMOLLM2);
+}
+
+/// Every limit ends a speculative generation at the token plain decoding ends at: the token
+/// limit inside a draft, a full context, a stop string, on SmolLM2 with an n-gram type and a
+/// draft model.
+#[test]
+fn limits_stop_at_the_same_token_as_plain_decoding() {
+    let model = load_model(SMOLLM2);
+    let prompt = rewrite_prompt(&model);
+    let n = prompt.len();
+    let stop_params = |stop: &str| GenerateParams {
+        stop: vec![stop.to_string()],
+        ..greedy_params(N_PREDICT)
+    };
+    let cases = [
+        ("1 token", n + 64, greedy_params(1)),
+        ("2 tokens", n + 64, greedy_params(2)),
+        ("7 tokens", n + 64, greedy_params(7)),
+        ("context of prompt + 5", n + 5, greedy_params(N_PREDICT)),
+        ("context of prompt + 18", n + 18, greedy_params(N_PREDICT)),
+        ("stop string", n + 64, stop_params("perimeter")),
+    ];
+    for (name, n_ctx, params) in &cases {
+        let (plain, _) = run_with(&model, &prompt, *n_ctx, params, None);
+        let want = match *name {
+            "stop string" => StopReason::StopString(0),
+            n if n.starts_with("context") => StopReason::ContextFull,
+            _ => StopReason::MaxTokens,
+        };
+        assert_eq!(plain.stop, want, "{name}");
+        for t in [SpecType::NgramSimple, SpecType::Draft] {
+            let c = chain(t, &model, Some(&model));
+            let (spec, _) = run_with(&model, &prompt, *n_ctx, params, Some(c));
+            assert_eq!(spec.tokens, plain.tokens, "{t} {name}");
+            assert_eq!(spec.stop, plain.stop, "{t} {name}");
+            assert!(spec.n_past <= *n_ctx, "{t} {name}");
+        }
+    }
 }
