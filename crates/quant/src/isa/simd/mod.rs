@@ -80,7 +80,9 @@ pub trait Simd: Copy {
     fn or_mask(self, a: Self::Mask, b: Self::Mask) -> Self::Mask;
     /// Whether some lane of `mask` is set.
     fn any(self, mask: Self::Mask) -> bool;
-    /// `if a < b { a } else { b }` per lane (so `b` where either is NaN).
+    /// `if a < b { a } else { b }` per lane. Where either is NaN the lane is one of the two:
+    /// relaxed-SIMD wasm builds may lower it to `f32x4.relaxed_min`, whose NaN choice is the
+    /// engine's (kernels must not depend on it).
     fn min(self, a: Self::F32, b: Self::F32) -> Self::F32;
 
     /// Lanes whose low 12 mantissa bits are zero. Every f16 midpoint (at most 12 significant

@@ -144,13 +144,32 @@ fn check_against_scalar<S: Simd>(s: S) {
         |s, v| s.select(s.le(v[0], v[1]), v[2], s.splat(7.0)),
         |r, x| r.select(r.le(x[0], x[1]), x[2], 7.0),
     );
+    // min: bit-exact where neither operand is NaN, one of the operands where one is.
+    let min_args: Vec<Vec<f32>> = two
+        .iter()
+        .map(|a| {
+            a.iter()
+                .map(|&x| if x.is_nan() { 1.5 } else { x })
+                .collect()
+        })
+        .collect();
     check_op(
         s,
         "min",
-        &two,
+        &min_args,
         |s, v| s.min(v[0], v[1]),
         |r, x| r.min(x[0], x[1]),
     );
+    let nan = [f32::NAN, 2.0, f32::NAN, -3.0].repeat(4);
+    let other = [1.0, f32::NAN, f32::NAN, 7.0].repeat(4);
+    let got = lanes(s, s.min(s.load(&nan), s.load(&other)));
+    for (i, g) in got.iter().enumerate() {
+        let (a, b) = (nan[i], other[i]);
+        assert!(
+            g.to_bits() == a.to_bits() || g.to_bits() == b.to_bits(),
+            "min({a}, {b}): {g}"
+        );
+    }
     check_op(
         s,
         "select(or_mask(gt, le))",
