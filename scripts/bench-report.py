@@ -93,6 +93,11 @@ def section(heading, r):
     return lines
 
 
+def date_label(date):
+    """An ISO date to the minute; other labels ("undated (...)") as they are."""
+    return date[:16] if date[:1].isdigit() else date
+
+
 def render(results):
     known = {k for k, _ in KINDS}
     unknown = sorted({r["kind"] for r in results} - known)
@@ -103,10 +108,16 @@ def render(results):
     for kind, heading in KINDS:
         if heading and kind in last:
             lines += section(heading, last[kind])
-    lines += ["### All result files", "", "| date | kind | commit | file |", "|---|---|---|---|"]
-    for r in sorted(results, key=lambda r: (r["date"], r["file"]), reverse=True):
-        lines.append(f"| {r['date']} | {r['kind']} | {cell(r.get('commit') or '')} | "
-                     f"[{r['file']}](../bench/results/{r['file']}) |")
+    # One row per kind (the index stays as long as the list of kinds), newest file first; each
+    # file's commit and notes are in the file.
+    lines += ["### All result files", "", "| kind | files, newest first |", "|---|---|"]
+    for kind, _ in KINDS:
+        files = sorted((r for r in results if r["kind"] == kind),
+                       key=lambda r: (r["date"], r["file"]), reverse=True)
+        if files:
+            links = ", ".join(f"[{date_label(r['date'])}](../bench/results/{r['file']})"
+                              for r in files)
+            lines.append(f"| {kind} | {links} |")
     lines += ["", END]
     return "\n".join(lines)
 

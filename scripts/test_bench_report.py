@@ -42,7 +42,7 @@ class BenchReport(unittest.TestCase):
             self.assertTrue(text.startswith("# intro\n"))
             self.assertIn("| pp | 2.0 |", text)      # the latest cpu-vs-llamacpp file
             self.assertNotIn("| pp | 1.0 |", text)    # only indexed
-            self.assertIn("a.json", text)
+            self.assertIn("(../bench/results/a.json)", text)   # indexed under its kind
             self.assertEqual(report.main(args + ["--check"]), 0)
             (d / "r" / "b.json").write_text(json.dumps(result("cpu-vs-llamacpp", "2026-02-01", "9.9")))
             self.assertEqual(report.main(args + ["--check"]), 1)
