@@ -92,9 +92,10 @@ fn main(
                 dot = fma(q_sh[2u * p], kk.x, dot);
                 dot = fma(q_sh[2u * p + 1u], kk.y, dot);
             }
+            // With a cap, P.scale holds scale / cap (as ggml folds them): cap * tanh(s * scale).
             s = dot * P.scale;
             if (P.softcap > 0.0) {
-                s = P.softcap * tanh(s / P.softcap);
+                s = P.softcap * tanh(s);
             }
         }
         p_sh[tid] = s;

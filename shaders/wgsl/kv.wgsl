@@ -52,6 +52,9 @@ fn store(
 #ifdef SHIFT
 @group(0) @binding(1) var<storage, read> moved: array<u32>;
 @group(0) @binding(4) var<storage, read_write> k_cache: array<u32>;
+#ifdef FREQ_FACTORS
+@group(0) @binding(2) var<storage, read> freq_factors: array<f32>;
+#endif
 
 #include "rope_rotate.inc.wgsl"
 

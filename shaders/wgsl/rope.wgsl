@@ -16,6 +16,9 @@ struct Params {
 @group(0) @binding(1) var<storage, read> step: array<u32>;
 @group(0) @binding(2) var<storage, read> x: array<f32>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
+#ifdef FREQ_FACTORS
+@group(0) @binding(4) var<storage, read> freq_factors: array<f32>;
+#endif
 
 #include "grid.inc.wgsl"
 #include "rope_rotate.inc.wgsl"

@@ -1,6 +1,7 @@
 // ggml's rope, one output element at a time. The angle of pair i is freq_scale * pos *
 // theta_scale^i with theta_scale = base^(-2/n_dims), built by repeated multiplication exactly
-// as ggml's rope cache does.
+// as ggml's rope cache does, and divided by the pair's frequency factor where the model has
+// them (FREQ_FACTORS: the includer binds `freq_factors`, one f32 per pair).
 // mode 0: adjacent pairs (2i, 2i+1) (llama); mode 1: pairs (i, i + n_dims/2) (NeoX, gemma).
 //
 // The precision of WGSL's pow, sin and cos is the implementation's (Vulkan allows 2^-11
@@ -20,6 +21,9 @@ fn rope_angle(pos: f32, i: u32, n_dims: u32, base: f32, host_theta_scale: f32, f
     for (var j = 0u; j < i; j++) {
         theta *= theta_scale;
     }
+#ifdef FREQ_FACTORS
+    theta = theta / freq_factors[i];
+#endif
     return freq_scale * theta;
 }
 

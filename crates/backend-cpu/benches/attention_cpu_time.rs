@@ -50,6 +50,7 @@ fn run(hd: usize, heads: usize, tokens: usize, n_keys: usize) {
                 mode: RopeMode::Normal,
                 freq_base: 10000.0,
                 freq_scale: 1.0,
+                freq_factors: None,
             },
         },
         k: (0..n_keys * hd)

@@ -85,12 +85,13 @@ impl Backend for CpuBackend {
 
     fn kv_shift_checked(
         &mut self,
+        weights: &WeightStore,
         n_past: usize,
         n_keep: usize,
         n_discard: usize,
     ) -> Result<(), EngineError> {
-        self.kv.shift(n_past, n_keep, n_discard);
-        Ok(())
+        self.kv
+            .shift(n_past, n_keep, n_discard, |f| f32_weight(weights, f))
     }
 
     fn compute(
@@ -156,6 +157,10 @@ impl Backend for CpuBackend {
                         let wb: &[f32] = f32_weight(weights, w)?;
                         ops::mul_weight::mul_weight(input(x), wb, dst);
                     }
+                    Op::AddWeight { x, w } => {
+                        let wb: &[f32] = f32_weight(weights, w)?;
+                        ops::add_weight::add_weight(input(x), wb, dst);
+                    }
                     Op::Add { a, b } => ops::add::add(input(a), input(b), dst),
                     Op::Scale { x, s } => ops::scale::scale(input(x), s, dst),
                     Op::MulMat { w, x } => {
@@ -190,6 +195,10 @@ impl Backend for CpuBackend {
                     }
                     Op::Rope { x, params } => {
                         let ne = node.ne;
+                        let factors = match params.freq_factors {
+                            Some(f) => Some(f32_weight(weights, f)?),
+                            None => None,
+                        };
                         self.rope_scratch.resize(params.n_dims, 0.0);
                         ops::rope::rope(
                             input(x),
@@ -198,6 +207,7 @@ impl Backend for CpuBackend {
                             ne[1],
                             batch.pos0,
                             &params,
+                            factors,
                             &mut self.rope_scratch,
                         );
                     }
@@ -212,8 +222,8 @@ impl Backend for CpuBackend {
                             dst,
                         );
                     }
-                    Op::Swiglu { gate, up } => ops::glu::swiglu(input(gate), input(up), dst),
-                    Op::Geglu { gate, up } => ops::glu::geglu(input(gate), input(up), dst),
+                    Op::Swiglu { gate, up } => ops::swiglu::swiglu(input(gate), input(up), dst),
+                    Op::Geglu { gate, up } => ops::geglu::geglu(input(gate), input(up), dst),
                     Op::Softcap { x, cap } => ops::softcap::softcap(input(x), cap, dst),
                     Op::OutputRows { x } => {
                         let xs = input(x);

@@ -6,6 +6,7 @@ use half::f16;
 use crate::ops::rope::{rope_cache, rotate_head};
 use tessera_core::backend::{KvLayerLayout, KvLayout};
 use tessera_core::error::EngineError;
+use tessera_core::weights::WeightId;
 
 pub struct LayerKv {
     pub layout: KvLayerLayout,
@@ -64,7 +65,14 @@ impl KvCache {
     }
 
     /// See [`tessera_core::backend::Backend::kv_shift`].
-    pub fn shift(&mut self, n_past: usize, n_keep: usize, n_discard: usize) {
+    /// `factors_of` gives a rope's frequency factors (a weight's floats).
+    pub fn shift<'w>(
+        &mut self,
+        n_past: usize,
+        n_keep: usize,
+        n_discard: usize,
+        factors_of: impl Fn(WeightId) -> Result<&'w [f32], EngineError>,
+    ) -> Result<(), EngineError> {
         let mut cache = Vec::new();
         for l in &mut self.layers {
             let (ks, vs) = (l.k_stride(), l.v_stride());
@@ -73,8 +81,9 @@ impl KvCache {
             // Keys were rotated for their old positions; rotating by -n_discard moves them to
             // the new ones (rotations compose), as llama.cpp's K-shift does.
             let rope = l.layout.rope;
+            let factors = rope.freq_factors.map(&factors_of).transpose()?;
             cache.resize(rope.n_dims, 0.0);
-            rope_cache(-(n_discard as f32), &rope, &mut cache);
+            rope_cache(-(n_discard as f32), &rope, factors, &mut cache);
             let hd = l.layout.head_dim_k;
             let mut head = vec![0.0f32; hd];
             for pos in n_keep..n_past - n_discard {
@@ -90,5 +99,6 @@ impl KvCache {
                 }
             }
         }
+        Ok(())
     }
 }

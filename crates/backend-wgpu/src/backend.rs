@@ -260,6 +260,7 @@ impl Backend for WgpuBackend {
 
     fn kv_shift_checked(
         &mut self,
+        weights: &WeightStore,
         n_past: usize,
         n_keep: usize,
         n_discard: usize,
@@ -267,6 +268,14 @@ impl Backend for WgpuBackend {
         let n_moved = n_past - n_keep - n_discard;
         if n_moved == 0 || n_discard == 0 {
             return Ok(());
+        }
+        let needs_weights = self
+            .kv
+            .layers
+            .iter()
+            .any(|l| l.layout.rope.freq_factors.is_some());
+        if needs_weights {
+            self.upload_weights(weights)?;
         }
         let gpu = &self.gpu;
         let mut encoder = gpu.device.create_command_encoder(&Default::default());
@@ -282,6 +291,13 @@ impl Backend for WgpuBackend {
             let src = (n_keep + n_discard) as u64;
             encoder.copy_buffer_to_buffer(&layer.k, src * kp, &moved_k, 0, n_moved as u64 * kp);
             encoder.copy_buffer_to_buffer(&layer.v, src * vp, &moved_v, 0, n_moved as u64 * vp);
+            let factors = match layer.layout.rope.freq_factors {
+                Some(f) => {
+                    let gw = self.weights.as_ref().expect("uploaded above");
+                    Some(gw.get(f).f32_vector("rope frequency factors")?)
+                }
+                None => None,
+            };
             shift_keys(
                 &mut rec,
                 &moved_k,
@@ -289,6 +305,7 @@ impl Backend for WgpuBackend {
                 n_moved,
                 n_keep,
                 -(n_discard as f32),
+                factors,
             )?;
             temps.push((moved_k, moved_v, n_keep as u64 * vp, n_moved as u64 * vp));
         }

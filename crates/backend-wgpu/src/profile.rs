@@ -104,11 +104,11 @@ mod tests {
         };
         assert_eq!(kernel_name(&key), "mul_mat W_Q4_1 WG=64 NC");
         let key = PipelineKey {
-            family: "rows.wgsl",
-            entry: "get_rows",
+            family: "kv.wgsl",
+            entry: "store",
             defines: vec![],
         };
-        assert_eq!(kernel_name(&key), "rows:get_rows");
+        assert_eq!(kernel_name(&key), "kv:store");
     }
 
     #[test]

@@ -11,12 +11,13 @@ use tessera_core::plan::Plan;
 use crate::device::Gpu;
 use crate::error::WgpuError;
 use crate::kv::GpuKv;
-use crate::ops::elementwise::Elementwise;
 use crate::ops::quantize::act_rounding;
-use crate::ops::{attention, elementwise, mul_mat, quantize, rms_norm, rope, rows, sample};
+use crate::ops::{
+    add, add_weight, attention, geglu, get_rows, mul_mat, mul_weight, output_rows, quantize,
+    rms_norm, rope, sample, scale, softcap, swiglu,
+};
 use crate::recorder::{encode, Dispatch, Recorder};
 use crate::weights::GpuWeights;
-use tessera_gguf::GgmlType;
 
 /// What a step reads back: the output rows' logits, their greedy ids, or the last row's token
 /// sampled by the GPU chain with these spec words (`ops::sample::spec_words`).
@@ -112,27 +113,22 @@ impl Recording {
             let n = node.n_elements();
             match node.op {
                 Op::Reshape { .. } => {}
-                Op::GetRows { table } => rows::get_rows(&mut rec, weights.get(table), &step, y, t)?,
+                Op::GetRows { table } => {
+                    get_rows::record(&mut rec, weights.get(table), &step, y, t)?
+                }
                 Op::RmsNorm { x, eps } => {
                     rms_norm::record(&mut rec, buf(x), y, node.ne[0], n / node.ne[0], eps)?
                 }
                 Op::MulWeight { x, w } => {
-                    let gw = weights.get(w);
-                    if gw.ty != GgmlType::F32 || gw.parts.len() != 1 {
-                        return Err(WgpuError::UnsupportedType {
-                            name: "norm weight".into(),
-                            ty: gw.ty,
-                        });
-                    }
-                    let op = Elementwise::MulRow { width: node.ne[0] };
-                    elementwise::record(&mut rec, op, buf(x), Some(&gw.parts[0].buffer), y, n)?
+                    let row = weights.get(w).f32_vector("norm weight")?;
+                    mul_weight::record(&mut rec, buf(x), row, node.ne[0], y, n)?
                 }
-                Op::Add { a, b } => {
-                    elementwise::record(&mut rec, Elementwise::Add, buf(a), Some(buf(b)), y, n)?
+                Op::AddWeight { x, w } => {
+                    let row = weights.get(w).f32_vector("bias")?;
+                    add_weight::record(&mut rec, buf(x), row, node.ne[0], y, n)?
                 }
-                Op::Scale { x, s } => {
-                    elementwise::record(&mut rec, Elementwise::Scale(s), buf(x), None, y, n)?
-                }
+                Op::Add { a, b } => add::record(&mut rec, buf(a), buf(b), y, n)?,
+                Op::Scale { x, s } => scale::record(&mut rec, buf(x), s, y, n)?,
                 Op::MulMat { w, x } => {
                     let gw = weights.get(w);
                     let mut input = buf(x);
@@ -150,16 +146,24 @@ impl Recording {
                     }
                     mul_mat::record(&mut rec, gw, input, y, node.ne[1], input_uniform)?
                 }
-                Op::Rope { x, params } => rope::record(
-                    &mut rec,
-                    &step,
-                    buf(x),
-                    y,
-                    node.ne[0],
-                    node.ne[1],
-                    node.ne[2],
-                    &params,
-                )?,
+                Op::Rope { x, params } => {
+                    let factors = match params.freq_factors {
+                        Some(f) => Some(weights.get(f).f32_vector("rope frequency factors")?),
+                        None => None,
+                    };
+                    let ne = node.ne;
+                    rope::record(
+                        &mut rec,
+                        &step,
+                        buf(x),
+                        y,
+                        ne[0],
+                        ne[1],
+                        ne[2],
+                        &params,
+                        factors,
+                    )?
+                }
                 Op::Attention { q, k, v, params } => {
                     let layer = kv.layers.get(params.layer).ok_or_else(|| {
                         WgpuError::Unsupported(format!("no KV cache for layer {}", params.layer))
@@ -167,27 +171,11 @@ impl Recording {
                     attention::store(&mut rec, &step, buf(k), buf(v), layer, t)?;
                     attention::attend(&mut rec, &step, buf(q), layer, y, &params, t)?;
                 }
-                Op::Swiglu { gate, up } => elementwise::record(
-                    &mut rec,
-                    Elementwise::Swiglu,
-                    buf(gate),
-                    Some(buf(up)),
-                    y,
-                    n,
-                )?,
-                Op::Geglu { gate, up } => elementwise::record(
-                    &mut rec,
-                    Elementwise::Geglu,
-                    buf(gate),
-                    Some(buf(up)),
-                    y,
-                    n,
-                )?,
-                Op::Softcap { x, cap } => {
-                    elementwise::record(&mut rec, Elementwise::Softcap(cap), buf(x), None, y, n)?
-                }
+                Op::Swiglu { gate, up } => swiglu::record(&mut rec, buf(gate), buf(up), y, n)?,
+                Op::Geglu { gate, up } => geglu::record(&mut rec, buf(gate), buf(up), y, n)?,
+                Op::Softcap { x, cap } => softcap::record(&mut rec, buf(x), cap, y, n)?,
                 Op::OutputRows { x } => {
-                    rows::output_rows(&mut rec, &step, buf(x), y, node.ne[0], t, n_out)?
+                    output_rows::record(&mut rec, &step, buf(x), y, node.ne[0], t, n_out)?
                 }
             }
         }

@@ -99,12 +99,12 @@ mod tests {
 
     #[test]
     fn defines_select_branches_and_become_constants() {
-        let text = preprocess("elementwise.wgsl", &[("OP_SCALE", 1), ("UNARY", 1)]).unwrap();
-        assert!(text.starts_with("const OP_SCALE: u32 = 1u;\nconst UNARY: u32 = 1u;\n"));
-        assert!(text.contains("a[i] * P.s"));
-        assert!(!text.contains("a[i] + b[i]"));
-        assert!(!text.contains("var<storage, read> b"));
-        assert!(text.contains("fn linear_group")); // the include
+        let text = preprocess("geglu.wgsl", &[("BUILTIN_MATH", 1)]).unwrap();
+        assert!(text.starts_with("const BUILTIN_MATH: u32 = 1u;\n"));
+        assert!(text.contains("let t = tanh(u);"));
+        assert!(!text.contains("exp(2.0 * abs(u))"));
+        assert!(text.contains("fn linear_group")); // an include's include
+        assert!(text.contains("fn f16_round"));
     }
 
     #[test]

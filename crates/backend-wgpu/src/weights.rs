@@ -70,6 +70,18 @@ pub struct GpuWeight {
 }
 
 impl GpuWeight {
+    /// The buffer of an f32 vector (a norm weight, a bias, rope factors): the only type the
+    /// ops that take one read.
+    pub fn f32_vector(&self, what: &str) -> Result<&wgpu::Buffer, WgpuError> {
+        if self.ty != GgmlType::F32 || self.parts.len() != 1 {
+            return Err(WgpuError::UnsupportedType {
+                name: what.into(),
+                ty: self.ty,
+            });
+        }
+        Ok(&self.parts[0].buffer)
+    }
+
     /// Uploads `bytes` (`n_rows` rows of `row_bytes`), split so each part fits one binding.
     pub fn upload(
         gpu: &Gpu,

@@ -53,6 +53,7 @@ conformance_tests! {
     weights_split_across_bindings => weights_split_across_bindings_case();
     rms_norm => row_op_case("rms_norm", 1e-10, |b, a, _, _| Ok(b.rms_norm(a, 1e-6)));
     mul_weight => row_op_case("mul_weight", 1e-12, |b, a, _, n| b.mul_weight(a, n));
+    add_weight => row_op_case("add_weight", 1e-12, |b, a, _, n| b.add_weight(a, n));
     add => row_op_case("add", 1e-12, |b, a, c, _| b.add(a, c));
     scale => row_op_case("scale", 1e-12, |b, a, _, _| Ok(b.scale(a, 0.37)));
     swiglu => row_op_case("swiglu", 1e-10, |b, a, c, _| b.swiglu(a, c));
@@ -120,7 +121,8 @@ fn encode(ty: GgmlType, k: usize, data: &[f32]) -> Vec<u8> {
 }
 
 /// The synthetic model file: `inp{k}` / `inp{k}b` f32 tables, `w.{ty}.{k}` weights of 72
-/// rows, `emb.{ty}` tables of 40 rows of 256, `norm{k}` f32 vectors.
+/// rows, `emb.{ty}` tables of 40 rows of 256, `norm{k}` f32 vectors, `factors{n}` rope
+/// frequency factors.
 fn file() -> Arc<GgufFile> {
     static FILE: OnceLock<Arc<GgufFile>> = OnceLock::new();
     FILE.get_or_init(|| {
@@ -157,6 +159,15 @@ fn file() -> Arc<GgufFile> {
             add(&mut w, format!("tall.{ty:?}"), ty, 256, 16411, 1.0);
         }
         add(&mut w, "w.F32.40".into(), GgmlType::F32, 40, 72, 1.0);
+        // Rope frequency factors (divisors, 1 to ~9, as Llama 3's) for heads of 32 and 64.
+        for n in [16, 32] {
+            let f: Vec<f32> = (0..n)
+                .map(|i| 1.0 + (i * i) as f32 / (n * 4) as f32)
+                .collect();
+            let bytes = encode(GgmlType::F32, n, &f);
+            w.add_tensor(format!("factors{n}"), &[n as u64], GgmlType::F32, bytes)
+                .unwrap();
+        }
         add(&mut w, "w.F16.40".into(), GgmlType::F16, 40, 72, 1.0);
         Arc::new(GgufFile::from_bytes(w.to_bytes()).unwrap())
     })
@@ -339,10 +350,10 @@ async fn run(case: &Case<'_>) -> f64 {
         let n_past = st.pos0 + st.tokens.len();
         if let Some((after, keep, discard)) = case.shift {
             if after == i {
-                cpu.kv_shift(n_past, keep, discard).unwrap();
-                wgpu.kv_shift(n_past, keep, discard).unwrap();
+                cpu.kv_shift(&store, n_past, keep, discard).unwrap();
+                wgpu.kv_shift(&store, n_past, keep, discard).unwrap();
                 if let Some(b) = &mut f32_path {
-                    b.kv_shift(n_past, keep, discard).unwrap();
+                    b.kv_shift(&store, n_past, keep, discard).unwrap();
                 }
             }
         }
@@ -511,29 +522,40 @@ async fn row_op_case(name: &str, limit: f64, op: Op2) {
 }
 
 async fn rope_case() {
-    for mode in [RopeMode::Normal, RopeMode::Neox] {
-        for n_dims in [64usize, 32] {
+    for (mode, n_dims, factors) in [
+        (RopeMode::Normal, 64usize, false),
+        (RopeMode::Normal, 32, false),
+        (RopeMode::Neox, 64, false),
+        (RopeMode::Neox, 32, false),
+        (RopeMode::Normal, 64, true),
+        (RopeMode::Neox, 32, true),
+    ] {
+        let factors_name = format!("factors{}", n_dims / 2);
+        let mut weights = vec![w("inp256", &[256, TABLE_ROWS])];
+        if factors {
+            weights.push(w(&factors_name, &[n_dims / 2]));
+        }
+        let build = move |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
             let p = RopeParams {
                 n_dims,
                 mode,
                 freq_base: 10000.0,
                 freq_scale: 1.0,
+                freq_factors: factors.then(|| ids[&factors_name]),
             };
-            let build = move |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
-                let x = b.get_rows(ids["inp256"]);
-                let x = b.reshape(x, [64, 4, b.n_tokens, 1])?;
-                b.rope(x, p)
-            };
-            simple(
-                format!("rope {mode:?} n_dims {n_dims}"),
-                vec![w("inp256", &[256, TABLE_ROWS])],
-                vec![step(&[1, 2, 3], 0), step(&[4, 5], 300)],
-                // cos/sin precision differs between adapters (SwiftShader: ~1e-8).
-                1e-7,
-                &build,
-            )
-            .await;
-        }
+            let x = b.get_rows(ids["inp256"]);
+            let x = b.reshape(x, [64, 4, b.n_tokens, 1])?;
+            b.rope(x, p)
+        };
+        simple(
+            format!("rope {mode:?} n_dims {n_dims} factors {factors}"),
+            weights,
+            vec![step(&[1, 2, 3], 0), step(&[4, 5], 300)],
+            // cos/sin precision differs between adapters (SwiftShader: ~1e-8).
+            1e-7,
+            &build,
+        )
+        .await;
     }
 }
 
@@ -546,12 +568,24 @@ async fn attention_steps(
     window: Option<usize>,
     softcap: Option<f32>,
     shift: Option<(usize, usize, usize)>,
+    factors: bool,
 ) {
+    let mut weights = vec![
+        w(&format!("inp{}", hd * n_head), &[hd * n_head, TABLE_ROWS]),
+        w(&format!("inp{}", hd * n_kv), &[hd * n_kv, TABLE_ROWS]),
+        w(&format!("inp{}b", hd * n_kv), &[hd * n_kv, TABLE_ROWS]),
+    ];
+    weights.dedup();
+    if factors {
+        weights.push(w(&format!("factors{}", hd / 2), &[hd / 2]));
+    }
     let rope = RopeParams {
         n_dims: hd,
         mode: RopeMode::Neox,
         freq_base: 10000.0,
         freq_scale: 1.0,
+        // `check` registers the weights in order: the factors are the last.
+        freq_factors: factors.then(|| WeightId(weights.len() as u32 - 1)),
     };
     let params = AttentionParams {
         layer: 0,
@@ -601,14 +635,8 @@ async fn attention_steps(
             step(&[9], 42 - discard),
         ],
     };
-    let mut weights = vec![
-        w(&qn, &[hd * n_head, TABLE_ROWS]),
-        w(&kn, &[hd * n_kv, TABLE_ROWS]),
-    ];
-    weights.push(w(&vn, &[hd * n_kv, TABLE_ROWS]));
-    weights.dedup();
     check(Case {
-        name: format!("attention hd{hd} h{n_head}/{n_kv} window {window:?} softcap {softcap:?} shift {shift:?}"),
+        name: format!("attention hd{hd} h{n_head}/{n_kv} window {window:?} softcap {softcap:?} shift {shift:?} factors {factors}"),
         weights,
         kv: Some(kv),
         steps,
@@ -621,22 +649,24 @@ async fn attention_steps(
 }
 
 async fn attention_case() {
-    attention_steps(64, 4, 2, None, None, None).await;
-    attention_steps(64, 2, 2, None, None, None).await;
+    attention_steps(64, 4, 2, None, None, None, false).await;
+    attention_steps(64, 2, 2, None, None, None, false).await;
 }
 
 async fn attention_sliding_window_and_softcap_case() {
-    attention_steps(64, 4, 1, Some(5), None, None).await;
-    attention_steps(64, 4, 1, Some(100), Some(4.0), None).await;
+    attention_steps(64, 4, 1, Some(5), None, None, false).await;
+    attention_steps(64, 4, 1, Some(100), Some(4.0), None, false).await;
 }
 
 async fn attention_head_dim_256_case() {
-    attention_steps(256, 2, 1, None, None, None).await;
+    attention_steps(256, 2, 1, None, None, None, false).await;
 }
 
 async fn attention_after_context_shift_case() {
     // After the 40-token prefill: keep 4, discard 10, then continue at position 30.
-    attention_steps(64, 4, 2, None, None, Some((0, 4, 10))).await;
+    attention_steps(64, 4, 2, None, None, Some((0, 4, 10)), false).await;
+    // Rope frequency factors (Llama 3) in the keys' re-rotation too.
+    attention_steps(64, 4, 2, None, None, Some((0, 4, 10)), true).await;
 }
 
 async fn argmax_on_the_gpu_matches_the_logits_case() {
@@ -696,15 +726,14 @@ async fn argmax_on_the_gpu_matches_the_logits_case() {
 fn kernel_variants(file: &str) -> Vec<(&'static str, Vec<Define>)> {
     match file {
         "attention.wgsl" => vec![("main", vec![("WG", 64), ("HD", 64), ("PPT", 1)])],
-        "elementwise.wgsl" => vec![("main", vec![("OP_ADD", 1)])],
         "kv.wgsl" => vec![("store", vec![("STORE", 1)]), ("shift", vec![("SHIFT", 1)])],
         "mul_mat.wgsl" => vec![("main", vec![("W_Q4_K", 1), ("WG", 64), ("NR", 1)])],
-        "rms_norm.wgsl" | "rope.wgsl" => vec![("main", vec![])],
+        "add.wgsl" | "add_weight.wgsl" | "geglu.wgsl" | "mul_weight.wgsl" | "output_rows.wgsl"
+        | "rms_norm.wgsl" | "rope.wgsl" | "scale.wgsl" | "softcap.wgsl" | "swiglu.wgsl" => {
+            vec![("main", vec![])]
+        }
+        "get_rows.wgsl" => vec![("main", vec![("W_Q8_0", 1)])],
         "quantize.wgsl" => vec![("main", vec![("ACT_Q8_0", 1)])],
-        "rows.wgsl" => vec![
-            ("get_rows", vec![("GET_ROWS", 1), ("W_Q8_0", 1)]),
-            ("output_rows", vec![("OUTPUT_ROWS", 1)]),
-        ],
         "sample.wgsl" => vec![("argmax", vec![])],
         "sample_chain.wgsl" => vec![("sample", vec![])],
         other => panic!("no variant of {other} to compile: add one to kernel_variants"),

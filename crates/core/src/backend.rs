@@ -142,20 +142,23 @@ pub trait Backend: Send {
     /// Drops positions `n_keep .. n_keep + n_discard` of the first `n_past`, moves the rest
     /// down by `n_discard` and re-rotates their keys to their new positions. This default
     /// checks the arguments and runs [`Backend::kv_shift_checked`].
+    /// `weights` are the model's (the rope's frequency factors live there).
     fn kv_shift(
         &mut self,
+        weights: &WeightStore,
         n_past: usize,
         n_keep: usize,
         n_discard: usize,
     ) -> Result<(), EngineError> {
         check_shift(n_past, n_keep, n_discard, self.kv_n_ctx())?;
-        self.kv_shift_checked(n_past, n_keep, n_discard)
+        self.kv_shift_checked(weights, n_past, n_keep, n_discard)
     }
 
     /// [`Backend::kv_shift`] with arguments already checked: `n_keep + n_discard <= n_past`
     /// and `n_past` within the cache.
     fn kv_shift_checked(
         &mut self,
+        weights: &WeightStore,
         n_past: usize,
         n_keep: usize,
         n_discard: usize,

@@ -343,7 +343,8 @@ impl Context {
         let n_past = self.tokens.len();
         // Checked here too, not only by the backend's default: the drain below needs it.
         check_shift(n_past, n_keep, n_discard, self.n_ctx)?;
-        self.backend.kv_shift(n_past, n_keep, n_discard)?;
+        self.backend
+            .kv_shift(self.model.weights(), n_past, n_keep, n_discard)?;
         self.tokens.drain(n_keep..n_keep + n_discard);
         Ok(())
     }

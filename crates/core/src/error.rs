@@ -7,7 +7,7 @@ use tessera_gguf::GgmlType;
 pub enum EngineError {
     #[error("the model file has no general.architecture")]
     NoArchitecture,
-    #[error("unknown architecture '{0}' (supported: llama, gemma3)")]
+    #[error("unknown architecture '{0}' (supported: {list})", list = crate::models::supported())]
     UnknownArchitecture(String),
     #[error("missing metadata key '{0}'")]
     MissingKey(String),

@@ -5,6 +5,8 @@
 //! token values or positions, so a backend may reuse it (and its buffer plan) from step to step.
 //! Per-step inputs (token ids, positions, which rows to output) come with the batch.
 
+use tessera_gguf::GgmlType;
+
 use crate::error::EngineError;
 use crate::tensor::Ne;
 use crate::weights::{WeightId, WeightStore};
@@ -29,6 +31,9 @@ pub struct RopeParams {
     pub mode: RopeMode,
     pub freq_base: f32,
     pub freq_scale: f32,
+    /// Per-pair divisors of the angle (`rope_freqs.weight`: Llama 3's rope scaling), f32
+    /// of `n_dims / 2` values.
+    pub freq_factors: Option<WeightId>,
 }
 
 impl RopeParams {
@@ -71,6 +76,11 @@ pub enum Op {
     },
     /// Element-wise product with a weight vector broadcast over rows (norm weights).
     MulWeight {
+        x: NodeId,
+        w: WeightId,
+    },
+    /// Element-wise sum with a weight vector broadcast over rows (biases).
+    AddWeight {
         x: NodeId,
         w: WeightId,
     },
@@ -129,6 +139,7 @@ impl Op {
             Op::Reshape { x }
             | Op::RmsNorm { x, .. }
             | Op::MulWeight { x, .. }
+            | Op::AddWeight { x, .. }
             | Op::Scale { x, .. }
             | Op::MulMat { x, .. }
             | Op::Rope { x, .. }
@@ -154,6 +165,7 @@ impl PartialEq for RopeParams {
             && self.mode == o.mode
             && same_bits(self.freq_base, o.freq_base)
             && same_bits(self.freq_scale, o.freq_scale)
+            && self.freq_factors == o.freq_factors
     }
 }
 impl Eq for RopeParams {}
@@ -183,6 +195,7 @@ impl PartialEq for Op {
             | (Scale { x: a, s: e }, Scale { x: b, s: f })
             | (Softcap { x: a, cap: e }, Softcap { x: b, cap: f }) => a == b && same_bits(*e, *f),
             (MulWeight { x: a, w: v }, MulWeight { x: b, w: u })
+            | (AddWeight { x: a, w: v }, AddWeight { x: b, w: u })
             | (MulMat { x: a, w: v }, MulMat { x: b, w: u }) => a == b && v == u,
             (Add { a, b }, Add { a: c, b: d })
             | (Swiglu { gate: a, up: b }, Swiglu { gate: c, up: d })
@@ -283,12 +296,24 @@ impl<'w> GraphBuilder<'w> {
     }
 
     pub fn mul_weight(&mut self, x: NodeId, w: WeightId) -> Result<NodeId, EngineError> {
+        let ne = self.row_vector("mul", x, w)?;
+        Ok(self.push(Op::MulWeight { x, w }, ne))
+    }
+
+    /// `x + w`, `w` a bias row added to every row of `x`.
+    pub fn add_weight(&mut self, x: NodeId, w: WeightId) -> Result<NodeId, EngineError> {
+        let ne = self.row_vector("add", x, w)?;
+        Ok(self.push(Op::AddWeight { x, w }, ne))
+    }
+
+    /// The shape of `x` when `w` is one row as wide as `x`'s rows.
+    fn row_vector(&self, op: &str, x: NodeId, w: WeightId) -> Result<Ne, EngineError> {
         let ne = self.ne(x);
         let wd = self.weights.desc(w);
         if wd.ne[0] != ne[0] || wd.n_rows() != 1 {
-            return Err(shape_error("mul", format!("{ne:?} * {:?}", wd.ne)));
+            return Err(shape_error(op, format!("{ne:?} with a row of {:?}", wd.ne)));
         }
-        Ok(self.push(Op::MulWeight { x, w }, ne))
+        Ok(ne)
     }
 
     /// `rms_norm(x) * w`, the norm every architecture uses.
@@ -335,6 +360,18 @@ impl<'w> GraphBuilder<'w> {
                 "rope",
                 format!("{ne:?} n_dims {}", params.n_dims),
             ));
+        }
+        if let Some(f) = params.freq_factors {
+            let d = self.weights.desc(f);
+            if d.ty != GgmlType::F32 || d.ne[0] != params.n_dims / 2 || d.n_rows() != 1 {
+                return Err(shape_error(
+                    "rope",
+                    format!(
+                        "frequency factors {:?} {:?} for n_dims {}",
+                        d.ty, d.ne, params.n_dims
+                    ),
+                ));
+            }
         }
         Ok(self.push(Op::Rope { x, params }, ne))
     }

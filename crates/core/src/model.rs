@@ -27,7 +27,7 @@ impl Model {
             .architecture()
             .ok_or(EngineError::NoArchitecture)?
             .to_string();
-        if !matches!(arch_name.as_str(), "llama" | "gemma3") {
+        if !models::is_supported(&arch_name) {
             return Err(EngineError::UnknownArchitecture(arch_name));
         }
         let mut weights = WeightStore::new(file.clone());

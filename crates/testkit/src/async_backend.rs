@@ -85,10 +85,11 @@ impl Backend for AsyncCpuBackend {
     }
     fn kv_shift_checked(
         &mut self,
+        weights: &WeightStore,
         n_past: usize,
         keep: usize,
         discard: usize,
     ) -> Result<(), EngineError> {
-        self.inner.kv_shift_checked(n_past, keep, discard)
+        self.inner.kv_shift_checked(weights, n_past, keep, discard)
     }
 }

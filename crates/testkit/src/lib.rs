@@ -175,3 +175,93 @@ pub fn greedy(ctx: &mut Context, prompt: &[u32], n: usize) -> Vec<u32> {
     }
     out
 }
+
+/// One model of `tools/synth_gguf.py` (small, random weights, SmolLM2's tokenizer): written on
+/// first use into `models/synth/` (the same arguments always give the same file) and loaded.
+/// Fails (never skips) when it cannot be made.
+pub fn synth_model(arch: &str, seed: u64, ty: &str) -> Arc<Model> {
+    // Tests run on several threads: one writer at a time, each file written once.
+    static WRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let dir = models_dir().join("synth");
+    let path = dir.join(format!("{arch}-{seed}-{ty}.gguf"));
+    {
+        let _guard = WRITING.lock().unwrap_or_else(|e| e.into_inner());
+        if !path.exists() {
+            std::fs::create_dir_all(&dir).expect("models/synth");
+            let tmp = path.with_extension("tmp");
+            let status = std::process::Command::new("python3")
+                .arg(repo_root().join("tools/synth_gguf.py"))
+                .args([
+                    "--arch",
+                    arch,
+                    "--seed",
+                    &seed.to_string(),
+                    "--type",
+                    ty,
+                    "--out",
+                ])
+                .arg(&tmp)
+                .arg("--tokenizer")
+                .arg(models_dir().join(SMOLLM2))
+                .status()
+                .expect("python3 tools/synth_gguf.py (scripts/setup.sh installs gguf and numpy)");
+            assert!(status.success(), "synth_gguf.py --arch {arch} failed");
+            std::fs::rename(&tmp, &path).expect("rename the synthetic model");
+        }
+    }
+    let gguf = tessera_gguf::GgufFile::open(&path).expect("open synthetic model");
+    Arc::new(Model::load(Arc::new(gguf), &mut |_| {}).expect("load synthetic model"))
+}
+
+/// The lines of `tests/fixtures/synth.jsonl` for one architecture of `tools/synth_gguf.py`
+/// (`scripts/make-synth-fixtures.py` writes them from llama.cpp), with the model they describe.
+pub fn synth_cases(arch: &str) -> (Arc<Model>, Vec<serde_json::Value>) {
+    let cases: Vec<_> = fixture("synth.jsonl")
+        .into_iter()
+        .filter(|c| c["arch"] == arch)
+        .collect();
+    assert!(!cases.is_empty(), "no {arch} lines in synth.jsonl");
+    let (seed, ty) = (
+        cases[0]["seed"].as_u64().unwrap(),
+        cases[0]["type"].as_str().unwrap(),
+    );
+    (synth_model(arch, seed, ty), cases)
+}
+
+/// How `ctx` (on the model of [`synth_cases`]) differs from llama.cpp on `cases`: a line per
+/// top-10 logprob further than `tolerance` and per greedy continuation (picked by the
+/// backend, as [`Context::decode_greedy`] does) that parts from llama.cpp's.
+pub fn synth_mismatches(
+    ctx: &mut Context,
+    cases: &[serde_json::Value],
+    tolerance: f64,
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    for case in cases {
+        let prompt = ids(&case["prompt_ids"]);
+        let want = ids(&case["gen_ids"]);
+        ctx.clear();
+        ctx.decode(&prompt, false).unwrap();
+        let lp = log_softmax(ctx.logits());
+        for e in case["top10"].as_array().unwrap() {
+            let id = e["id"].as_u64().unwrap() as usize;
+            let d = (lp[id] - e["logprob"].as_f64().unwrap()).abs();
+            if d > tolerance {
+                failures.push(format!(
+                    "{:?}: logprob of {id} off by {d:.4}",
+                    case["prompt"]
+                ));
+            }
+        }
+        ctx.clear();
+        let mut got = ctx.decode_greedy(&prompt, false).unwrap();
+        while got.len() < want.len() {
+            let next = ctx.decode_greedy(&got[got.len() - 1..], false).unwrap();
+            got.push(next[0]);
+        }
+        if let Some(at) = got.iter().zip(&want).position(|(a, b)| a != b) {
+            failures.push(format!("{:?}: greedy parts at token {at}", case["prompt"]));
+        }
+    }
+    failures
+}

@@ -1,18 +1,19 @@
 //! CPU kernels, one file per op named after it (`Op::MulWeight` → `mul_weight.rs`; attention's
 //! f16 and f64 arithmetic in `attention/`), each with its scalar reference and tests, written
-//! once over `tessera_quant::isa::Simd` where they have vector paths. `glu.rs` holds both gated
-//! activations (`Op::Swiglu`, `Op::Geglu`).
+//! once over `tessera_quant::isa::Simd` where they have vector paths.
 
 pub mod add;
+pub mod add_weight;
 pub mod attention;
+pub mod geglu;
 pub mod get_rows;
-pub mod glu;
 pub mod mul_mat;
 pub mod mul_weight;
 pub mod rms_norm;
 pub mod rope;
 pub mod scale;
 pub mod softcap;
+pub mod swiglu;
 
 /// Operands for the kernels' tests.
 #[cfg(test)]

@@ -5,11 +5,14 @@
 use tessera_core::graph::{RopeMode, RopeParams};
 
 /// Fills `cache` (length `n_dims`) with interleaved (cos, sin) per rotated pair at position `pos`.
-pub fn rope_cache(pos: f32, p: &RopeParams, cache: &mut [f32]) {
+/// `factors` (one per pair) divide the angles, as ggml's `freq_factors`; a pair without one
+/// divides by 1, which changes no bit.
+pub fn rope_cache(pos: f32, p: &RopeParams, factors: Option<&[f32]>, cache: &mut [f32]) {
     let theta_scale = p.theta_scale();
     let mut theta = pos;
-    for pair in cache[..p.n_dims].chunks_exact_mut(2) {
-        let t = p.freq_scale * theta;
+    for (i, pair) in cache[..p.n_dims].chunks_exact_mut(2).enumerate() {
+        let factor = factors.map_or(1.0, |f| f[i]);
+        let t = p.freq_scale * (theta / factor);
         pair[0] = t.cos();
         pair[1] = t.sin();
         theta *= theta_scale;
@@ -46,7 +49,8 @@ pub fn rotate_head(head: &mut [f32], cache: &[f32], p: &RopeParams) {
 }
 
 /// Rotates `x` viewed as `[head_dim, n_heads, n_tokens]`; token `t` is at position `pos0 + t`.
-/// `cache` is scratch of length ≥ n_dims.
+/// `factors` as in [`rope_cache`]; `cache` is scratch of length ≥ n_dims.
+#[allow(clippy::too_many_arguments)]
 pub fn rope(
     x: &[f32],
     out: &mut [f32],
@@ -54,11 +58,12 @@ pub fn rope(
     n_heads: usize,
     pos0: usize,
     p: &RopeParams,
+    factors: Option<&[f32]>,
     cache: &mut [f32],
 ) {
     out.copy_from_slice(x);
     for (t, tok) in out.chunks_exact_mut(head_dim * n_heads).enumerate() {
-        rope_cache((pos0 + t) as f32, p, cache);
+        rope_cache((pos0 + t) as f32, p, factors, cache);
         for head in tok.chunks_exact_mut(head_dim) {
             rotate_head(head, cache, p);
         }
@@ -75,6 +80,7 @@ mod tests {
             mode,
             freq_base: 10000.0,
             freq_scale: 1.0,
+            freq_factors: None,
         }
     }
 
@@ -103,7 +109,7 @@ mod tests {
             let x: Vec<f32> = (0..20).map(|i| (i as f32 * 0.31).sin()).collect();
             let mut y = vec![0.0; 20];
             let mut cache = vec![0.0; 8];
-            rope(&x, &mut y, 10, 1, 7, &p, &mut cache);
+            rope(&x, &mut y, 10, 1, 7, &p, None, &mut cache);
             for t in 0..2 {
                 let r = reference(&x[t * 10..t * 10 + 10], (7 + t) as f64, &p);
                 for i in 0..10 {
@@ -123,16 +129,34 @@ mod tests {
         let x: Vec<f32> = (0..8).map(|i| i as f32 - 3.0).collect();
         let mut y = vec![0.0; 8];
         let mut c = vec![0.0; 8];
-        rope(&x, &mut y, 8, 1, 0, &p, &mut c);
+        rope(&x, &mut y, 8, 1, 0, &p, None, &mut c);
         assert_eq!(x, y);
         // rotating by 3 then by 4 ≈ rotating by 7
         let mut a = vec![0.0; 8];
         let mut b = vec![0.0; 8];
-        rope(&x, &mut a, 8, 1, 3, &p, &mut c);
-        rope(&a, &mut b, 8, 1, 4, &p, &mut c);
-        rope(&x, &mut y, 8, 1, 7, &p, &mut c);
+        rope(&x, &mut a, 8, 1, 3, &p, None, &mut c);
+        rope(&a, &mut b, 8, 1, 4, &p, None, &mut c);
+        rope(&x, &mut y, 8, 1, 7, &p, None, &mut c);
         for (u, v) in b.iter().zip(&y) {
             assert!((u - v).abs() < 1e-5);
         }
+    }
+
+    #[test]
+    fn frequency_factors_divide_the_angles() {
+        // A factor of 2 on every pair halves every angle, as a frequency scale of 0.5 does
+        // (both are exact scalings by a power of two).
+        let p = params(RopeMode::Neox);
+        let halved = RopeParams {
+            freq_scale: 0.5,
+            ..p
+        };
+        let x: Vec<f32> = (0..8).map(|i| 0.3 * i as f32 - 1.0).collect();
+        let (mut a, mut b, mut c) = (vec![0.0; 8], vec![0.0; 8], vec![0.0; 8]);
+        rope(&x, &mut a, 8, 1, 5, &p, Some(&[2.0; 4]), &mut c);
+        rope(&x, &mut b, 8, 1, 5, &halved, None, &mut c);
+        assert_eq!(a, b);
+        rope(&x, &mut b, 8, 1, 5, &p, None, &mut c);
+        assert_ne!(a, b);
     }
 }

@@ -5,4 +5,5 @@
 mod batch_independence;
 mod fidelity_gemma3;
 mod fidelity_smollm2;
+mod fidelity_synth;
 mod plan_reuse;

@@ -110,7 +110,7 @@ pub fn attend(
         k_pairs: kv.k_pairs() as u32,
         v_pairs: kv.v_pairs() as u32,
         window: p.window.unwrap_or(0) as u32,
-        scale: p.scale,
+        scale: p.softcap.map_or(p.scale, |cap| p.scale / cap),
         softcap: p.softcap.unwrap_or(0.0),
     };
     let groups = rec.grid(n_tokens * p.n_head, 1)?;

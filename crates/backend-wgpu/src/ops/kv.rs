@@ -38,12 +38,19 @@ pub fn shift_keys(
     n_moved: usize,
     dst_pos: usize,
     delta: f32,
+    factors: Option<&wgpu::Buffer>,
 ) -> Result<(), WgpuError> {
     let rope = kv.layout.rope;
+    let mut buffers = vec![(1, moved.clone()), (4, kv.k.clone())];
+    let mut defines = vec![("SHIFT", 1)];
+    if let Some(f) = factors {
+        defines.push(("FREQ_FACTORS", 1));
+        buffers.push((2, f.clone()));
+    }
     let key = PipelineKey {
         family: "kv.wgsl",
         entry: "shift",
-        defines: vec![("SHIFT", 1)],
+        defines,
     };
     let params = KvParams {
         pairs_per_pos: kv.k_pairs() as u32,
@@ -58,10 +65,5 @@ pub fn shift_keys(
         theta_scale: rope.theta_scale(),
     };
     let groups = rec.grid((kv.k_pairs() * n_moved).div_ceil(64), 1)?;
-    rec.dispatch(
-        key,
-        params,
-        vec![(1, moved.clone()), (4, kv.k.clone())],
-        groups,
-    )
+    rec.dispatch(key, params, buffers, groups)
 }

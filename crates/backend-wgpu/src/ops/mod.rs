@@ -1,17 +1,27 @@
-//! Dispatch builders, one op family per file, each with its shape guards next to the kernel
-//! it drives (`shaders/wgsl/<family>.wgsl`).
+//! Dispatch builders, one file per op (`<op>.rs` drives `shaders/wgsl/<op>.wgsl`), each with
+//! its parameter struct and shape guards next to the kernel; `kv.rs` (the KV store and shift),
+//! `quantize.rs` (activation rounding before matmuls) and `sample.rs` serve the ops and steps.
 
+pub mod add;
+pub mod add_weight;
 pub mod attention;
-pub mod elementwise;
+pub mod geglu;
+pub mod get_rows;
 pub mod kv;
 pub mod mul_mat;
+pub mod mul_weight;
+pub mod output_rows;
 pub mod quantize;
 pub mod rms_norm;
 pub mod rope;
-pub mod rows;
 pub mod sample;
+pub mod scale;
+pub mod softcap;
+pub mod swiglu;
 
 use crate::error::WgpuError;
+use crate::pipelines::PipelineKey;
+use crate::recorder::Recorder;
 
 /// u32 fields in the kernels' parameter blocks: a size that does not fit is an error.
 pub fn u32_of(what: &str, v: usize) -> Result<usize, WgpuError> {
@@ -21,4 +31,26 @@ pub fn u32_of(what: &str, v: usize) -> Result<usize, WgpuError> {
         )));
     }
     Ok(v)
+}
+
+/// Dispatches an element-wise kernel (`elementwise.inc.wgsl`'s frame): `inputs` at bindings
+/// 1 and 2, `y` at 3, one invocation per output float.
+fn per_element<P: bytemuck::Pod>(
+    rec: &mut Recorder,
+    family: &'static str,
+    params: P,
+    inputs: &[&wgpu::Buffer],
+    y: &wgpu::Buffer,
+    n: usize,
+) -> Result<(), WgpuError> {
+    let key = PipelineKey {
+        family,
+        entry: "main",
+        defines: vec![],
+    };
+    let mut buffers: Vec<(u32, wgpu::Buffer)> =
+        (1..).zip(inputs.iter().map(|b| (*b).clone())).collect();
+    buffers.push((3, y.clone()));
+    let groups = rec.grid(n.div_ceil(256), 1)?;
+    rec.dispatch(key, params, buffers, groups)
 }

@@ -31,7 +31,7 @@ pub struct RopeKernelParams {
 }
 const _: () = assert!(size_of::<RopeKernelParams>() == wgsl_params::ROPE);
 
-/// `x` is `[head_dim, n_heads, n_tokens]`.
+/// `x` is `[head_dim, n_heads, n_tokens]`; `factors` holds `p`'s frequency factors.
 #[allow(clippy::too_many_arguments)]
 pub fn record(
     rec: &mut Recorder,
@@ -42,6 +42,7 @@ pub fn record(
     n_heads: usize,
     n_tokens: usize,
     p: &RopeParams,
+    factors: Option<&wgpu::Buffer>,
 ) -> Result<(), WgpuError> {
     if p.n_dims > head_dim || p.n_dims % 2 != 0 {
         return Err(WgpuError::Unsupported(format!(
@@ -49,10 +50,16 @@ pub fn record(
             p.n_dims
         )));
     }
+    let mut buffers = vec![(1, step.clone()), (2, x.clone()), (3, y.clone())];
+    let mut defines = vec![];
+    if let Some(f) = factors {
+        defines.push(("FREQ_FACTORS", 1));
+        buffers.push((4, f.clone()));
+    }
     let key = PipelineKey {
         family: "rope.wgsl",
         entry: "main",
-        defines: vec![],
+        defines,
     };
     let params = RopeKernelParams {
         head_dim: head_dim as u32,
@@ -65,10 +72,5 @@ pub fn record(
         theta_scale: p.theta_scale(),
     };
     let groups = rec.grid((head_dim * n_heads * n_tokens).div_ceil(64), 1)?;
-    rec.dispatch(
-        key,
-        params,
-        vec![(1, step.clone()), (2, x.clone()), (3, y.clone())],
-        groups,
-    )
+    rec.dispatch(key, params, buffers, groups)
 }

@@ -36,6 +36,7 @@ fn layout(n_ctx: usize) -> KvLayout {
                 mode: RopeMode::Neox,
                 freq_base: 1e4,
                 freq_scale: 1.0,
+                freq_factors: None,
             },
         }],
     }

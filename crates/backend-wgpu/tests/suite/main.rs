@@ -7,4 +7,5 @@ mod batch_independence;
 mod device_errors;
 mod models;
 mod sampling;
+mod synth;
 mod weight_stream;

@@ -172,6 +172,7 @@ impl HParams {
             mode,
             freq_base,
             freq_scale: self.rope_freq_scale,
+            freq_factors: None,
         }
     }
 
@@ -197,6 +198,8 @@ pub struct IoWeights {
     pub output_norm: WeightId,
     /// `output.weight`, or the embedding when tied.
     pub output: WeightId,
+    /// `output.bias`, where the file has one.
+    pub output_bias: Option<WeightId>,
 }
 
 impl IoWeights {
@@ -224,10 +227,12 @@ impl IoWeights {
         let output = w
             .optional("output.weight", &[hp.n_embd, hp.n_vocab])?
             .unwrap_or(tok_embd);
+        let output_bias = w.optional("output.bias", &[hp.n_vocab])?;
         Ok(IoWeights {
             tok_embd,
             output_norm,
             output,
+            output_bias,
         })
     }
 }
@@ -239,6 +244,11 @@ pub struct LayerWeights {
     pub wq: WeightId,
     pub wk: WeightId,
     pub wv: WeightId,
+    /// Biases of the q, k and v projections (Qwen2), as llama.cpp loads them for any
+    /// architecture with separate projections.
+    pub bq: Option<WeightId>,
+    pub bk: Option<WeightId>,
+    pub bv: Option<WeightId>,
     pub wo: WeightId,
     pub q_norm: Option<WeightId>,
     pub k_norm: Option<WeightId>,
@@ -253,12 +263,16 @@ pub struct LayerWeights {
 impl LayerWeights {
     pub fn load(hp: &HParams, w: &mut WeightStore, il: usize) -> Result<LayerWeights, EngineError> {
         let n = |s: &str| format!("blk.{il}.{s}.weight");
+        let bias = |s: &str| format!("blk.{il}.{s}.bias");
         let (e, hk, hv) = (hp.n_embd, hp.head_dim_k, hp.head_dim_v);
         Ok(LayerWeights {
             attn_norm: w.require(&n("attn_norm"), &[e])?,
             wq: w.require(&n("attn_q"), &[e, hk * hp.n_head])?,
             wk: w.require(&n("attn_k"), &[e, hk * hp.n_head_kv])?,
             wv: w.require(&n("attn_v"), &[e, hv * hp.n_head_kv])?,
+            bq: w.optional(&bias("attn_q"), &[hk * hp.n_head])?,
+            bk: w.optional(&bias("attn_k"), &[hk * hp.n_head_kv])?,
+            bv: w.optional(&bias("attn_v"), &[hv * hp.n_head_kv])?,
             wo: w.require(&n("attn_output"), &[hv * hp.n_head, e])?,
             q_norm: w.optional(&n("attn_q_norm"), &[hk])?,
             k_norm: w.optional(&n("attn_k_norm"), &[hk])?,
@@ -294,11 +308,11 @@ pub fn attention_block(
     setup: &AttentionSetup,
 ) -> Result<NodeId, EngineError> {
     let t = b.n_tokens;
-    let q = b.mul_mat(lw.wq, h)?;
+    let q = projection(b, lw.wq, lw.bq, h)?;
     let mut q = b.reshape(q, [hp.head_dim_k, hp.n_head, t, 1])?;
-    let k = b.mul_mat(lw.wk, h)?;
+    let k = projection(b, lw.wk, lw.bk, h)?;
     let mut k = b.reshape(k, [hp.head_dim_k, hp.n_head_kv, t, 1])?;
-    let v = b.mul_mat(lw.wv, h)?;
+    let v = projection(b, lw.wv, lw.bv, h)?;
     let v = b.reshape(v, [hp.head_dim_v, hp.n_head_kv, t, 1])?;
     if let Some(qn) = lw.q_norm {
         q = b.rms_norm_weighted(q, qn, hp.norm_eps)?;
@@ -328,6 +342,20 @@ pub fn attention_block(
     b.mul_mat(lw.wo, a)
 }
 
+/// `w · x`, plus the bias where there is one.
+fn projection(
+    b: &mut GraphBuilder,
+    w: WeightId,
+    bias: Option<WeightId>,
+    x: NodeId,
+) -> Result<NodeId, EngineError> {
+    let y = b.mul_mat(w, x)?;
+    match bias {
+        Some(bias) => b.add_weight(y, bias),
+        None => Ok(y),
+    }
+}
+
 /// Gated feed-forward: `down(act(gate(h)) * up(h))`, act = SiLU or GELU.
 pub fn ffn_block(
     b: &mut GraphBuilder,
@@ -354,9 +382,22 @@ pub fn output_head(
     softcap: Option<f32>,
 ) -> Result<NodeId, EngineError> {
     let h = b.rms_norm_weighted(x, io.output_norm, hp.norm_eps)?;
-    let logits = b.mul_mat(io.output, h)?;
+    let logits = projection(b, io.output, io.output_bias, h)?;
     Ok(match softcap {
         Some(cap) => b.softcap(logits, cap),
         None => logits,
     })
+}
+
+/// The hyper-parameters, the embedding/output weights and every block's weights of a decoder.
+pub fn load_weights(
+    meta: &Meta,
+    w: &mut WeightStore,
+) -> Result<(HParams, IoWeights, Vec<LayerWeights>), EngineError> {
+    let mut hp = HParams::read(meta)?;
+    let io = IoWeights::load(&mut hp, w)?;
+    let layers = (0..hp.n_layer)
+        .map(|il| LayerWeights::load(&hp, w, il))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((hp, io, layers))
 }

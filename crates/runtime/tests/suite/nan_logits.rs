@@ -41,11 +41,12 @@ impl Backend for NanBackend {
     }
     fn kv_shift_checked(
         &mut self,
+        weights: &WeightStore,
         n_past: usize,
         keep: usize,
         discard: usize,
     ) -> Result<(), EngineError> {
-        self.0.kv_shift_checked(n_past, keep, discard)
+        self.0.kv_shift_checked(weights, n_past, keep, discard)
     }
 }
 

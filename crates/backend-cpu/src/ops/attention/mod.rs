@@ -150,6 +150,8 @@ pub(crate) fn attend_rows_on<S: Simd>(s: S, group: &RowGroup) {
         softcap,
         out,
     } = *group;
+    // ggml folds the cap into the scale: cap * tanh(s * (scale / cap)).
+    let scale = softcap.map_or(scale, |cap| scale / cap);
     let hd = kv.layout.head_dim_k;
     let dv = kv.layout.head_dim_v;
     let (ks, vs) = (kv.k_stride(), kv.v_stride());
@@ -186,9 +188,10 @@ pub(crate) fn attend_rows_on<S: Simd>(s: S, group: &RowGroup) {
             let scores = &mut scores[g];
             *scores = dot_block(s, &k, nb, &q16[g * hd..(g + 1) * hd]);
             for score in &mut scores[..nb] {
+                // As ggml: with a cap, `scale` already holds scale / cap.
                 *score *= scale;
                 if let Some(cap) = softcap {
-                    *score = cap * (*score / cap).tanh();
+                    *score = cap * score.tanh();
                 }
             }
         }
@@ -444,6 +447,7 @@ mod tests {
                     mode: RopeMode::Normal,
                     freq_base: 10000.0,
                     freq_scale: 1.0,
+                    freq_factors: None,
                 },
             },
             k: (0..n_ctx * n_head_kv * hd)

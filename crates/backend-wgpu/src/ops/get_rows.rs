@@ -1,4 +1,4 @@
-//! Row gathers (`rows.wgsl`): embedding lookup and the output-row selection.
+//! `get_rows.wgsl`: the embedding lookup, dequantizing the step's token rows.
 
 use crate::error::WgpuError;
 use crate::pipelines::PipelineKey;
@@ -6,10 +6,9 @@ use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
 use crate::weights::{alignment_define, type_define, GpuWeight};
 
-/// `rows.wgsl`'s parameters; `output_rows` reads `k` and `n_tokens`.
 #[repr(C)]
-#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct RowsParams {
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct GetRowsParams {
     /// Row length (elements).
     pub k: u32,
     /// Table rows in this binding.
@@ -19,10 +18,10 @@ pub struct RowsParams {
     pub row_bytes: u32,
     pub n_tokens: u32,
 }
-const _: () = assert!(size_of::<RowsParams>() == wgsl_params::ROWS);
+const _: () = assert!(size_of::<GetRowsParams>() == wgsl_params::GET_ROWS);
 
 /// `y[t] = dequantize(table row tokens[t])` for the step's `n_tokens` tokens.
-pub fn get_rows(
+pub fn record(
     rec: &mut Recorder,
     table: &GpuWeight,
     step: &wgpu::Buffer,
@@ -35,14 +34,13 @@ pub fn get_rows(
     })?;
     for part in &table.parts {
         let key = PipelineKey {
-            family: "rows.wgsl",
-            entry: "get_rows",
-            defines: [("GET_ROWS", 1), (ty_define, 1)]
-                .into_iter()
+            family: "get_rows.wgsl",
+            entry: "main",
+            defines: std::iter::once((ty_define, 1))
                 .chain(alignment_define(rec.gpu, table))
                 .collect(),
         };
-        let params = RowsParams {
+        let params = GetRowsParams {
             k: table.k as u32,
             rows: part.rows as u32,
             row0: part.row0 as u32,
@@ -58,32 +56,4 @@ pub fn get_rows(
         )?;
     }
     Ok(())
-}
-
-/// `y[r] = x[output_rows[r]]`, rows of `width`.
-pub fn output_rows(
-    rec: &mut Recorder,
-    step: &wgpu::Buffer,
-    x: &wgpu::Buffer,
-    y: &wgpu::Buffer,
-    width: usize,
-    n_tokens: usize,
-    n_outputs: usize,
-) -> Result<(), WgpuError> {
-    let key = PipelineKey {
-        family: "rows.wgsl",
-        entry: "output_rows",
-        defines: vec![("OUTPUT_ROWS", 1)],
-    };
-    let params = RowsParams {
-        k: width as u32,
-        n_tokens: n_tokens as u32,
-        ..RowsParams::default()
-    };
-    rec.dispatch(
-        key,
-        params,
-        vec![(1, step.clone()), (2, x.clone()), (3, y.clone())],
-        [width.div_ceil(64) as u32, n_outputs as u32, 1],
-    )
 }

@@ -1,0 +1,25 @@
+//! `add.wgsl`: `y = a + b`.
+
+use super::per_element;
+use crate::error::WgpuError;
+use crate::recorder::Recorder;
+use crate::shaders::wgsl_params;
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct AddParams {
+    pub n: u32,
+}
+const _: () = assert!(size_of::<AddParams>() == wgsl_params::ADD);
+
+/// Over `n` floats.
+pub fn record(
+    rec: &mut Recorder,
+    a: &wgpu::Buffer,
+    b: &wgpu::Buffer,
+    y: &wgpu::Buffer,
+    n: usize,
+) -> Result<(), WgpuError> {
+    let params = AddParams { n: n as u32 };
+    per_element(rec, "add.wgsl", params, &[a, b], y, n)
+}

@@ -1,0 +1,26 @@
+//! `scale.wgsl`: `y = x * s`.
+
+use super::per_element;
+use crate::error::WgpuError;
+use crate::recorder::Recorder;
+use crate::shaders::wgsl_params;
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct ScaleParams {
+    pub n: u32,
+    pub s: f32,
+}
+const _: () = assert!(size_of::<ScaleParams>() == wgsl_params::SCALE);
+
+/// Over `n` floats.
+pub fn record(
+    rec: &mut Recorder,
+    x: &wgpu::Buffer,
+    s: f32,
+    y: &wgpu::Buffer,
+    n: usize,
+) -> Result<(), WgpuError> {
+    let params = ScaleParams { n: n as u32, s };
+    per_element(rec, "scale.wgsl", params, &[x], y, n)
+}

@@ -1,0 +1,26 @@
+//! `softcap.wgsl`: `y = cap * tanh(x / cap)`.
+
+use super::per_element;
+use crate::error::WgpuError;
+use crate::recorder::Recorder;
+use crate::shaders::wgsl_params;
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct SoftcapParams {
+    pub n: u32,
+    pub cap: f32,
+}
+const _: () = assert!(size_of::<SoftcapParams>() == wgsl_params::SOFTCAP);
+
+/// Over `n` floats.
+pub fn record(
+    rec: &mut Recorder,
+    x: &wgpu::Buffer,
+    cap: f32,
+    y: &wgpu::Buffer,
+    n: usize,
+) -> Result<(), WgpuError> {
+    let params = SoftcapParams { n: n as u32, cap };
+    per_element(rec, "softcap.wgsl", params, &[x], y, n)
+}

@@ -1,0 +1,25 @@
+//! `swiglu.wgsl`: `y = silu(gate) * up`.
+
+use super::per_element;
+use crate::error::WgpuError;
+use crate::recorder::Recorder;
+use crate::shaders::wgsl_params;
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct SwigluParams {
+    pub n: u32,
+}
+const _: () = assert!(size_of::<SwigluParams>() == wgsl_params::SWIGLU);
+
+/// Over `n` floats.
+pub fn record(
+    rec: &mut Recorder,
+    gate: &wgpu::Buffer,
+    up: &wgpu::Buffer,
+    y: &wgpu::Buffer,
+    n: usize,
+) -> Result<(), WgpuError> {
+    let params = SwigluParams { n: n as u32 };
+    per_element(rec, "swiglu.wgsl", params, &[gate, up], y, n)
+}

@@ -1,0 +1,13 @@
+// add: y = a + b (the residual sums).
+
+struct Params {
+    n: u32,
+    _p0: u32, _p1: u32, _p2: u32,
+    _p3: vec4<u32>, _p4: vec4<u32>, _p5: vec4<u32>,
+}
+
+#include "elementwise.inc.wgsl"
+
+fn element(i: u32) -> f32 {
+    return a[i] + b[i];
+}
