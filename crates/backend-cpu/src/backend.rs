@@ -225,6 +225,9 @@ impl Backend for CpuBackend {
                     Op::Swiglu { gate, up } => ops::swiglu::swiglu(input(gate), input(up), dst),
                     Op::Geglu { gate, up } => ops::geglu::geglu(input(gate), input(up), dst),
                     Op::Softcap { x, cap } => ops::softcap::softcap(input(x), cap, dst),
+                    Op::Slice { x, offset, .. } => {
+                        ops::slice::slice(input(x), graph.node(x).ne[0], offset, dst)
+                    }
                     Op::OutputRows { x } => {
                         let xs = input(x);
                         let w = node.ne[0];

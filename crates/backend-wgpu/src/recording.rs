@@ -14,7 +14,7 @@ use crate::kv::GpuKv;
 use crate::ops::quantize::act_rounding;
 use crate::ops::{
     add, add_weight, attention, geglu, get_rows, mul_mat, mul_weight, output_rows, quantize,
-    rms_norm, rope, sample, scale, softcap, swiglu,
+    rms_norm, rope, sample, scale, slice, softcap, swiglu,
 };
 use crate::recorder::{encode, Dispatch, Recorder};
 use crate::weights::GpuWeights;
@@ -174,6 +174,10 @@ impl Recording {
                 Op::Swiglu { gate, up } => swiglu::record(&mut rec, buf(gate), buf(up), y, n)?,
                 Op::Geglu { gate, up } => geglu::record(&mut rec, buf(gate), buf(up), y, n)?,
                 Op::Softcap { x, cap } => softcap::record(&mut rec, buf(x), cap, y, n)?,
+                Op::Slice { x, offset, len } => {
+                    let width = graph.node(x).ne[0];
+                    slice::record(&mut rec, buf(x), width, offset, len, y, n)?
+                }
                 Op::OutputRows { x } => {
                     output_rows::record(&mut rec, &step, buf(x), y, node.ne[0], t, n_out)?
                 }

@@ -60,6 +60,10 @@ conformance_tests! {
     geglu => row_op_case("geglu", 1e-6, |b, a, c, _| b.geglu(a, c));
     softcap => row_op_case("softcap", 1e-10, |b, a, _, _| Ok(b.softcap(a, 2.5)));
     output_rows => row_op_case("output_rows", 0.0, |b, a, _, _| Ok(b.output_rows(a)));
+    slice => row_op_case("slice", 0.0, |b, a, _, _| {
+        let width = b.ne(a)[0];
+        b.slice(a, width / 4, width / 2)
+    });
     rope => rope_case();
     attention => attention_case();
     attention_sliding_window_and_softcap => attention_sliding_window_and_softcap_case();
@@ -729,7 +733,8 @@ fn kernel_variants(file: &str) -> Vec<(&'static str, Vec<Define>)> {
         "kv.wgsl" => vec![("store", vec![("STORE", 1)]), ("shift", vec![("SHIFT", 1)])],
         "mul_mat.wgsl" => vec![("main", vec![("W_Q4_K", 1), ("WG", 64), ("NR", 1)])],
         "add.wgsl" | "add_weight.wgsl" | "geglu.wgsl" | "mul_weight.wgsl" | "output_rows.wgsl"
-        | "rms_norm.wgsl" | "rope.wgsl" | "scale.wgsl" | "softcap.wgsl" | "swiglu.wgsl" => {
+        | "slice.wgsl" | "rms_norm.wgsl" | "rope.wgsl" | "scale.wgsl" | "softcap.wgsl"
+        | "swiglu.wgsl" => {
             vec![("main", vec![])]
         }
         "get_rows.wgsl" => vec![("main", vec![("W_Q8_0", 1)])],

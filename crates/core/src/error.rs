@@ -13,6 +13,8 @@ pub enum EngineError {
     MissingKey(String),
     #[error("metadata key '{key}' has a bad value: {why}")]
     BadKey { key: String, why: String },
+    #[error("not supported yet: {0}")]
+    NotSupported(String),
     #[error("missing tensor '{0}'")]
     MissingTensor(String),
     #[error("tensor '{name}' has shape {got:?}, expected {expected:?}")]

@@ -129,6 +129,13 @@ pub enum Op {
     OutputRows {
         x: NodeId,
     },
+    /// Elements `offset .. offset + len` of every row (splits a fused projection's output:
+    /// q/k/v of `attn_qkv`, gate/up of a fused `ffn_up`).
+    Slice {
+        x: NodeId,
+        offset: usize,
+        len: usize,
+    },
 }
 
 impl Op {
@@ -144,7 +151,8 @@ impl Op {
             | Op::MulMat { x, .. }
             | Op::Rope { x, .. }
             | Op::Softcap { x, .. }
-            | Op::OutputRows { x } => vec![x],
+            | Op::OutputRows { x }
+            | Op::Slice { x, .. } => vec![x],
             Op::Add { a, b } => vec![a, b],
             Op::Swiglu { gate, up } | Op::Geglu { gate, up } => vec![gate, up],
             Op::Attention { q, k, v, .. } => vec![q, k, v],
@@ -201,6 +209,14 @@ impl PartialEq for Op {
             | (Swiglu { gate: a, up: b }, Swiglu { gate: c, up: d })
             | (Geglu { gate: a, up: b }, Geglu { gate: c, up: d }) => a == c && b == d,
             (Rope { x: a, params: p }, Rope { x: b, params: q }) => a == b && p == q,
+            (
+                Slice { x, offset, len },
+                Slice {
+                    x: x2,
+                    offset: o2,
+                    len: l2,
+                },
+            ) => x == x2 && offset == o2 && len == l2,
             (
                 Attention { q, k, v, params },
                 Attention {
@@ -432,6 +448,15 @@ impl<'w> GraphBuilder<'w> {
     pub fn output_rows(&mut self, x: NodeId) -> NodeId {
         let ne = self.ne(x);
         self.push(Op::OutputRows { x }, [ne[0], self.n_outputs, 1, 1])
+    }
+
+    /// Elements `offset .. offset + len` of each row of `x`.
+    pub fn slice(&mut self, x: NodeId, offset: usize, len: usize) -> Result<NodeId, EngineError> {
+        let ne = self.ne(x);
+        if len == 0 || offset.checked_add(len).is_none_or(|end| end > ne[0]) {
+            return Err(shape_error("slice", format!("{ne:?} [{offset}, +{len})")));
+        }
+        Ok(self.push(Op::Slice { x, offset, len }, [len, ne[1], ne[2], ne[3]]))
     }
 
     pub fn finish(self, output: NodeId) -> Graph {

@@ -81,7 +81,9 @@ impl From<EngineError> for WasmError {
     fn from(e: EngineError) -> Self {
         let code = match &e {
             EngineError::UnsupportedType { .. } => ErrorCode::UnsupportedType,
-            EngineError::UnknownArchitecture(_) => ErrorCode::UnsupportedArchitecture,
+            EngineError::UnknownArchitecture(_) | EngineError::NotSupported(_) => {
+                ErrorCode::UnsupportedArchitecture
+            }
             EngineError::NoArchitecture
             | EngineError::MissingKey(_)
             | EngineError::BadKey { .. }

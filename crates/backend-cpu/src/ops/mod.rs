@@ -12,6 +12,7 @@ pub mod mul_weight;
 pub mod rms_norm;
 pub mod rope;
 pub mod scale;
+pub mod slice;
 pub mod softcap;
 pub mod swiglu;
 

@@ -16,6 +16,7 @@ pub mod rms_norm;
 pub mod rope;
 pub mod sample;
 pub mod scale;
+pub mod slice;
 pub mod softcap;
 pub mod swiglu;
 

@@ -52,3 +52,9 @@ fn gemma2_matches_llama_cpp() {
 fn gemma3_matches_llama_cpp() {
     check("gemma3");
 }
+
+/// Fused q/k/v and gate/up projections (split by `slice`), q scaled before attention.
+#[test]
+fn phi3_matches_llama_cpp() {
+    check("phi3");
+}

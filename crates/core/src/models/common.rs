@@ -241,23 +241,40 @@ impl IoWeights {
 /// has no such tensor.
 pub struct LayerWeights {
     pub attn_norm: WeightId,
-    pub wq: WeightId,
-    pub wk: WeightId,
-    pub wv: WeightId,
-    /// Biases of the q, k and v projections (Qwen2), as llama.cpp loads them for any
-    /// architecture with separate projections.
-    pub bq: Option<WeightId>,
-    pub bk: Option<WeightId>,
-    pub bv: Option<WeightId>,
+    pub qkv: QkvWeights,
     pub wo: WeightId,
     pub q_norm: Option<WeightId>,
     pub k_norm: Option<WeightId>,
     pub attn_post_norm: Option<WeightId>,
     pub ffn_norm: WeightId,
-    pub ffn_gate: WeightId,
-    pub ffn_up: WeightId,
+    pub gate_up: GateUpWeights,
     pub ffn_down: WeightId,
     pub ffn_post_norm: Option<WeightId>,
+}
+
+/// The q, k and v projections: separate matrices with optional biases (Qwen2's, as llama.cpp
+/// loads them for any architecture), or one `attn_qkv` whose output rows are q, k, then v
+/// (Phi-3), tried first as llama.cpp does.
+pub enum QkvWeights {
+    Separate {
+        wq: WeightId,
+        wk: WeightId,
+        wv: WeightId,
+        bq: Option<WeightId>,
+        bk: Option<WeightId>,
+        bv: Option<WeightId>,
+    },
+    Fused {
+        wqkv: WeightId,
+        bqkv: Option<WeightId>,
+    },
+}
+
+/// The gate and up projections of a gated feed-forward: separate matrices, or one `ffn_up` of
+/// 2·n_ff rows, the gate's first (Phi-3), used when the file has no `ffn_gate`.
+pub enum GateUpWeights {
+    Separate { gate: WeightId, up: WeightId },
+    Fused { gate_up: WeightId },
 }
 
 impl LayerWeights {
@@ -265,21 +282,39 @@ impl LayerWeights {
         let n = |s: &str| format!("blk.{il}.{s}.weight");
         let bias = |s: &str| format!("blk.{il}.{s}.bias");
         let (e, hk, hv) = (hp.n_embd, hp.head_dim_k, hp.head_dim_v);
+        let (nq, nk, nv) = (hk * hp.n_head, hk * hp.n_head_kv, hv * hp.n_head_kv);
+        let qkv = match w.optional(&n("attn_qkv"), &[e, nq + nk + nv])? {
+            Some(wqkv) => QkvWeights::Fused {
+                wqkv,
+                bqkv: w.optional(&bias("attn_qkv"), &[nq + nk + nv])?,
+            },
+            None => QkvWeights::Separate {
+                wq: w.require(&n("attn_q"), &[e, nq])?,
+                wk: w.require(&n("attn_k"), &[e, nk])?,
+                wv: w.require(&n("attn_v"), &[e, nv])?,
+                bq: w.optional(&bias("attn_q"), &[nq])?,
+                bk: w.optional(&bias("attn_k"), &[nk])?,
+                bv: w.optional(&bias("attn_v"), &[nv])?,
+            },
+        };
+        let gate_up = match w.optional(&n("ffn_gate"), &[e, hp.n_ff])? {
+            Some(gate) => GateUpWeights::Separate {
+                gate,
+                up: w.require(&n("ffn_up"), &[e, hp.n_ff])?,
+            },
+            None => GateUpWeights::Fused {
+                gate_up: w.require(&n("ffn_up"), &[e, 2 * hp.n_ff])?,
+            },
+        };
         Ok(LayerWeights {
             attn_norm: w.require(&n("attn_norm"), &[e])?,
-            wq: w.require(&n("attn_q"), &[e, hk * hp.n_head])?,
-            wk: w.require(&n("attn_k"), &[e, hk * hp.n_head_kv])?,
-            wv: w.require(&n("attn_v"), &[e, hv * hp.n_head_kv])?,
-            bq: w.optional(&bias("attn_q"), &[hk * hp.n_head])?,
-            bk: w.optional(&bias("attn_k"), &[hk * hp.n_head_kv])?,
-            bv: w.optional(&bias("attn_v"), &[hv * hp.n_head_kv])?,
+            qkv,
             wo: w.require(&n("attn_output"), &[hv * hp.n_head, e])?,
             q_norm: w.optional(&n("attn_q_norm"), &[hk])?,
             k_norm: w.optional(&n("attn_k_norm"), &[hk])?,
             attn_post_norm: w.optional(&n("post_attention_norm"), &[e])?,
             ffn_norm: w.require(&n("ffn_norm"), &[e])?,
-            ffn_gate: w.require(&n("ffn_gate"), &[e, hp.n_ff])?,
-            ffn_up: w.require(&n("ffn_up"), &[e, hp.n_ff])?,
+            gate_up,
             ffn_down: w.require(&n("ffn_down"), &[hp.n_ff, e])?,
             ffn_post_norm: w.optional(&n("post_ffw_norm"), &[e])?,
         })
@@ -308,11 +343,35 @@ pub fn attention_block(
     setup: &AttentionSetup,
 ) -> Result<NodeId, EngineError> {
     let t = b.n_tokens;
-    let q = projection(b, lw.wq, lw.bq, h)?;
+    let (nq, nk, nv) = (
+        hp.head_dim_k * hp.n_head,
+        hp.head_dim_k * hp.n_head_kv,
+        hp.head_dim_v * hp.n_head_kv,
+    );
+    let (q, k, v) = match lw.qkv {
+        QkvWeights::Separate {
+            wq,
+            wk,
+            wv,
+            bq,
+            bk,
+            bv,
+        } => (
+            projection(b, wq, bq, h)?,
+            projection(b, wk, bk, h)?,
+            projection(b, wv, bv, h)?,
+        ),
+        QkvWeights::Fused { wqkv, bqkv } => {
+            let qkv = projection(b, wqkv, bqkv, h)?;
+            (
+                b.slice(qkv, 0, nq)?,
+                b.slice(qkv, nq, nk)?,
+                b.slice(qkv, nq + nk, nv)?,
+            )
+        }
+    };
     let mut q = b.reshape(q, [hp.head_dim_k, hp.n_head, t, 1])?;
-    let k = projection(b, lw.wk, lw.bk, h)?;
     let mut k = b.reshape(k, [hp.head_dim_k, hp.n_head_kv, t, 1])?;
-    let v = projection(b, lw.wv, lw.bv, h)?;
     let v = b.reshape(v, [hp.head_dim_v, hp.n_head_kv, t, 1])?;
     if let Some(qn) = lw.q_norm {
         q = b.rms_norm_weighted(q, qn, hp.norm_eps)?;
@@ -363,8 +422,14 @@ pub fn ffn_block(
     h: NodeId,
     gelu: bool,
 ) -> Result<NodeId, EngineError> {
-    let g = b.mul_mat(lw.ffn_gate, h)?;
-    let u = b.mul_mat(lw.ffn_up, h)?;
+    let (g, u) = match lw.gate_up {
+        GateUpWeights::Separate { gate, up } => (b.mul_mat(gate, h)?, b.mul_mat(up, h)?),
+        GateUpWeights::Fused { gate_up } => {
+            let gu = b.mul_mat(gate_up, h)?;
+            let n_ff = b.ne(gu)[0] / 2;
+            (b.slice(gu, 0, n_ff)?, b.slice(gu, n_ff, n_ff)?)
+        }
+    };
     let a = if gelu {
         b.geglu(g, u)?
     } else {

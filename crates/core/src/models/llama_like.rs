@@ -12,15 +12,19 @@ use crate::error::EngineError;
 use crate::graph::{GraphBuilder, NodeId, RopeMode, RopeParams};
 use crate::weights::{WeightId, WeightStore};
 
-/// The llama-style decoder several architectures share (llama, qwen2, qwen3): per block an RMS
-/// norm, attention scaled by 1/sqrt(head_dim), the residual, an RMS norm, a SwiGLU feed-forward,
-/// the residual; then the output head. They differ in the rope mode and in optional tensors
-/// (q/k/v biases, q/k norms), which the loaders check.
+/// The llama-style decoder several architectures share (llama, qwen2, qwen3, phi3): per block
+/// an RMS norm, attention scaled by 1/sqrt(head_dim), the residual, an RMS norm, a SwiGLU
+/// feed-forward, the residual; then the output head. They differ in the rope mode, in optional
+/// or fused tensors (q/k/v biases, q/k norms, fused q/k/v and gate/up), which the loaders
+/// check, and in where the attention scale is applied.
 pub struct LlamaLike {
     name: &'static str,
     rope_mode: RopeMode,
     /// `rope_freqs.weight`, where the architecture reads it ([`LlamaLike::with_rope_freqs`]).
     rope_freqs: Option<WeightId>,
+    /// q is multiplied by 1/sqrt(head_dim) before attention instead of the scores inside it
+    /// (Phi-3, as llama.cpp builds it; the roundings differ).
+    q_prescaled: bool,
     pub hp: HParams,
     pub io: IoWeights,
     pub layers: Vec<LayerWeights>,
@@ -39,6 +43,7 @@ impl LlamaLike {
             name,
             rope_mode,
             rope_freqs: None,
+            q_prescaled: false,
             hp,
             io,
             layers,
@@ -62,6 +67,12 @@ impl LlamaLike {
     pub fn with_rope_freqs(mut self, w: &mut WeightStore) -> Result<LlamaLike, EngineError> {
         self.rope_freqs = w.optional("rope_freqs.weight", &[self.hp.rope_dims / 2])?;
         Ok(self)
+    }
+
+    /// See [`LlamaLike::q_prescaled`].
+    pub fn with_q_prescaled(mut self) -> LlamaLike {
+        self.q_prescaled = true;
+        self
     }
 
     fn rope(&self) -> RopeParams {
@@ -88,10 +99,11 @@ impl super::Architecture for LlamaLike {
 
     fn build(&self, b: &mut GraphBuilder) -> Result<NodeId, EngineError> {
         let hp = &self.hp;
+        let scale = 1.0 / (hp.head_dim_k as f32).sqrt();
         let setup = AttentionSetup {
             rope: self.rope(),
-            q_scale: None,
-            kq_scale: 1.0 / (hp.head_dim_k as f32).sqrt(),
+            q_scale: self.q_prescaled.then_some(scale),
+            kq_scale: if self.q_prescaled { 1.0 } else { scale },
             window: None,
             softcap: None,
         };

@@ -10,6 +10,7 @@ pub mod gemma3;
 pub mod gemma_like;
 pub mod llama;
 pub mod llama_like;
+pub mod phi3;
 pub mod qwen2;
 pub mod qwen3;
 
@@ -39,6 +40,7 @@ pub const REGISTRY: &[(&str, Loader)] = &[
     ("llama", llama::load),
     ("qwen2", qwen2::load),
     ("qwen3", qwen3::load),
+    ("phi3", phi3::load),
     ("gemma2", gemma2::load),
     ("gemma3", gemma3::load),
 ];

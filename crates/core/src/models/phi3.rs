@@ -1,0 +1,38 @@
+//! Phi-3 / Phi-3.5: the llama-style decoder ([`LlamaLike`]) with one fused q/k/v projection
+//! (`attn_qkv`), one fused gate/up projection (`ffn_up` of 2·n_ff rows, the gate's first), neox
+//! rope and q scaled before attention, as llama.cpp's phi3 model. Files carry a sliding window
+//! that llama.cpp ignores for Phi-3; so does this.
+
+use tessera_gguf::Header;
+
+use super::common::{GateUpWeights, QkvWeights};
+use super::llama_like::LlamaLike;
+use super::Architecture;
+use crate::error::EngineError;
+use crate::graph::RopeMode;
+use crate::weights::WeightStore;
+
+pub fn load(header: &Header, w: &mut WeightStore) -> Result<Box<dyn Architecture>, EngineError> {
+    for name in ["rope_factors_long.weight", "rope_factors_short.weight"] {
+        if header.tensors.iter().any(|t| t.name == name) {
+            return Err(EngineError::NotSupported(format!(
+                "Phi-3's LongRoPE scaling ({name})"
+            )));
+        }
+    }
+    let m = LlamaLike::load("phi3", RopeMode::Neox, header, w)?;
+    let fused_qkv = m
+        .layers
+        .iter()
+        .position(|lw| !matches!(lw.qkv, QkvWeights::Fused { .. }));
+    let fused_ffn = m
+        .layers
+        .iter()
+        .position(|lw| !matches!(lw.gate_up, GateUpWeights::Fused { .. }));
+    if let Some(il) = fused_qkv.or(fused_ffn) {
+        return Err(EngineError::MissingTensor(format!(
+            "blk.{il}.attn_qkv.weight / blk.{il}.ffn_up.weight of 2·n_ff rows (phi3 fuses them)"
+        )));
+    }
+    Ok(Box::new(m.with_q_prescaled()))
+}
