@@ -26,6 +26,7 @@ pub struct CpuBackend {
     /// Which node's output (and to which type) `acts` holds during one `compute`.
     acts_of: Option<(usize, GgmlType)>,
     rope_scratch: Vec<f32>,
+    mul_mat_id_scratch: ops::mul_mat_id::MulMatIdScratch,
     trace: Option<TraceFn>,
     reference_matmul: bool,
 }
@@ -44,6 +45,7 @@ impl CpuBackend {
             acts: QuantizedActs::default(),
             acts_of: None,
             rope_scratch: Vec::new(),
+            mul_mat_id_scratch: Default::default(),
             trace: None,
             reference_matmul: false,
         }
@@ -225,6 +227,42 @@ impl Backend for CpuBackend {
                     Op::Swiglu { gate, up } => ops::swiglu::swiglu(input(gate), input(up), dst),
                     Op::Geglu { gate, up } => ops::geglu::geglu(input(gate), input(up), dst),
                     Op::Softcap { x, cap } => ops::softcap::softcap(input(x), cap, dst),
+                    Op::MoeRoute { logits, params } => {
+                        let bias = match params.selection_bias {
+                            Some(b) => Some(f32_weight(weights, b)?),
+                            None => None,
+                        };
+                        let n_expert = graph.node(logits).ne[0];
+                        ops::moe_route::moe_route(input(logits), n_expert, &params, bias, dst);
+                    }
+                    Op::MulMatId { w, x, route } => {
+                        let d = weights.desc(w);
+                        let shape = ops::mul_mat_id::MulMatIdShape {
+                            w_ty: d.ty,
+                            k: d.ne[0],
+                            m: d.ne[1],
+                            n_expert: d.ne[2],
+                            n_x: graph.node(x).ne[1],
+                            n_used: node.ne[1],
+                        };
+                        ops::mul_mat_id::mul_mat_id(
+                            pool,
+                            &shape,
+                            weights.bytes(w),
+                            input(x),
+                            input(route),
+                            dst,
+                            &mut self.mul_mat_id_scratch,
+                            self.reference_matmul,
+                        )?;
+                    }
+                    Op::MoeSum { x, route } => ops::moe_sum::moe_sum(
+                        input(x),
+                        input(route),
+                        node.ne[0],
+                        graph.node(x).ne[1],
+                        dst,
+                    ),
                     Op::Slice { x, offset, .. } => {
                         ops::slice::slice(input(x), graph.node(x).ne[0], offset, dst)
                     }

@@ -174,6 +174,11 @@ impl Recording {
                 Op::Swiglu { gate, up } => swiglu::record(&mut rec, buf(gate), buf(up), y, n)?,
                 Op::Geglu { gate, up } => geglu::record(&mut rec, buf(gate), buf(up), y, n)?,
                 Op::Softcap { x, cap } => softcap::record(&mut rec, buf(x), cap, y, n)?,
+                Op::MoeRoute { .. } | Op::MulMatId { .. } | Op::MoeSum { .. } => {
+                    return Err(WgpuError::Unsupported(
+                        "mixture-of-experts models on the WebGPU backend".into(),
+                    ))
+                }
                 Op::Slice { x, offset, len } => {
                     let width = graph.node(x).ne[0];
                     slice::record(&mut rec, buf(x), width, offset, len, y, n)?

@@ -59,6 +59,40 @@ pub struct AttentionParams {
     pub softcap: Option<f32>,
 }
 
+/// How a mixture-of-experts router turns its logits into expert probabilities.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gating {
+    Softmax,
+    Sigmoid,
+    /// Top-k on the raw logits, then a softmax over the k chosen (gpt-oss's "delayed softmax").
+    SoftmaxAfterTopK,
+}
+
+/// A mixture-of-experts router: per token, `n_used` experts and their weights.
+#[derive(Clone, Copy, Debug)]
+pub struct MoeRouteParams {
+    pub n_used: usize,
+    pub gating: Gating,
+    /// Added to the probabilities to choose the experts (not to their weights): DeepSeek V3's
+    /// `exp_probs_b`; f32 of n_expert values.
+    pub selection_bias: Option<WeightId>,
+    /// The k weights divided by their sum (clamped to at least 2^-14, as llama.cpp).
+    pub normalize: bool,
+    /// Multiplies the weights (1: none).
+    pub scale: f32,
+}
+
+impl PartialEq for MoeRouteParams {
+    fn eq(&self, o: &MoeRouteParams) -> bool {
+        self.n_used == o.n_used
+            && self.gating == o.gating
+            && self.selection_bias == o.selection_bias
+            && self.normalize == o.normalize
+            && same_bits(self.scale, o.scale)
+    }
+}
+impl Eq for MoeRouteParams {}
+
 #[derive(Clone, Debug)]
 pub enum Op {
     /// Rows of `table` for the batch's token ids → `[n_embd, n_tokens]`.
@@ -129,6 +163,26 @@ pub enum Op {
     OutputRows {
         x: NodeId,
     },
+    /// The router of a mixture of experts: `logits` `[n_expert, T]` → `[2 · n_used, T]`, per
+    /// token the chosen experts' indices (as floats, exact) then their weights.
+    MoeRoute {
+        logits: NodeId,
+        params: MoeRouteParams,
+    },
+    /// The experts' matmul over the chosen experts only: `w` is `[k, m, n_expert]`, `x` is
+    /// `[k, n_x, T]` (n_x = 1: every chosen expert reads the token's row; n_x = n_used: each
+    /// its own), `route` a [`Op::MoeRoute`] → `[m, n_used, T]`.
+    MulMatId {
+        w: WeightId,
+        x: NodeId,
+        route: NodeId,
+    },
+    /// The chosen experts' outputs `x` `[m, n_used, T]` weighted by the route's weights and
+    /// summed in expert order → `[m, T]`.
+    MoeSum {
+        x: NodeId,
+        route: NodeId,
+    },
     /// Elements `offset .. offset + len` of every row (splits a fused projection's output:
     /// q/k/v of `attn_qkv`, gate/up of a fused `ffn_up`).
     Slice {
@@ -154,6 +208,8 @@ impl Op {
             | Op::OutputRows { x }
             | Op::Slice { x, .. } => vec![x],
             Op::Add { a, b } => vec![a, b],
+            Op::MoeRoute { logits, .. } => vec![logits],
+            Op::MulMatId { x, route, .. } | Op::MoeSum { x, route } => vec![x, route],
             Op::Swiglu { gate, up } | Op::Geglu { gate, up } => vec![gate, up],
             Op::Attention { q, k, v, .. } => vec![q, k, v],
         }
@@ -209,6 +265,25 @@ impl PartialEq for Op {
             | (Swiglu { gate: a, up: b }, Swiglu { gate: c, up: d })
             | (Geglu { gate: a, up: b }, Geglu { gate: c, up: d }) => a == c && b == d,
             (Rope { x: a, params: p }, Rope { x: b, params: q }) => a == b && p == q,
+            (
+                MoeRoute {
+                    logits: a,
+                    params: p,
+                },
+                MoeRoute {
+                    logits: b,
+                    params: q,
+                },
+            ) => a == b && p == q,
+            (
+                MulMatId { w, x, route },
+                MulMatId {
+                    w: w2,
+                    x: x2,
+                    route: r2,
+                },
+            ) => w == w2 && x == x2 && route == r2,
+            (MoeSum { x, route }, MoeSum { x: x2, route: r2 }) => x == x2 && route == r2,
             (
                 Slice { x, offset, len },
                 Slice {
@@ -448,6 +523,67 @@ impl<'w> GraphBuilder<'w> {
     pub fn output_rows(&mut self, x: NodeId) -> NodeId {
         let ne = self.ne(x);
         self.push(Op::OutputRows { x }, [ne[0], self.n_outputs, 1, 1])
+    }
+
+    /// The router's choice of `params.n_used` experts per token from `logits` `[n_expert, T]`.
+    pub fn moe_route(
+        &mut self,
+        logits: NodeId,
+        params: MoeRouteParams,
+    ) -> Result<NodeId, EngineError> {
+        let ne = self.ne(logits);
+        let n_expert = ne[0];
+        let bias_ok = params.selection_bias.is_none_or(|b| {
+            let d = self.weights.desc(b);
+            d.ty == GgmlType::F32 && d.ne[0] == n_expert && d.n_rows() == 1
+        });
+        if params.n_used == 0 || params.n_used > n_expert || ne[2] != 1 || !bias_ok {
+            return Err(shape_error(
+                "moe_route",
+                format!("{ne:?} choosing {}", params.n_used),
+            ));
+        }
+        Ok(self.push(
+            Op::MoeRoute { logits, params },
+            [2 * params.n_used, ne[1], 1, 1],
+        ))
+    }
+
+    /// The chosen experts' `w · x` (see [`Op::MulMatId`]).
+    pub fn mul_mat_id(
+        &mut self,
+        w: WeightId,
+        x: NodeId,
+        route: NodeId,
+    ) -> Result<NodeId, EngineError> {
+        let (xn, rn, wd) = (self.ne(x), self.ne(route), self.weights.desc(w));
+        let n_used = rn[0] / 2;
+        let ok = wd.ne[0] == xn[0]
+            && wd.ne[3] == 1
+            && (xn[1] == 1 || xn[1] == n_used)
+            && xn[2] == rn[1]
+            && xn[3] == 1
+            && matches!(self.nodes[route.0 as usize].op, Op::MoeRoute { .. });
+        if !ok {
+            return Err(shape_error(
+                "mul_mat_id",
+                format!(
+                    "{} {:?} x {xn:?} by {rn:?}",
+                    self.weights.get(w).name,
+                    wd.ne
+                ),
+            ));
+        }
+        Ok(self.push(Op::MulMatId { w, x, route }, [wd.ne[1], n_used, xn[2], 1]))
+    }
+
+    /// The route-weighted sum of the chosen experts' outputs `x` (see [`Op::MoeSum`]).
+    pub fn moe_sum(&mut self, x: NodeId, route: NodeId) -> Result<NodeId, EngineError> {
+        let (xn, rn) = (self.ne(x), self.ne(route));
+        if xn[1] != rn[0] / 2 || xn[2] != rn[1] || xn[3] != 1 {
+            return Err(shape_error("moe_sum", format!("{xn:?} by {rn:?}")));
+        }
+        Ok(self.push(Op::MoeSum { x, route }, [xn[0], xn[2], 1, 1]))
     }
 
     /// Elements `offset .. offset + len` of each row of `x`.

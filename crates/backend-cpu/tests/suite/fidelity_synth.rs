@@ -56,3 +56,17 @@ fn llama3_matches_llama_cpp() {
 fn phi3_matches_llama_cpp() {
     check("phi3");
 }
+
+/// A softmax router choosing 2 of 8 experts, weights normalised; the experts' matmuls over the
+/// chosen experts only.
+#[test]
+fn qwen3moe_matches_llama_cpp() {
+    check("qwen3moe");
+}
+
+/// The same weights with each expert's gate and up fused (`ffn_gate_up_exps`): llama.cpp's
+/// qwen3moe does not load that tensor, so its output on the unfused twin is the reference.
+#[test]
+fn qwen3moe_fused_gate_up_matches_llama_cpp() {
+    check("qwen3moe-fused");
+}

@@ -7,6 +7,8 @@ use crate::error::EngineError;
 use crate::graph::{AttentionParams, GraphBuilder, NodeId, RopeMode, RopeParams};
 use crate::weights::{WeightId, WeightStore};
 
+use super::moe::{moe_block, MoeHParams, MoeWeights};
+
 /// Hyper-parameters found under `<arch>.` in the metadata.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HParams {
@@ -24,6 +26,8 @@ pub struct HParams {
     pub rope_dims: usize,
     pub rope_freq_base: f32,
     pub rope_freq_scale: f32,
+    /// The experts, in a mixture-of-experts model.
+    pub moe: Option<MoeHParams>,
 }
 
 /// Reads metadata values with the architecture prefix and typed errors.
@@ -78,6 +82,17 @@ impl<'h> Meta<'h> {
                     why: format!("expected a number, got {v:?}"),
                 }),
             },
+        }
+    }
+
+    pub fn opt_bool(&self, k: &str) -> Result<Option<bool>, EngineError> {
+        let key = self.key(k);
+        match self.header.get(&key) {
+            None => Ok(None),
+            Some(v) => v.as_bool().map(Some).ok_or_else(|| EngineError::BadKey {
+                key,
+                why: format!("expected a boolean, got {v:?}"),
+            }),
         }
     }
 }
@@ -141,7 +156,9 @@ impl HParams {
                 })
             }
         }
+        let n_ff = meta.usize("feed_forward_length")?;
         Ok(HParams {
+            moe: MoeHParams::read(meta, n_ff)?,
             arch: meta.arch.clone(),
             n_vocab: 0,
             n_ctx_train: meta.usize("context_length")?,
@@ -151,7 +168,7 @@ impl HParams {
             n_head_kv,
             head_dim_k,
             head_dim_v,
-            n_ff: meta.usize("feed_forward_length")?,
+            n_ff,
             norm_eps: meta
                 .opt_f32("attention.layer_norm_rms_epsilon")?
                 .ok_or_else(|| {
@@ -247,9 +264,17 @@ pub struct LayerWeights {
     pub k_norm: Option<WeightId>,
     pub attn_post_norm: Option<WeightId>,
     pub ffn_norm: WeightId,
-    pub gate_up: GateUpWeights,
-    pub ffn_down: WeightId,
+    pub ffn: FfnWeights,
     pub ffn_post_norm: Option<WeightId>,
+}
+
+/// A block's feed-forward: dense, or a mixture of experts (a block with a router).
+pub enum FfnWeights {
+    Dense {
+        gate_up: GateUpWeights,
+        down: WeightId,
+    },
+    Moe(MoeWeights),
 }
 
 /// The q, k and v projections: separate matrices with optional biases (Qwen2's, as llama.cpp
@@ -297,13 +322,23 @@ impl LayerWeights {
                 bv: w.optional(&bias("attn_v"), &[nv])?,
             },
         };
-        let gate_up = match w.optional(&n("ffn_gate"), &[e, hp.n_ff])? {
-            Some(gate) => GateUpWeights::Separate {
-                gate,
-                up: w.require(&n("ffn_up"), &[e, hp.n_ff])?,
-            },
-            None => GateUpWeights::Fused {
-                gate_up: w.require(&n("ffn_up"), &[e, 2 * hp.n_ff])?,
+        let experts = match &hp.moe {
+            Some(moe) => MoeWeights::load(moe, e, w, il)?,
+            None => None,
+        };
+        let ffn = match experts {
+            Some(mw) => FfnWeights::Moe(mw),
+            None => FfnWeights::Dense {
+                gate_up: match w.optional(&n("ffn_gate"), &[e, hp.n_ff])? {
+                    Some(gate) => GateUpWeights::Separate {
+                        gate,
+                        up: w.require(&n("ffn_up"), &[e, hp.n_ff])?,
+                    },
+                    None => GateUpWeights::Fused {
+                        gate_up: w.require(&n("ffn_up"), &[e, 2 * hp.n_ff])?,
+                    },
+                },
+                down: w.require(&n("ffn_down"), &[hp.n_ff, e])?,
             },
         };
         Ok(LayerWeights {
@@ -314,8 +349,7 @@ impl LayerWeights {
             k_norm: w.optional(&n("attn_k_norm"), &[hk])?,
             attn_post_norm: w.optional(&n("post_attention_norm"), &[e])?,
             ffn_norm: w.require(&n("ffn_norm"), &[e])?,
-            gate_up,
-            ffn_down: w.require(&n("ffn_down"), &[hp.n_ff, e])?,
+            ffn,
             ffn_post_norm: w.optional(&n("post_ffw_norm"), &[e])?,
         })
     }
@@ -415,14 +449,25 @@ fn projection(
     }
 }
 
-/// Gated feed-forward: `down(act(gate(h)) * up(h))`, act = SiLU or GELU.
+/// Gated feed-forward: `down(act(gate(h)) * up(h))`, act = SiLU or GELU; or the block's
+/// experts (SwiGLU).
 pub fn ffn_block(
     b: &mut GraphBuilder,
+    hp: &HParams,
     lw: &LayerWeights,
     h: NodeId,
     gelu: bool,
 ) -> Result<NodeId, EngineError> {
-    let (g, u) = match lw.gate_up {
+    let (gate_up, down) = match (&lw.ffn, &hp.moe) {
+        (FfnWeights::Dense { gate_up, down }, _) => (gate_up, *down),
+        (FfnWeights::Moe(mw), Some(moe)) if !gelu => return moe_block(b, moe, mw, h),
+        (FfnWeights::Moe(_), _) => {
+            return Err(EngineError::NotSupported(
+                "experts with a GELU activation".into(),
+            ))
+        }
+    };
+    let (g, u) = match *gate_up {
         GateUpWeights::Separate { gate, up } => (b.mul_mat(gate, h)?, b.mul_mat(up, h)?),
         GateUpWeights::Fused { gate_up } => {
             let gu = b.mul_mat(gate_up, h)?;
@@ -435,7 +480,7 @@ pub fn ffn_block(
     } else {
         b.swiglu(g, u)?
     };
-    b.mul_mat(lw.ffn_down, a)
+    b.mul_mat(down, a)
 }
 
 /// Final norm and output projection, with optional logit soft-capping.

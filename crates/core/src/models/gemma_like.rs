@@ -172,7 +172,7 @@ impl Architecture for GemmaLike {
             let a = b.rms_norm_weighted(a, post, hp.norm_eps)?;
             let x_attn = b.add(a, x)?;
             let h = b.rms_norm_weighted(x_attn, lw.ffn_norm, hp.norm_eps)?;
-            let f = ffn_block(b, lw, h, true)?;
+            let f = ffn_block(b, hp, lw, h, true)?;
             let post = lw.ffn_post_norm.expect("checked at load");
             let f = b.rms_norm_weighted(f, post, hp.norm_eps)?;
             x = b.add(f, x_attn)?;

@@ -118,7 +118,7 @@ impl super::Architecture for LlamaLike {
             }
             let x_attn = b.add(a, x)?;
             let h = b.rms_norm_weighted(x_attn, lw.ffn_norm, hp.norm_eps)?;
-            let f = ffn_block(b, lw, h, false)?;
+            let f = ffn_block(b, hp, lw, h, false)?;
             x = b.add(f, x_attn)?;
         }
         output_head(b, hp, &self.io, x, None)

@@ -10,9 +10,11 @@ pub mod gemma3;
 pub mod gemma_like;
 pub mod llama;
 pub mod llama_like;
+pub mod moe;
 pub mod phi3;
 pub mod qwen2;
 pub mod qwen3;
+pub mod qwen3moe;
 
 use tessera_gguf::Header;
 
@@ -40,6 +42,7 @@ pub const REGISTRY: &[(&str, Loader)] = &[
     ("llama", llama::load),
     ("qwen2", qwen2::load),
     ("qwen3", qwen3::load),
+    ("qwen3moe", qwen3moe::load),
     ("phi3", phi3::load),
     ("gemma2", gemma2::load),
     ("gemma3", gemma3::load),

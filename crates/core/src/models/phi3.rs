@@ -5,7 +5,7 @@
 
 use tessera_gguf::Header;
 
-use super::common::{GateUpWeights, QkvWeights};
+use super::common::{FfnWeights, GateUpWeights, QkvWeights};
 use super::llama_like::LlamaLike;
 use super::Architecture;
 use crate::error::EngineError;
@@ -25,10 +25,15 @@ pub fn load(header: &Header, w: &mut WeightStore) -> Result<Box<dyn Architecture
         .layers
         .iter()
         .position(|lw| !matches!(lw.qkv, QkvWeights::Fused { .. }));
-    let fused_ffn = m
-        .layers
-        .iter()
-        .position(|lw| !matches!(lw.gate_up, GateUpWeights::Fused { .. }));
+    let fused_ffn = m.layers.iter().position(|lw| {
+        !matches!(
+            lw.ffn,
+            FfnWeights::Dense {
+                gate_up: GateUpWeights::Fused { .. },
+                ..
+            }
+        )
+    });
     if let Some(il) = fused_qkv.or(fused_ffn) {
         return Err(EngineError::MissingTensor(format!(
             "blk.{il}.attn_qkv.weight / blk.{il}.ffn_up.weight of 2·n_ff rows (phi3 fuses them)"
