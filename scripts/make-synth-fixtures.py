@@ -32,6 +32,7 @@ ARCHS = [
     ("phi3", 1, "f16"),
     ("qwen3moe", 1, "f16"),
     ("qwen3moe-fused", 1, "f16"),
+    ("dots1", 1, "f16"),
     ("gemma2", 1, "f16"),
     ("gemma3", 1, "f16"),
 ]

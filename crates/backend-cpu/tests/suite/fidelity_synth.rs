@@ -70,3 +70,10 @@ fn qwen3moe_matches_llama_cpp() {
 fn qwen3moe_fused_gate_up_matches_llama_cpp() {
     check("qwen3moe-fused");
 }
+
+/// A dense block, then experts with a sigmoid router, a selection bias that chooses but does
+/// not weigh, weights normalised and scaled, and a shared expert.
+#[test]
+fn dots1_matches_llama_cpp() {
+    check("dots1");
+}

@@ -5,6 +5,7 @@
 //! new architecture is a short file on top of them plus one line in [`REGISTRY`].
 
 pub mod common;
+pub mod dots1;
 pub mod gemma2;
 pub mod gemma3;
 pub mod gemma_like;
@@ -43,6 +44,7 @@ pub const REGISTRY: &[(&str, Loader)] = &[
     ("qwen2", qwen2::load),
     ("qwen3", qwen3::load),
     ("qwen3moe", qwen3moe::load),
+    ("dots1", dots1::load),
     ("phi3", phi3::load),
     ("gemma2", gemma2::load),
     ("gemma3", gemma3::load),

@@ -18,6 +18,8 @@ pub struct MoeHParams {
     pub gating: Gating,
     pub normalize: bool,
     pub scale: f32,
+    /// Shared experts (every token's), `n_ff_exp` rows each, as one SwiGLU feed-forward.
+    pub n_shared: usize,
 }
 
 impl MoeHParams {
@@ -52,6 +54,7 @@ impl MoeHParams {
             gating,
             normalize: meta.opt_bool("expert_weights_norm")?.unwrap_or(false),
             scale: meta.opt_f32("expert_weights_scale")?.unwrap_or(1.0),
+            n_shared: meta.opt_usize("expert_shared_count")?.unwrap_or(0),
         }))
     }
 
@@ -77,6 +80,9 @@ pub struct MoeWeights {
     pub gate_up: GateUpWeights,
     /// `ffn_down_exps`: `[n_ff_exp, n_embd, n_expert]`.
     pub down: WeightId,
+    /// The shared experts' `ffn_{gate,up,down}_shexp`, whose output is added to the chosen
+    /// experts'.
+    pub shared: Option<(WeightId, WeightId, WeightId)>,
 }
 
 impl MoeWeights {
@@ -99,11 +105,23 @@ impl MoeWeights {
                 up: w.require(&n("ffn_up_exps"), &[e, f, x])?,
             },
         };
+        let shared = match moe.n_shared {
+            0 => None,
+            n_shared => {
+                let fs = f * n_shared;
+                Some((
+                    w.require(&n("ffn_gate_shexp"), &[e, fs])?,
+                    w.require(&n("ffn_up_shexp"), &[e, fs])?,
+                    w.require(&n("ffn_down_shexp"), &[fs, e])?,
+                ))
+            }
+        };
         Ok(Some(MoeWeights {
             router,
             selection_bias: w.optional(&format!("blk.{il}.exp_probs_b.bias"), &[x])?,
             gate_up,
             down: w.require(&n("ffn_down_exps"), &[f, e, x])?,
+            shared,
         }))
     }
 }
@@ -131,5 +149,14 @@ pub fn moe_block(
     };
     let a = b.swiglu(g, u)?;
     let experts = b.mul_mat_id(mw.down, a, route)?;
-    b.moe_sum(experts, route)
+    let out = b.moe_sum(experts, route)?;
+    match mw.shared {
+        Some((gate, up, down)) => {
+            let (g, u) = (b.mul_mat(gate, h)?, b.mul_mat(up, h)?);
+            let a = b.swiglu(g, u)?;
+            let shared = b.mul_mat(down, a)?;
+            b.add(out, shared)
+        }
+        None => Ok(out),
+    }
 }
