@@ -13,8 +13,8 @@ use crate::error::WgpuError;
 use crate::kv::GpuKv;
 use crate::ops::quantize::act_rounding;
 use crate::ops::{
-    add, add_weight, attention, geglu, get_rows, mul_mat, mul_weight, output_rows, quantize,
-    rms_norm, rope, sample, scale, slice, softcap, swiglu,
+    add, add_weight, attention, geglu, get_rows, moe_route, moe_sum, mul_mat, mul_mat_id,
+    mul_weight, output_rows, quantize, rms_norm, rope, sample, scale, slice, softcap, swiglu,
 };
 use crate::recorder::{encode, Dispatch, Recorder};
 use crate::weights::GpuWeights;
@@ -83,7 +83,7 @@ impl Recording {
             .nodes
             .iter()
             .filter_map(|n| match n.op {
-                Op::MulMat { x, .. } => Some(graph.node(x).n_elements()),
+                Op::MulMat { x, .. } | Op::MulMatId { x, .. } => Some(graph.node(x).n_elements()),
                 _ => None,
             })
             .max()
@@ -174,10 +174,36 @@ impl Recording {
                 Op::Swiglu { gate, up } => swiglu::record(&mut rec, buf(gate), buf(up), y, n)?,
                 Op::Geglu { gate, up } => geglu::record(&mut rec, buf(gate), buf(up), y, n)?,
                 Op::Softcap { x, cap } => softcap::record(&mut rec, buf(x), cap, y, n)?,
-                Op::MoeRoute { .. } | Op::MulMatId { .. } | Op::MoeSum { .. } => {
-                    return Err(WgpuError::Unsupported(
-                        "mixture-of-experts models on the WebGPU backend".into(),
-                    ))
+                Op::MoeRoute { logits, params } => {
+                    let bias = match params.selection_bias {
+                        Some(b) => Some(weights.get(b).f32_vector("expert selection bias")?),
+                        None => None,
+                    };
+                    let ln = graph.node(logits).ne;
+                    moe_route::record(&mut rec, buf(logits), bias, y, ln[0], ln[1], &params)?
+                }
+                Op::MulMatId { w, x, route } => {
+                    let gw = weights.get(w);
+                    let mut input = buf(x);
+                    if let Some((define, block)) = act_rounding(gw.ty) {
+                        if acts_of != Some((x.0 as usize, define)) {
+                            let n_x = graph.node(x).n_elements();
+                            quantize::record(&mut rec, define, block, buf(x), &acts, n_x)?;
+                            acts_of = Some((x.0 as usize, define));
+                        }
+                        input = &acts;
+                    }
+                    let shape = mul_mat_id::MulMatIdShape {
+                        m: node.ne[0],
+                        n_used: node.ne[1],
+                        n_tokens: node.ne[2],
+                        shared_x: graph.node(x).ne[1] == 1,
+                    };
+                    mul_mat_id::record(&mut rec, gw, input, buf(route), y, &shape)?
+                }
+                Op::MoeSum { x, route } => {
+                    let n_used = graph.node(x).ne[1];
+                    moe_sum::record(&mut rec, buf(x), buf(route), node.ne[0], n_used, y, n)?
                 }
                 Op::Slice { x, offset, len } => {
                     let width = graph.node(x).ne[0];

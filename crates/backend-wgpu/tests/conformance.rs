@@ -13,6 +13,9 @@
 //! where the backend reads back asynchronously and each step is awaited as the npm package's
 //! worker does.
 
+#[path = "conformance/moe.rs"]
+mod moe;
+
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::task::Poll;
@@ -60,6 +63,9 @@ conformance_tests! {
     geglu => row_op_case("geglu", 1e-6, |b, a, c, _| b.geglu(a, c));
     softcap => row_op_case("softcap", 1e-10, |b, a, _, _| Ok(b.softcap(a, 2.5)));
     output_rows => row_op_case("output_rows", 0.0, |b, a, _, _| Ok(b.output_rows(a)));
+    moe_route => moe::moe_route_case();
+    mul_mat_id => moe::mul_mat_id_case();
+    moe_sum => moe::moe_sum_case();
     slice => row_op_case("slice", 0.0, |b, a, _, _| {
         let width = b.ne(a)[0];
         b.slice(a, width / 4, width / 2)
@@ -163,6 +169,13 @@ fn file() -> Arc<GgufFile> {
             add(&mut w, format!("tall.{ty:?}"), ty, 256, 16411, 1.0);
         }
         add(&mut w, "w.F32.40".into(), GgmlType::F32, 40, 72, 1.0);
+        for (i, ty) in moe::EXPERT_TYPES.into_iter().enumerate() {
+            let (k, rows) = (256, moe::EXPERT_ROWS * moe::N_EXPERT);
+            let data = values(k * rows, 1000 + i as u64, 1.0);
+            let dims = [k as u64, moe::EXPERT_ROWS as u64, moe::N_EXPERT as u64];
+            w.add_tensor(format!("experts.{ty:?}"), &dims, ty, encode(ty, k, &data))
+                .unwrap();
+        }
         // Rope frequency factors (divisors, 1 to ~9, as Llama 3's) for heads of 32 and 64.
         for n in [16, 32] {
             let f: Vec<f32> = (0..n)
@@ -734,10 +747,12 @@ fn kernel_variants(file: &str) -> Vec<(&'static str, Vec<Define>)> {
         "mul_mat.wgsl" => vec![("main", vec![("W_Q4_K", 1), ("WG", 64), ("NR", 1)])],
         "add.wgsl" | "add_weight.wgsl" | "geglu.wgsl" | "mul_weight.wgsl" | "output_rows.wgsl"
         | "slice.wgsl" | "rms_norm.wgsl" | "rope.wgsl" | "scale.wgsl" | "softcap.wgsl"
-        | "swiglu.wgsl" => {
+        | "swiglu.wgsl" | "moe_sum.wgsl" => {
             vec![("main", vec![])]
         }
         "get_rows.wgsl" => vec![("main", vec![("W_Q8_0", 1)])],
+        "moe_route.wgsl" => vec![("main", vec![("GATING_SOFTMAX", 1), ("NORMALIZE", 1)])],
+        "mul_mat_id.wgsl" => vec![("main", vec![("W_Q4_K", 1), ("N_X_SHARED", 1)])],
         "quantize.wgsl" => vec![("main", vec![("ACT_Q8_0", 1)])],
         "sample.wgsl" => vec![("argmax", vec![])],
         "sample_chain.wgsl" => vec![("sample", vec![])],

@@ -58,3 +58,20 @@ fn gemma3_matches_llama_cpp() {
 fn phi3_matches_llama_cpp() {
     check("phi3");
 }
+
+/// The router, the experts' matmul and the weighted sum on the GPU.
+#[test]
+fn qwen3moe_matches_llama_cpp() {
+    check("qwen3moe");
+}
+
+#[test]
+fn qwen3moe_fused_gate_up_matches_llama_cpp() {
+    check("qwen3moe-fused");
+}
+
+/// Sigmoid gating with a selection bias, scaled weights, a shared expert.
+#[test]
+fn dots1_matches_llama_cpp() {
+    check("dots1");
+}
