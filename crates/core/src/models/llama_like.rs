@@ -69,7 +69,8 @@ impl LlamaLike {
         Ok(self)
     }
 
-    /// See [`LlamaLike::q_prescaled`].
+    /// Multiplies q by 1/sqrt(head_dim) before attention instead of the scores inside it
+    /// (Phi-3, as llama.cpp builds it; the roundings differ).
     pub fn with_q_prescaled(mut self) -> LlamaLike {
         self.q_prescaled = true;
         self

@@ -78,7 +78,7 @@ pub fn add_f16<S: Simd>(s: S, a: S::F32, b: S::F32) -> S::F32 {
 /// (halves: 32 → 16 → 8 → 4 → 2 → 1, each lane `x[i] + x[i + w]`). The results are f16 values.
 ///
 /// Each of the 128 accumulator lanes only ever meets the same lane of later steps, so the loops
-/// go vector by vector ([`accumulate_x4`]): the 4 keys' accumulators of one vector stay in
+/// go vector by vector (`accumulate_x4`): the 4 keys' accumulators of one vector stay in
 /// registers through all the steps, and the exact path, when a mark asks for it, redoes only
 /// that vector.
 #[inline(always)]

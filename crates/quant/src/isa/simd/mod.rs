@@ -1,5 +1,5 @@
 //! [`Simd`]: the float primitives kernels written once are generic over, one implementation per
-//! instruction set ([`Scalar`], [`Avx2`], [`Avx512`], [`Simd128`]).
+//! instruction set ([`Scalar`], [`Avx2`], [`Avx512`], `Simd128` (wasm32)).
 //!
 //! Every primitive rounds exactly as its scalar counterpart in [`Scalar`] does, lane by lane, so
 //! a kernel gives bit-identical results on every implementation (checked by this module's tests
