@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use tessera_gguf::GgufFile;
+use tessera_gguf::{GgufFile, Header};
 
 use crate::error::EngineError;
 use crate::models::{self, Architecture, HParams};
@@ -17,6 +17,27 @@ pub struct Model {
 }
 
 impl Model {
+    /// What one file's header tells before its tensor data arrives (a download can stop
+    /// there): the architecture is one Tessera runs and, for an unsplit file, every tensor it
+    /// uses is present with its shape and a type the engine computes with, and the tokenizer
+    /// loads. A shard of a split model is checked for its architecture only (the first) and
+    /// fully when all have arrived ([`Model::load`]).
+    pub fn check_header(header: &Header) -> Result<(), EngineError> {
+        let count = |key: &str| header.get(key).and_then(|v| v.as_u64());
+        if count(tessera_gguf::split::SPLIT_NO_KEY).unwrap_or(0) == 0 {
+            let arch = header.architecture().ok_or(EngineError::NoArchitecture)?;
+            if !models::is_supported(arch) {
+                return Err(EngineError::UnknownArchitecture(arch.to_string()));
+            }
+        }
+        if count(tessera_gguf::split::SPLIT_COUNT_KEY).unwrap_or(1) > 1 {
+            return Ok(());
+        }
+        let file = GgufFile::from_headers(vec![header.clone()])
+            .map_err(|e| EngineError::InvalidArgument(format!("GGUF header: {e}")))?;
+        Model::load(Arc::new(file), &mut |_| {}).map(|_| ())
+    }
+
     /// Reads the hyper-parameters and tokenizer and checks every tensor the architecture uses
     /// (present, right shape, a type the engine computes with). `progress` gets 0.0 ..= 1.0.
     pub fn load(file: Arc<GgufFile>, progress: &mut dyn FnMut(f32)) -> Result<Model, EngineError> {

@@ -73,6 +73,8 @@ impl GpuModelLoader {
                     self.stream
                         .begin_shard(&header, shard.expected_len.is_some())
                         .map_err(gpu_error)?;
+                    // The architecture, tensors and tokenizer before the weights download.
+                    Model::check_header(&header)?;
                     self.headers.push(header);
                 }
                 StreamEvent::TensorPiece {

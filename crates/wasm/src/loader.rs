@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use tessera_core::Model;
 use tessera_gguf::{GgufFile, StreamEvent, StreamParser};
 
 use crate::errors::{ErrorCode, WasmError};
@@ -57,12 +58,13 @@ impl ModelLoader {
         }
         let shard = self.current.as_mut().expect("begun above");
         if let Some(parser) = shard.header_check.as_mut() {
-            let events = parser.feed(chunk)?;
-            if events
-                .iter()
-                .any(|e| matches!(e, StreamEvent::HeaderComplete(_)))
-            {
-                shard.header_check = None;
+            for event in parser.feed(chunk)? {
+                if let StreamEvent::HeaderComplete(header) = event {
+                    // The architecture, tensors and tokenizer are checked before the weights
+                    // download.
+                    Model::check_header(&header)?;
+                    shard.header_check = None;
+                }
             }
         }
         let wanted = shard.bytes.len() as u64 + chunk.len() as u64;

@@ -199,6 +199,38 @@ fn corrupt_and_truncated_files_are_invalid_gguf() {
     assert_eq!(e.code, ErrorCode::OutOfMemory);
 }
 
+/// A GGUF of an architecture Tessera does not run, or with a tensor of a type it cannot
+/// compute with, is refused as soon as its header has arrived (the weights would follow).
+#[test]
+fn unsupported_models_fail_once_the_header_has_arrived() {
+    use tessera_gguf::{GgmlType, GgufWriter};
+    let header_then_weights = |arch: &str, ty: GgmlType| {
+        let mut w = GgufWriter::new();
+        w.add_str("general.architecture", arch).unwrap();
+        let block = tessera_quant::row_bytes(ty, 256).unwrap();
+        w.add_tensor("token_embd.weight", &[256, 4096], ty, vec![0; block * 4096])
+            .unwrap();
+        w.to_bytes()
+    };
+    for (arch, ty, code) in [
+        ("mamba", GgmlType::F16, ErrorCode::UnsupportedArchitecture),
+        ("llama", GgmlType::F16, ErrorCode::InvalidModel),
+    ] {
+        let bytes = header_then_weights(arch, ty);
+        let mut loader = ModelLoader::new();
+        loader.begin_shard(Some(bytes.len() as u64)).unwrap();
+        // Only the header and the first bytes of the data: the download is not over.
+        let e = loader.push(&bytes[..4096]).unwrap_err();
+        assert_eq!(e.code, code, "{arch}: {}", e.message);
+    }
+    // The test model's header passes, chunk by chunk.
+    let bytes = smollm2_bytes();
+    let mut loader = ModelLoader::new();
+    for chunk in bytes[..4 << 20].chunks(65536) {
+        loader.push(chunk).unwrap();
+    }
+}
+
 /// Like `run_steps`, answering pending steps by calling again; also counts them.
 fn run_async_steps(
     s: &mut Session,
