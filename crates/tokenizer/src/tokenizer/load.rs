@@ -89,10 +89,21 @@ fn pre_tokenizer(name: &str) -> Result<PreTokenizer, TokenizerError> {
             true,
             false,
         ),
+        "deepseek-coder" => (
+            vec![
+                Step::EachOf(Class::LineBreak),
+                Step::SpaceThenRunOf(Class::Letter),
+                Step::SpaceThenRunOf(Class::Punctuation),
+                Step::RunOf(Class::DeepseekCjk),
+                Step::EachOf(Class::Number),
+            ],
+            false,
+            false,
+        ),
         // Pre-tokenizers llama.cpp knows whose patterns we have not implemented: refuse them
         // rather than tokenize differently.
-        "deepseek-llm" | "deepseek-coder" | "deepseek-v3" | "poro-chat" | "viking" | "tekken"
-        | "bloom" | "gpt3-finnish" | "chameleon" | "superbpe" | "bailingmoe" | "bailingmoe2"
+        "deepseek-llm" | "deepseek-v3" | "poro-chat" | "viking" | "tekken" | "bloom"
+        | "gpt3-finnish" | "chameleon" | "superbpe" | "bailingmoe" | "bailingmoe2"
         | "llada-moe" | "seed-coder" | "hunyuan-dense" | "kimi-k2" | "afmoe" | "qwen35" => {
             return Err(TokenizerError::UnsupportedPreTokenizer(name.to_owned()))
         }

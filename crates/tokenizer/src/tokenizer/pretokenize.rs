@@ -26,6 +26,8 @@ pub enum Step {
     EachOf(Class),
     /// A regex matching a run of one class (e.g. `\p{N}+`).
     RunOf(Class),
+    /// An optional whitespace code point, then a run of one class (e.g. `\s?\p{L}+`).
+    SpaceThenRunOf(Class),
     /// `[0-9][0-9][0-9]`
     ThreeAsciiDigits,
 }
@@ -39,6 +41,15 @@ pub enum Class {
     PunctOrMathAscii,
     /// `[\p{P}\$\+<=>\^~\|`]` (Falcon)
     PunctOrMathAsciiBacktick,
+    /// `\p{L}`
+    Letter,
+    /// `\p{P}`
+    Punctuation,
+    /// `[\r\n]`
+    LineBreak,
+    /// `[一-龥ࠀ-一가-퟿]`: CJK ideographs, the blocks from U+0800 up to them, Hangul
+    /// (DeepSeek's pre-tokenizers; matched on the code points, not their categories).
+    DeepseekCjk,
 }
 
 impl Class {
@@ -51,6 +62,12 @@ impl Class {
             }
             Class::PunctOrMathAsciiBacktick => {
                 Class::PunctOrMathAscii.matches(cp, flags) || cp == 0x60
+            }
+            Class::Letter => flags.is_letter(),
+            Class::Punctuation => flags.is_punctuation(),
+            Class::LineBreak => matches!(cp, 0x0A | 0x0D),
+            Class::DeepseekCjk => {
+                matches!(cp, 0x4E00..=0x9FA5 | 0x0800..=0x4E00 | 0xAC00..=0xD7FF)
             }
         }
     }
@@ -78,12 +95,10 @@ pub fn split(cp: &CodePoints, steps: &[Step]) -> Vec<Span> {
                 Step::EachOf(class) => frag.split_regex(&mut out, |f, pos| {
                     class.matches(f.cp(pos), f.fl(pos)).then_some(pos + 1)
                 }),
-                Step::RunOf(class) => frag.split_regex(&mut out, |f, pos| {
-                    let mut e = pos;
-                    while e < f.end && class.matches(f.cp(e), f.fl(e)) {
-                        e += 1;
-                    }
-                    (e > pos).then_some(e)
+                Step::RunOf(class) => frag.split_regex(&mut out, |f, pos| f.run_of(class, pos)),
+                Step::SpaceThenRunOf(class) => frag.split_regex(&mut out, |f, pos| {
+                    let space = f.fl(pos).is_whitespace() && f.run_of(class, pos).is_none();
+                    f.run_of(class, if space { pos + 1 } else { pos })
                 }),
                 Step::ThreeAsciiDigits => frag.split_regex(&mut out, |f, pos| {
                     (pos + 3 <= f.end && (pos..pos + 3).all(|p| (0x30..=0x39).contains(&f.cp(p))))
@@ -105,6 +120,15 @@ struct Fragment<'a> {
 }
 
 impl Fragment<'_> {
+    /// The end of the run of `class` starting at `pos`, `None` for an empty run.
+    fn run_of(&self, class: Class, pos: usize) -> Option<usize> {
+        let mut e = pos;
+        while e < self.end && class.matches(self.cp(e), self.fl(e)) {
+            e += 1;
+        }
+        (e > pos).then_some(e)
+    }
+
     /// The code point at `pos`, or [`OUT_OF_RANGE`] outside this fragment.
     fn cp(&self, pos: usize) -> u32 {
         if pos >= self.ini && pos < self.end {

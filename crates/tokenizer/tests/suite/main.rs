@@ -3,5 +3,6 @@
 //! tree, so one binary per crate keeps the suite's build short).
 
 mod chat_template;
+mod llama_cpp_vocabularies;
 mod tokenizer_decode;
 mod tokenizer_fixtures;
