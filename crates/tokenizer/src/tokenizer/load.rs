@@ -71,6 +71,7 @@ fn pre_tokenizer(name: &str) -> Result<PreTokenizer, TokenizerError> {
             (vec![Step::Qwen2], false, false)
         }
         "stablelm2" | "megrez" => (vec![Step::Qwen2], true, false),
+        "qwen35" => (vec![Step::Qwen35], false, false),
         "gpt-4o" | "llama4" | "minimax-m2" => (vec![Step::Gpt4o], false, false),
         "smollm" | "command-r" => (starcoder(), false, false),
         "starcoder" | "refact" | "codeshell" | "exaone" | "minerva-7b" => {
@@ -104,7 +105,7 @@ fn pre_tokenizer(name: &str) -> Result<PreTokenizer, TokenizerError> {
         // rather than tokenize differently.
         "deepseek-llm" | "deepseek-v3" | "poro-chat" | "viking" | "tekken" | "bloom"
         | "gpt3-finnish" | "chameleon" | "superbpe" | "bailingmoe" | "bailingmoe2"
-        | "llada-moe" | "seed-coder" | "hunyuan-dense" | "kimi-k2" | "afmoe" | "qwen35" => {
+        | "llada-moe" | "seed-coder" | "hunyuan-dense" | "kimi-k2" | "afmoe" => {
             return Err(TokenizerError::UnsupportedPreTokenizer(name.to_owned()))
         }
         // "default", a missing key and unknown names: llama.cpp's default pattern list.

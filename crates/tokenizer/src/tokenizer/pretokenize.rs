@@ -22,6 +22,8 @@ pub enum Step {
     Qwen2,
     /// The o200k (GPT-4o) pattern with its upper/lower-case letter runs and contractions.
     Gpt4o,
+    /// Qwen 3.5's pattern: Qwen 2's with combining marks in words and single digits.
+    Qwen35,
     /// A regex matching exactly one code point of a class (e.g. `\p{N}`).
     EachOf(Class),
     /// A regex matching a run of one class (e.g. `\p{N}+`).
@@ -47,8 +49,9 @@ pub enum Class {
     Punctuation,
     /// `[\r\n]`
     LineBreak,
-    /// `[一-龥ࠀ-一가-퟿]`: CJK ideographs, the blocks from U+0800 up to them, Hangul
-    /// (DeepSeek's pre-tokenizers; matched on the code points, not their categories).
+    /// `[一-龥ࠀ-一가-퟿]` (U+0800..=U+9FA5, U+AC00..=U+D7FF): CJK ideographs, the blocks from
+    /// U+0800 up to them, Hangul (DeepSeek's pre-tokenizers; matched on the code points, not
+    /// their categories).
     DeepseekCjk,
 }
 
@@ -67,7 +70,7 @@ impl Class {
             Class::Punctuation => flags.is_punctuation(),
             Class::LineBreak => matches!(cp, 0x0A | 0x0D),
             Class::DeepseekCjk => {
-                matches!(cp, 0x4E00..=0x9FA5 | 0x0800..=0x4E00 | 0xAC00..=0xD7FF)
+                matches!(cp, 0x0800..=0x9FA5 | 0xAC00..=0xD7FF)
             }
         }
     }
@@ -92,6 +95,7 @@ pub fn split(cp: &CodePoints, steps: &[Step]) -> Vec<Span> {
                 Step::Llama3 => frag.split_llama3(&mut out, false),
                 Step::Qwen2 => frag.split_llama3(&mut out, true),
                 Step::Gpt4o => frag.split_regex(&mut out, |f, pos| f.match_gpt4o(pos)),
+                Step::Qwen35 => frag.split_regex(&mut out, |f, pos| f.match_qwen35(pos)),
                 Step::EachOf(class) => frag.split_regex(&mut out, |f, pos| {
                     class.matches(f.cp(pos), f.fl(pos)).then_some(pos + 1)
                 }),
@@ -431,7 +435,66 @@ impl Fragment<'_> {
             }
             return Some(e);
         }
-        // Whitespace alternatives.
+        self.match_whitespace(pos)
+    }
+
+    /// Qwen 3.5's pattern, as an ECMAScript regex matches it on llama.cpp's collapsed text:
+    /// `(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+    fn match_qwen35(&self, pos: usize) -> Option<usize> {
+        if let Some(n) = self.contraction(pos, true) {
+            return Some(pos + n);
+        }
+        let word = |p: usize| self.fl(p).is_letter() || self.fl(p).is_mark();
+        let word_end = |s: usize| {
+            let mut e = s;
+            while word(e) {
+                e += 1;
+            }
+            e
+        };
+        let (cpt, flags) = (self.cp(pos), self.fl(pos));
+        let is_rn = |c: u32| c == 0x0D || c == 0x0A;
+        // [^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+ : with the prefix first, then without.
+        if flags.present() && !(is_rn(cpt) || flags.is_letter() || flags.is_number()) {
+            let e = word_end(pos + 1);
+            if e > pos + 1 {
+                return Some(e);
+            }
+        }
+        let e = word_end(pos);
+        if e > pos {
+            return Some(e);
+        }
+        if flags.is_number() {
+            return Some(pos + 1);
+        }
+        // ' ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*'
+        let other = |p: usize| {
+            let f = self.fl(p);
+            f.present() && !(f.is_whitespace() || f.is_letter() || f.is_mark() || f.is_number())
+        };
+        let start = if cpt == 0x20 && other(pos + 1) {
+            Some(pos + 1)
+        } else if other(pos) {
+            Some(pos)
+        } else {
+            None
+        };
+        if let Some(mut e) = start {
+            while other(e) {
+                e += 1;
+            }
+            while is_rn(self.cp(e)) {
+                e += 1;
+            }
+            return Some(e);
+        }
+        self.match_whitespace(pos)
+    }
+
+    /// The whitespace alternatives several patterns end with: `\s*[\r\n]+|\s+(?!\S)|\s+`.
+    fn match_whitespace(&self, pos: usize) -> Option<usize> {
+        let is_rn = |c: u32| c == '\r' as u32 || c == '\n' as u32;
         let n_ws = self.count_whitespace(pos);
         if n_ws == 0 {
             return None;
