@@ -30,6 +30,7 @@ ARCHS = [
     ("qwen2", 1, "f16"),
     ("qwen3", 1, "f16"),
     ("phi3", 1, "f16"),
+    ("phi3-longrope", 1, "f16"),
     ("qwen3moe", 1, "f16"),
     ("qwen3moe-fused", 1, "f16"),
     ("dots1", 1, "f16"),

@@ -493,6 +493,19 @@ def build_phi3(s: Synth):
         s.matrix(p + "ffn_down.weight", d.n_embd, d.n_ff)
 
 
+def build_phi3_longrope(s: Synth):
+    """Phi-3.5: phi3 with LongRoPE: rope_factors_short/long and rope.scaling.attn_factor.
+    llama.cpp uses the long factors when the context exceeds rope.scaling.original_context_length
+    (4096 in the real models, 64 here, so that a 256-token context takes the long ones) and
+    multiplies rope's cosines and sines by the attention factor (1.19 in Phi-3.5-mini)."""
+    build_phi3(s)
+    half = s.d.head_dim // 2
+    s.key("rope.scaling.attn_factor", 1.19)
+    s.key("rope.scaling.original_context_length", 64)
+    s.f32("rope_factors_short.weight", 1.0 + np.arange(half, dtype=np.float32) / half)
+    s.f32("rope_factors_long.weight", 1.0 + 8.0 * (np.arange(half, dtype=np.float32) / half) ** 2)
+
+
 def build_gemma2(s: Synth):
     """Gemma 2: soft-capped attention and final logits, sliding window on every other layer.
     Embeddings scaled by sqrt(n_embd) and tied (llama.cpp's gemma2 loader takes no output.weight),
@@ -604,6 +617,7 @@ ARCHS = {
     "qwen3moe-fused": ("qwen3moe", build_qwen3moe_fused, {}),
     "hy_v3":          ("hy_v3",    build_hy_v3,          {}),
     "phi3":           ("phi3",     build_phi3,           {}),
+    "phi3-longrope":  ("phi3",     build_phi3_longrope,  {}),
     "gemma2":         ("gemma2",   build_gemma2,         {"n_layer": 4}),
     "gemma3":         ("gemma3",   build_gemma3,         {"n_layer": 6}),
     "dots1":          ("dots1",    build_dots1,          {"n_layer": 3, "n_head_kv": 4}),

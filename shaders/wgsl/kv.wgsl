@@ -12,7 +12,8 @@ struct Params {
     dst_pos: u32,       // shift: first destination position (n_keep)
     delta: f32,         // shift: rotation, -(n_discard)
     theta_scale: f32,   // shift: freq_base^(-2/n_dims) by the host's powf
-    _p1: u32, _p2: u32,
+    attn_factor: f32,   // shift: multiplies cos and sin
+    _p2: u32,
     _p3: vec4<u32>,
 }
 
@@ -83,7 +84,7 @@ fn shift(
         var val = moved_elem(i);
         if (slot.pair < P.n_dims) {
             let theta = rope_angle(P.delta, slot.pair, P.n_dims, P.freq_base, P.theta_scale, P.freq_scale);
-            val = rope_rotate(val, moved_elem(i - e + slot.partner), theta, slot.second);
+            val = rope_rotate(val, moved_elem(i - e + slot.partner), theta, slot.second, P.attn_factor);
         }
         out[h] = val;
     }

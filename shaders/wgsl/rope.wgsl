@@ -9,7 +9,9 @@ struct Params {
     freq_base: f32,
     freq_scale: f32,
     theta_scale: f32, // freq_base^(-2/n_dims) by the host's powf
-    _p1: vec4<u32>, _p2: vec4<u32>,
+    attn_factor: f32, // multiplies cos and sin
+    _p0: u32, _p00: u32, _p000: u32,
+    _p1: vec4<u32>,
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
@@ -42,5 +44,5 @@ fn main(
     }
     let pos = f32(step[0] + t);
     let theta = rope_angle(pos, slot.pair, P.n_dims, P.freq_base, P.theta_scale, P.freq_scale);
-    y[i] = rope_rotate(x[i], x[i - e + slot.partner], theta, slot.second);
+    y[i] = rope_rotate(x[i], x[i - e + slot.partner], theta, slot.second, P.attn_factor);
 }

@@ -84,11 +84,12 @@ fn rope_slot(e: u32, n_dims: u32, mode: u32) -> RopeSlot {
     return RopeSlot(e - half, e - half, true);
 }
 
-// The rotated value of an element `v` whose partner is `p`.
-fn rope_rotate(v: f32, p: f32, theta: f32, second: bool) -> f32 {
+// The rotated value of an element `v` whose partner is `p`; `mscale` multiplies the cosine and
+// sine (rope.scaling.attn_factor, 1 for most models).
+fn rope_rotate(v: f32, p: f32, theta: f32, second: bool, mscale: f32) -> f32 {
     let sc = sin_cos(theta);
-    let s = sc.x;
-    let c = sc.y;
+    let s = sc.x * mscale;
+    let c = sc.y * mscale;
     if (second) {
         // x1' = x0 * s + x1 * c with x0 = partner, x1 = self.
         return fma(p, s, v * c);

@@ -51,6 +51,7 @@ fn run(hd: usize, heads: usize, tokens: usize, n_keys: usize) {
                 freq_base: 10000.0,
                 freq_scale: 1.0,
                 freq_factors: None,
+                attn_factor: 1.0,
             },
         },
         k: (0..n_keys * hd)

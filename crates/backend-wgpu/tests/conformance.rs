@@ -559,6 +559,7 @@ async fn rope_case() {
                 freq_base: 10000.0,
                 freq_scale: 1.0,
                 freq_factors: factors.then(|| ids[&factors_name]),
+                attn_factor: 1.0,
             };
             let x = b.get_rows(ids["inp256"]);
             let x = b.reshape(x, [64, 4, b.n_tokens, 1])?;
@@ -603,6 +604,7 @@ async fn attention_steps(
         freq_scale: 1.0,
         // `check` registers the weights in order: the factors are the last.
         freq_factors: factors.then(|| WeightId(weights.len() as u32 - 1)),
+        attn_factor: 1.0,
     };
     let params = AttentionParams {
         layer: 0,

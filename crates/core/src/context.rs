@@ -239,6 +239,7 @@ impl Context {
                 None => {
                     let model = &self.model;
                     let mut b = GraphBuilder::new(model.weights(), key.0, key.1);
+                    b.n_ctx = self.n_ctx;
                     let out = model.architecture().build(&mut b)?;
                     if self.graphs.len() == GRAPH_CACHE {
                         self.graphs.remove(0);

@@ -31,9 +31,11 @@ pub struct RopeParams {
     pub mode: RopeMode,
     pub freq_base: f32,
     pub freq_scale: f32,
-    /// Per-pair divisors of the angle (`rope_freqs.weight`: Llama 3's rope scaling), f32
-    /// of `n_dims / 2` values.
+    /// Per-pair divisors of the angle (`rope_freqs.weight`: Llama 3's rope scaling; Phi-3's
+    /// LongRoPE factors), f32 of `n_dims / 2` values.
     pub freq_factors: Option<WeightId>,
+    /// Multiplies the cosines and sines (`rope.scaling.attn_factor`, 1 for most models).
+    pub attn_factor: f32,
 }
 
 impl RopeParams {
@@ -230,6 +232,7 @@ impl PartialEq for RopeParams {
             && same_bits(self.freq_base, o.freq_base)
             && same_bits(self.freq_scale, o.freq_scale)
             && self.freq_factors == o.freq_factors
+            && same_bits(self.attn_factor, o.attn_factor)
     }
 }
 impl Eq for RopeParams {}
@@ -343,6 +346,8 @@ pub struct GraphBuilder<'w> {
     nodes: Vec<Node>,
     pub n_tokens: usize,
     pub n_outputs: usize,
+    /// The context's size (positions), which some architectures' rope depends on (0: unknown).
+    pub n_ctx: usize,
 }
 
 fn shape_error(what: &str, detail: String) -> EngineError {
@@ -356,6 +361,7 @@ impl<'w> GraphBuilder<'w> {
             nodes: Vec::new(),
             n_tokens,
             n_outputs,
+            n_ctx: 0,
         }
     }
 

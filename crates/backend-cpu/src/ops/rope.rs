@@ -13,8 +13,8 @@ pub fn rope_cache(pos: f32, p: &RopeParams, factors: Option<&[f32]>, cache: &mut
     for (i, pair) in cache[..p.n_dims].chunks_exact_mut(2).enumerate() {
         let factor = factors.map_or(1.0, |f| f[i]);
         let t = p.freq_scale * (theta / factor);
-        pair[0] = t.cos();
-        pair[1] = t.sin();
+        pair[0] = t.cos() * p.attn_factor;
+        pair[1] = t.sin() * p.attn_factor;
         theta *= theta_scale;
     }
 }
@@ -81,6 +81,7 @@ mod tests {
             freq_base: 10000.0,
             freq_scale: 1.0,
             freq_factors: None,
+            attn_factor: 1.0,
         }
     }
 

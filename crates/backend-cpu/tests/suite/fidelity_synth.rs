@@ -77,3 +77,10 @@ fn qwen3moe_fused_gate_up_matches_llama_cpp() {
 fn dots1_matches_llama_cpp() {
     check("dots1");
 }
+
+/// Phi-3.5's LongRoPE: the long factors (the context exceeds the original one) and the
+/// attention factor on rope's cosines and sines.
+#[test]
+fn phi3_longrope_matches_llama_cpp() {
+    check("phi3-longrope");
+}

@@ -27,6 +27,7 @@ pub struct KvParams {
     pub delta: f32,
     /// `freq_base^(-2/n_dims)` by the host's powf.
     pub theta_scale: f32,
+    pub attn_factor: f32,
 }
 const _: () = assert!(size_of::<KvParams>() == wgsl_params::KV);
 
@@ -63,6 +64,7 @@ pub fn shift_keys(
         dst_pos: dst_pos as u32,
         delta,
         theta_scale: rope.theta_scale(),
+        attn_factor: rope.attn_factor,
     };
     let groups = rec.grid((kv.k_pairs() * n_moved).div_ceil(64), 1)?;
     rec.dispatch(key, params, buffers, groups)

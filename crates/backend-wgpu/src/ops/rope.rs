@@ -28,6 +28,7 @@ pub struct RopeKernelParams {
     pub freq_scale: f32,
     /// `freq_base^(-2/n_dims)` by the host's powf.
     pub theta_scale: f32,
+    pub attn_factor: f32,
 }
 const _: () = assert!(size_of::<RopeKernelParams>() == wgsl_params::ROPE);
 
@@ -70,6 +71,7 @@ pub fn record(
         freq_base: p.freq_base,
         freq_scale: p.freq_scale,
         theta_scale: p.theta_scale(),
+        attn_factor: p.attn_factor,
     };
     let groups = rec.grid((head_dim * n_heads * n_tokens).div_ceil(64), 1)?;
     rec.dispatch(key, params, buffers, groups)

@@ -37,6 +37,7 @@ fn layout(n_ctx: usize) -> KvLayout {
                 freq_base: 1e4,
                 freq_scale: 1.0,
                 freq_factors: None,
+                attn_factor: 1.0,
             },
         }],
     }

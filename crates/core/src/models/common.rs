@@ -26,6 +26,8 @@ pub struct HParams {
     pub rope_dims: usize,
     pub rope_freq_base: f32,
     pub rope_freq_scale: f32,
+    /// `rope.scaling.attn_factor`: multiplies rope's cosines and sines (1 when absent).
+    pub rope_attn_factor: f32,
     /// The experts, in a mixture-of-experts model.
     pub moe: Option<MoeHParams>,
 }
@@ -180,6 +182,7 @@ impl HParams {
             rope_dims,
             rope_freq_base: meta.opt_f32("rope.freq_base")?.unwrap_or(10000.0),
             rope_freq_scale,
+            rope_attn_factor: meta.opt_f32("rope.scaling.attn_factor")?.unwrap_or(1.0),
         })
     }
 
@@ -190,6 +193,7 @@ impl HParams {
             freq_base,
             freq_scale: self.rope_freq_scale,
             freq_factors: None,
+            attn_factor: self.rope_attn_factor,
         }
     }
 

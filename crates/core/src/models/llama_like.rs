@@ -20,14 +20,26 @@ use crate::weights::{WeightId, WeightStore};
 pub struct LlamaLike {
     name: &'static str,
     rope_mode: RopeMode,
-    /// `rope_freqs.weight`, where the architecture reads it ([`LlamaLike::with_rope_freqs`]).
-    rope_freqs: Option<WeightId>,
+    /// Rope frequency factors, where the architecture reads them.
+    rope_factors: RopeFactors,
     /// q is multiplied by 1/sqrt(head_dim) before attention instead of the scores inside it
     /// (Phi-3, as llama.cpp builds it; the roundings differ).
     q_prescaled: bool,
     pub hp: HParams,
     pub io: IoWeights,
     pub layers: Vec<LayerWeights>,
+}
+
+/// Rope frequency factors: none, one set (Llama 3), or LongRoPE's two sets chosen by the
+/// context's size (Phi-3).
+enum RopeFactors {
+    None,
+    Fixed(WeightId),
+    ByContext {
+        short: Option<WeightId>,
+        long: Option<WeightId>,
+        n_ctx_orig: usize,
+    },
 }
 
 impl LlamaLike {
@@ -42,7 +54,7 @@ impl LlamaLike {
         Ok(LlamaLike {
             name,
             rope_mode,
-            rope_freqs: None,
+            rope_factors: RopeFactors::None,
             q_prescaled: false,
             hp,
             io,
@@ -65,7 +77,31 @@ impl LlamaLike {
     /// Reads `rope_freqs.weight` where the file has it: a divisor of each rotated pair's
     /// angle, which is how GGUF stores Llama 3.1's rope scaling (`rope_type: llama3`).
     pub fn with_rope_freqs(mut self, w: &mut WeightStore) -> Result<LlamaLike, EngineError> {
-        self.rope_freqs = w.optional("rope_freqs.weight", &[self.hp.rope_dims / 2])?;
+        if let Some(f) = w.optional("rope_freqs.weight", &[self.hp.rope_dims / 2])? {
+            self.rope_factors = RopeFactors::Fixed(f);
+        }
+        Ok(self)
+    }
+
+    /// Reads Phi-3's LongRoPE factors where the file has them: `rope_factors_short.weight`
+    /// for contexts up to `rope.scaling.original_context_length` (the training context when
+    /// absent), `rope_factors_long.weight` beyond, as llama.cpp chooses them.
+    pub fn with_long_rope(
+        mut self,
+        meta_orig_ctx: Option<usize>,
+        w: &mut WeightStore,
+    ) -> Result<LlamaLike, EngineError> {
+        let n = [self.hp.rope_dims / 2];
+        let short = w.optional("rope_factors_short.weight", &n)?;
+        let long = w.optional("rope_factors_long.weight", &n)?;
+        self.rope_factors = match (short, long) {
+            (None, None) => RopeFactors::None,
+            (short, long) => RopeFactors::ByContext {
+                short,
+                long,
+                n_ctx_orig: meta_orig_ctx.unwrap_or(self.hp.n_ctx_train),
+            },
+        };
         Ok(self)
     }
 
@@ -76,9 +112,25 @@ impl LlamaLike {
         self
     }
 
-    fn rope(&self) -> RopeParams {
+    /// The rope of a context of `n_ctx` positions (0: unknown).
+    fn rope(&self, n_ctx: usize) -> RopeParams {
+        let freq_factors = match self.rope_factors {
+            RopeFactors::None => None,
+            RopeFactors::Fixed(f) => Some(f),
+            RopeFactors::ByContext {
+                short,
+                long,
+                n_ctx_orig,
+            } => {
+                if n_ctx > n_ctx_orig {
+                    long
+                } else {
+                    short
+                }
+            }
+        };
         RopeParams {
-            freq_factors: self.rope_freqs,
+            freq_factors,
             ..self.hp.rope(self.rope_mode, self.hp.rope_freq_base)
         }
     }
@@ -94,7 +146,7 @@ impl super::Architecture for LlamaLike {
     }
 
     fn kv_layout(&self, n_ctx: usize) -> KvLayout {
-        let rope = self.rope();
+        let rope = self.rope(n_ctx);
         self.hp.kv_layout(n_ctx, |_| rope)
     }
 
@@ -102,7 +154,7 @@ impl super::Architecture for LlamaLike {
         let hp = &self.hp;
         let scale = 1.0 / (hp.head_dim_k as f32).sqrt();
         let setup = AttentionSetup {
-            rope: self.rope(),
+            rope: self.rope(b.n_ctx),
             q_scale: self.q_prescaled.then_some(scale),
             kq_scale: if self.q_prescaled { 1.0 } else { scale },
             window: None,

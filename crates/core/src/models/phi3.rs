@@ -1,11 +1,13 @@
 //! Phi-3 / Phi-3.5: the llama-style decoder ([`LlamaLike`]) with one fused q/k/v projection
 //! (`attn_qkv`), one fused gate/up projection (`ffn_up` of 2·n_ff rows, the gate's first), neox
-//! rope and q scaled before attention, as llama.cpp's phi3 model. Files carry a sliding window
-//! that llama.cpp ignores for Phi-3; so does this.
+//! rope and q scaled before attention, as llama.cpp's phi3 model. Phi-3.5's LongRoPE: the
+//! short or long rope factors by the context's size, cosines and sines times
+//! `rope.scaling.attn_factor`. Files carry a sliding window that llama.cpp ignores for Phi-3;
+//! so does this.
 
 use tessera_gguf::Header;
 
-use super::common::{FfnWeights, GateUpWeights, QkvWeights};
+use super::common::{FfnWeights, GateUpWeights, Meta, QkvWeights};
 use super::llama_like::LlamaLike;
 use super::Architecture;
 use crate::error::EngineError;
@@ -13,14 +15,9 @@ use crate::graph::RopeMode;
 use crate::weights::WeightStore;
 
 pub fn load(header: &Header, w: &mut WeightStore) -> Result<Box<dyn Architecture>, EngineError> {
-    for name in ["rope_factors_long.weight", "rope_factors_short.weight"] {
-        if header.tensors.iter().any(|t| t.name == name) {
-            return Err(EngineError::NotSupported(format!(
-                "Phi-3's LongRoPE scaling ({name})"
-            )));
-        }
-    }
     let m = LlamaLike::load("phi3", RopeMode::Neox, header, w)?;
+    let orig_ctx = Meta::new(header)?.opt_usize("rope.scaling.original_context_length")?;
+    let m = m.with_long_rope(orig_ctx, w)?;
     let fused_qkv = m
         .layers
         .iter()

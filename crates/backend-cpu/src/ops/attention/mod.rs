@@ -448,6 +448,7 @@ mod tests {
                     freq_base: 10000.0,
                     freq_scale: 1.0,
                     freq_factors: None,
+                    attn_factor: 1.0,
                 },
             },
             k: (0..n_ctx * n_head_kv * hd)
