@@ -226,6 +226,14 @@ impl Backend for CpuBackend {
                     }
                     Op::Swiglu { gate, up } => ops::swiglu::swiglu(input(gate), input(up), dst),
                     Op::Geglu { gate, up } => ops::geglu::geglu(input(gate), input(up), dst),
+                    Op::Reglu { gate, up } => ops::reglu::reglu(input(gate), input(up), dst),
+                    Op::SwigluOai {
+                        gate,
+                        up,
+                        alpha,
+                        limit,
+                    } => ops::swiglu_oai::swiglu_oai(input(gate), input(up), alpha, limit, dst),
+                    Op::Activation { x, act } => ops::activation::activation(input(x), act, dst),
                     Op::Softcap { x, cap } => ops::softcap::softcap(input(x), cap, dst),
                     Op::MoeRoute { logits, params } => {
                         let bias = match params.selection_bias {

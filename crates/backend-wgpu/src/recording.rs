@@ -13,8 +13,9 @@ use crate::error::WgpuError;
 use crate::kv::GpuKv;
 use crate::ops::quantize::act_rounding;
 use crate::ops::{
-    add, add_weight, attention, geglu, get_rows, moe_route, moe_sum, mul_mat, mul_mat_id,
-    mul_weight, output_rows, quantize, rms_norm, rope, sample, scale, slice, softcap, swiglu,
+    activation, add, add_weight, attention, geglu, get_rows, moe_route, moe_sum, mul_mat,
+    mul_mat_id, mul_weight, output_rows, quantize, reglu, rms_norm, rope, sample, scale, slice,
+    softcap, swiglu, swiglu_oai,
 };
 use crate::recorder::{encode, Dispatch, Recorder};
 use crate::weights::GpuWeights;
@@ -173,6 +174,14 @@ impl Recording {
                 }
                 Op::Swiglu { gate, up } => swiglu::record(&mut rec, buf(gate), buf(up), y, n)?,
                 Op::Geglu { gate, up } => geglu::record(&mut rec, buf(gate), buf(up), y, n)?,
+                Op::Reglu { gate, up } => reglu::record(&mut rec, buf(gate), buf(up), y, n)?,
+                Op::SwigluOai {
+                    gate,
+                    up,
+                    alpha,
+                    limit,
+                } => swiglu_oai::record(&mut rec, buf(gate), buf(up), alpha, limit, y, n)?,
+                Op::Activation { x, act } => activation::record(&mut rec, buf(x), act, y, n)?,
                 Op::Softcap { x, cap } => softcap::record(&mut rec, buf(x), cap, y, n)?,
                 Op::MoeRoute { logits, params } => {
                     let bias = match params.selection_bias {

@@ -62,6 +62,9 @@ conformance_tests! {
     swiglu => row_op_case("swiglu", 1e-10, |b, a, c, _| b.swiglu(a, c));
     geglu => row_op_case("geglu", 1e-6, |b, a, c, _| b.geglu(a, c));
     softcap => row_op_case("softcap", 1e-10, |b, a, _, _| Ok(b.softcap(a, 2.5)));
+    reglu => row_op_case("reglu", 1e-12, |b, a, c, _| b.reglu(a, c));
+    swiglu_oai => row_op_case("swiglu_oai", 1e-10, |b, a, c, _| b.swiglu_oai(a, c, 1.702, 2.0));
+    activation => activation_case();
     output_rows => row_op_case("output_rows", 0.0, |b, a, _, _| Ok(b.output_rows(a)));
     moe_route => moe::moe_route_case();
     mul_mat_id => moe::mul_mat_id_case();
@@ -538,6 +541,23 @@ async fn row_op_case(name: &str, limit: f64, op: Op2) {
     }
 }
 
+/// Every activation of a gateless feed-forward.
+async fn activation_case() {
+    use tessera_core::graph::Activation::{Gelu, Relu, Silu};
+    row_op_case("activation silu", 1e-10, |b, a, _, _| {
+        Ok(b.activation(a, Silu))
+    })
+    .await;
+    row_op_case("activation gelu", 1e-6, |b, a, _, _| {
+        Ok(b.activation(a, Gelu))
+    })
+    .await;
+    row_op_case("activation relu", 0.0, |b, a, _, _| {
+        Ok(b.activation(a, Relu))
+    })
+    .await;
+}
+
 async fn rope_case() {
     for (mode, n_dims, factors) in [
         (RopeMode::Normal, 64usize, false),
@@ -749,10 +769,11 @@ fn kernel_variants(file: &str) -> Vec<(&'static str, Vec<Define>)> {
         "mul_mat.wgsl" => vec![("main", vec![("W_Q4_K", 1), ("WG", 64), ("NR", 1)])],
         "add.wgsl" | "add_weight.wgsl" | "geglu.wgsl" | "mul_weight.wgsl" | "output_rows.wgsl"
         | "slice.wgsl" | "rms_norm.wgsl" | "rope.wgsl" | "scale.wgsl" | "softcap.wgsl"
-        | "swiglu.wgsl" | "moe_sum.wgsl" => {
+        | "swiglu.wgsl" | "moe_sum.wgsl" | "reglu.wgsl" | "swiglu_oai.wgsl" => {
             vec![("main", vec![])]
         }
         "get_rows.wgsl" => vec![("main", vec![("W_Q8_0", 1)])],
+        "activation.wgsl" => vec![("main", vec![("ACT_GELU", 1)])],
         "moe_route.wgsl" => vec![("main", vec![("GATING_SOFTMAX", 1), ("NORMALIZE", 1)])],
         "mul_mat_id.wgsl" => vec![("main", vec![("W_Q4_K", 1), ("N_X_SHARED", 1)])],
         "quantize.wgsl" => vec![("main", vec![("ACT_Q8_0", 1)])],

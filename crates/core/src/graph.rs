@@ -61,6 +61,17 @@ pub struct AttentionParams {
     pub softcap: Option<f32>,
 }
 
+/// The activation of a gateless feed-forward ([`Op::Activation`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activation {
+    /// `x / (1 + e^-x)`
+    Silu,
+    /// GELU (tanh approximation, ggml's f16 table).
+    Gelu,
+    /// `max(x, 0)`
+    Relu,
+}
+
 /// How a mixture-of-experts router turns its logits into expert probabilities.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Gating {
@@ -156,6 +167,24 @@ pub enum Op {
         gate: NodeId,
         up: NodeId,
     },
+    /// `relu(gate) * up`.
+    Reglu {
+        gate: NodeId,
+        up: NodeId,
+    },
+    /// gpt-oss's gated activation: with `g = min(gate, limit)` and `u = clamp(up, ±limit)`,
+    /// `g · sigmoid(alpha · g) · (u + 1)`.
+    SwigluOai {
+        gate: NodeId,
+        up: NodeId,
+        alpha: f32,
+        limit: f32,
+    },
+    /// The activation of a gateless feed-forward, element by element.
+    Activation {
+        x: NodeId,
+        act: Activation,
+    },
     /// `cap * tanh(x / cap)`.
     Softcap {
         x: NodeId,
@@ -212,7 +241,11 @@ impl Op {
             Op::Add { a, b } => vec![a, b],
             Op::MoeRoute { logits, .. } => vec![logits],
             Op::MulMatId { x, route, .. } | Op::MoeSum { x, route } => vec![x, route],
-            Op::Swiglu { gate, up } | Op::Geglu { gate, up } => vec![gate, up],
+            Op::Swiglu { gate, up }
+            | Op::Geglu { gate, up }
+            | Op::Reglu { gate, up }
+            | Op::SwigluOai { gate, up, .. } => vec![gate, up],
+            Op::Activation { x, .. } => vec![x],
             Op::Attention { q, k, v, .. } => vec![q, k, v],
         }
     }
@@ -266,7 +299,23 @@ impl PartialEq for Op {
             | (MulMat { x: a, w: v }, MulMat { x: b, w: u }) => a == b && v == u,
             (Add { a, b }, Add { a: c, b: d })
             | (Swiglu { gate: a, up: b }, Swiglu { gate: c, up: d })
-            | (Geglu { gate: a, up: b }, Geglu { gate: c, up: d }) => a == c && b == d,
+            | (Geglu { gate: a, up: b }, Geglu { gate: c, up: d })
+            | (Reglu { gate: a, up: b }, Reglu { gate: c, up: d }) => a == c && b == d,
+            (
+                SwigluOai {
+                    gate: a,
+                    up: b,
+                    alpha: e,
+                    limit: f,
+                },
+                SwigluOai {
+                    gate: c,
+                    up: d,
+                    alpha: g,
+                    limit: h,
+                },
+            ) => a == c && b == d && same_bits(*e, *g) && same_bits(*f, *h),
+            (Activation { x: a, act: p }, Activation { x: b, act: q }) => a == b && p == q,
             (Rope { x: a, params: p }, Rope { x: b, params: q }) => a == b && p == q,
             (
                 MoeRoute {
@@ -499,25 +548,50 @@ impl<'w> GraphBuilder<'w> {
         ))
     }
 
-    fn glu(&mut self, gate: NodeId, up: NodeId, gelu: bool) -> Result<NodeId, EngineError> {
+    /// A gated activation `op` of `gate` and `up` (of one shape).
+    fn glu(&mut self, gate: NodeId, up: NodeId, op: Op) -> Result<NodeId, EngineError> {
         let (ng, nu) = (self.ne(gate), self.ne(up));
         if ng != nu {
             return Err(shape_error("glu", format!("{ng:?} vs {nu:?}")));
         }
-        let op = if gelu {
-            Op::Geglu { gate, up }
-        } else {
-            Op::Swiglu { gate, up }
-        };
         Ok(self.push(op, ng))
     }
 
     pub fn swiglu(&mut self, gate: NodeId, up: NodeId) -> Result<NodeId, EngineError> {
-        self.glu(gate, up, false)
+        self.glu(gate, up, Op::Swiglu { gate, up })
     }
 
     pub fn geglu(&mut self, gate: NodeId, up: NodeId) -> Result<NodeId, EngineError> {
-        self.glu(gate, up, true)
+        self.glu(gate, up, Op::Geglu { gate, up })
+    }
+
+    pub fn reglu(&mut self, gate: NodeId, up: NodeId) -> Result<NodeId, EngineError> {
+        self.glu(gate, up, Op::Reglu { gate, up })
+    }
+
+    /// gpt-oss's clamped SwiGLU (see [`Op::SwigluOai`]; alpha 1.702, limit 7 in gpt-oss).
+    pub fn swiglu_oai(
+        &mut self,
+        gate: NodeId,
+        up: NodeId,
+        alpha: f32,
+        limit: f32,
+    ) -> Result<NodeId, EngineError> {
+        self.glu(
+            gate,
+            up,
+            Op::SwigluOai {
+                gate,
+                up,
+                alpha,
+                limit,
+            },
+        )
+    }
+
+    pub fn activation(&mut self, x: NodeId, act: Activation) -> NodeId {
+        let ne = self.ne(x);
+        self.push(Op::Activation { x, act }, ne)
     }
 
     pub fn softcap(&mut self, x: NodeId, cap: f32) -> NodeId {

@@ -27,6 +27,11 @@ fn gelu_table() -> &'static [f16] {
     })
 }
 
+/// ggml's CPU GELU of one value, from the table.
+pub fn gelu_table_lookup(x: f32) -> f32 {
+    gelu_ggml(x, gelu_table())
+}
+
 /// ggml's CPU GELU of one value (see the module comment).
 #[inline]
 pub fn gelu_ggml(x: f32, table: &[f16]) -> f32 {

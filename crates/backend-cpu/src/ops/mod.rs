@@ -2,6 +2,7 @@
 //! f16 and f64 arithmetic in `attention/`), each with its scalar reference and tests, written
 //! once over `tessera_quant::isa::Simd` where they have vector paths.
 
+pub mod activation;
 pub mod add;
 pub mod add_weight;
 pub mod attention;
@@ -12,12 +13,14 @@ pub mod moe_sum;
 pub mod mul_mat;
 pub mod mul_mat_id;
 pub mod mul_weight;
+pub mod reglu;
 pub mod rms_norm;
 pub mod rope;
 pub mod scale;
 pub mod slice;
 pub mod softcap;
 pub mod swiglu;
+pub mod swiglu_oai;
 
 /// Operands for the kernels' tests.
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! its parameter struct and shape guards next to the kernel; `kv.rs` (the KV store and shift),
 //! `quantize.rs` (activation rounding before matmuls) and `sample.rs` serve the ops and steps.
 
+pub mod activation;
 pub mod add;
 pub mod add_weight;
 pub mod attention;
@@ -15,6 +16,7 @@ pub mod mul_mat_id;
 pub mod mul_weight;
 pub mod output_rows;
 pub mod quantize;
+pub mod reglu;
 pub mod rms_norm;
 pub mod rope;
 pub mod sample;
@@ -22,6 +24,7 @@ pub mod scale;
 pub mod slice;
 pub mod softcap;
 pub mod swiglu;
+pub mod swiglu_oai;
 
 use crate::error::WgpuError;
 use crate::pipelines::PipelineKey;
@@ -47,10 +50,23 @@ fn per_element<P: bytemuck::Pod>(
     y: &wgpu::Buffer,
     n: usize,
 ) -> Result<(), WgpuError> {
+    per_element_with(rec, family, vec![], params, inputs, y, n)
+}
+
+/// [`per_element`] with defines.
+fn per_element_with<P: bytemuck::Pod>(
+    rec: &mut Recorder,
+    family: &'static str,
+    defines: Vec<crate::shaders::Define>,
+    params: P,
+    inputs: &[&wgpu::Buffer],
+    y: &wgpu::Buffer,
+    n: usize,
+) -> Result<(), WgpuError> {
     let key = PipelineKey {
         family,
         entry: "main",
-        defines: vec![],
+        defines,
     };
     let mut buffers: Vec<(u32, wgpu::Buffer)> =
         (1..).zip(inputs.iter().map(|b| (*b).clone())).collect();

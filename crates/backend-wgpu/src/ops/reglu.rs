@@ -1,0 +1,25 @@
+//! `reglu.wgsl`: `y = relu(gate) * up`.
+
+use super::per_element;
+use crate::error::WgpuError;
+use crate::recorder::Recorder;
+use crate::shaders::wgsl_params;
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct RegluParams {
+    pub n: u32,
+}
+const _: () = assert!(size_of::<RegluParams>() == wgsl_params::REGLU);
+
+/// Over `n` floats.
+pub fn record(
+    rec: &mut Recorder,
+    gate: &wgpu::Buffer,
+    up: &wgpu::Buffer,
+    y: &wgpu::Buffer,
+    n: usize,
+) -> Result<(), WgpuError> {
+    let params = RegluParams { n: n as u32 };
+    per_element(rec, "reglu.wgsl", params, &[gate, up], y, n)
+}
