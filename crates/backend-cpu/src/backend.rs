@@ -275,11 +275,7 @@ impl Backend for CpuBackend {
                         ops::slice::slice(input(x), graph.node(x).ne[0], offset, dst)
                     }
                     Op::OutputRows { x } => {
-                        let xs = input(x);
-                        let w = node.ne[0];
-                        for (r, &src) in batch.output_rows.iter().enumerate() {
-                            dst[r * w..(r + 1) * w].copy_from_slice(&xs[src * w..(src + 1) * w]);
-                        }
+                        ops::output_rows::output_rows(input(x), node.ne[0], batch.output_rows, dst)
                     }
                 }
                 Ok(())

@@ -13,6 +13,7 @@ pub mod moe_sum;
 pub mod mul_mat;
 pub mod mul_mat_id;
 pub mod mul_weight;
+pub mod output_rows;
 pub mod reglu;
 pub mod rms_norm;
 pub mod rope;
