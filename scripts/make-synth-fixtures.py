@@ -27,6 +27,7 @@ OUT = ROOT / "tests/fixtures/synth.jsonl"
 ARCHS = [
     ("llama", 1, "f16"),
     ("llama3", 1, "f16"),
+    ("llama-yarn", 1, "f16"),
     ("qwen2", 1, "f16"),
     ("qwen3", 1, "f16"),
     ("phi3", 1, "f16"),

@@ -409,6 +409,20 @@ def build_llama3(s: Synth):
         s.ffn(i)
 
 
+def build_llama_yarn(s: Synth):
+    """llama with YaRN rope scaling (factor 4, original context 64: a 256-token context uses it)."""
+    s.common_keys(rope_base=10000.0)
+    s.key("rope.scaling.type", "yarn")
+    s.key("rope.scaling.factor", 4.0)
+    s.key("rope.scaling.original_context_length", 64)
+    s.embeddings()
+    for i in range(s.d.n_layer):
+        s.norm(f"blk.{i}.attn_norm.weight", s.d.n_embd)
+        s.attention(i)
+        s.norm(f"blk.{i}.ffn_norm.weight", s.d.n_embd)
+        s.ffn(i)
+
+
 def build_qwen2(s: Synth):
     """Qwen2/2.5: q/k/v biases, rope NEOX (halves), base 1e6, eps 1e-6."""
     s.common_keys(rope_base=1000000.0, eps=1e-6)
@@ -611,6 +625,7 @@ def build_gpt_oss(s: Synth):
 ARCHS = {
     "llama":          ("llama",    build_llama,          {}),
     "llama3":         ("llama",    build_llama3,         {}),
+    "llama-yarn":     ("llama",    build_llama_yarn,     {}),
     "qwen2":          ("qwen2",    build_qwen2,          {}),
     "qwen3":          ("qwen3",    build_qwen3,          {}),
     "qwen3moe":       ("qwen3moe", build_qwen3moe,       {}),

@@ -12,9 +12,11 @@ struct Params {
     dst_pos: u32,       // shift: first destination position (n_keep)
     delta: f32,         // shift: rotation, -(n_discard)
     theta_scale: f32,   // shift: freq_base^(-2/n_dims) by the host's powf
-    attn_factor: f32,   // shift: multiplies cos and sin
-    _p2: u32,
-    _p3: vec4<u32>,
+    attn_factor: f32,   // shift: multiplies cos and sin (YaRN's magnitude scaling included)
+    ext_factor: f32,    // shift: YaRN (0: none)
+    corr0: f32,
+    corr1: f32,
+    _p2: u32, _p3: u32,
 }
 
 @group(0) @binding(0) var<uniform> P: Params;

@@ -9,8 +9,10 @@ struct Params {
     freq_base: f32,
     freq_scale: f32,
     theta_scale: f32, // freq_base^(-2/n_dims) by the host's powf
-    attn_factor: f32, // multiplies cos and sin
-    _p0: u32, _p00: u32, _p000: u32,
+    attn_factor: f32, // multiplies cos and sin (YaRN's magnitude scaling included)
+    ext_factor: f32,  // YaRN (0: none)
+    corr0: f32,
+    corr1: f32,
     _p1: vec4<u32>,
 }
 

@@ -11,6 +11,7 @@
 // moved Gemma 3's near ties. (Host powf on lavapipe moved SmolLM2's greedy runs instead: its
 // near ties are decided by last bits either way.)
 
+// The includer's Params carry `ext_factor`, `corr0` and `corr1` (YaRN, ext_factor 0: none).
 fn rope_angle(pos: f32, i: u32, n_dims: u32, base: f32, host_theta_scale: f32, freq_scale: f32) -> f32 {
 #ifdef BUILTIN_MATH
     let theta_scale = pow(base, -2.0 / f32(n_dims));
@@ -24,7 +25,15 @@ fn rope_angle(pos: f32, i: u32, n_dims: u32, base: f32, host_theta_scale: f32, f
 #ifdef FREQ_FACTORS
     theta = theta / freq_factors[i];
 #endif
-    return freq_scale * theta;
+    let interp = freq_scale * theta;
+    if (P.ext_factor == 0.0) {
+        return interp;
+    }
+    // YaRN: blend with the unscaled angle by ext_factor * ramp(i), the ramp falling from 1 to
+    // 0 between the correction dims (ggml's rope_yarn_ramp).
+    let y = (f32(i) - P.corr0) / max(0.001, P.corr1 - P.corr0);
+    let mix = (1.0 - clamp(y, 0.0, 1.0)) * P.ext_factor;
+    return fma(interp, 1.0 - mix, theta * mix);
 }
 
 // (sin x, cos x) to about one ulp for |x| up to ~10^4 (angles are at most a few thousand

@@ -52,6 +52,7 @@ fn run(hd: usize, heads: usize, tokens: usize, n_keys: usize) {
                 freq_scale: 1.0,
                 freq_factors: None,
                 attn_factor: 1.0,
+                yarn: None,
             },
         },
         k: (0..n_keys * hd)

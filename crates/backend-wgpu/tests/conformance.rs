@@ -25,7 +25,9 @@ use tessera_backend_wgpu::pipelines::PipelineKey;
 use tessera_backend_wgpu::shaders::{kernel_files, Define};
 use tessera_backend_wgpu::{Gpu, WgpuBackend};
 use tessera_core::backend::{Backend, Batch, KvLayerLayout, KvLayout};
-use tessera_core::graph::{AttentionParams, Graph, GraphBuilder, NodeId, RopeMode, RopeParams};
+use tessera_core::graph::{
+    AttentionParams, Graph, GraphBuilder, NodeId, RopeMode, RopeParams, Yarn,
+};
 use tessera_core::weights::{WeightId, WeightStore};
 use tessera_core::{EngineError, SequentialPool};
 use tessera_gguf::{GgmlType, GgufFile, GgufWriter};
@@ -559,13 +561,16 @@ async fn activation_case() {
 }
 
 async fn rope_case() {
-    for (mode, n_dims, factors) in [
-        (RopeMode::Normal, 64usize, false),
-        (RopeMode::Normal, 32, false),
-        (RopeMode::Neox, 64, false),
-        (RopeMode::Neox, 32, false),
-        (RopeMode::Normal, 64, true),
-        (RopeMode::Neox, 32, true),
+    // (mode, rotated dims, frequency factors, YaRN with an attention factor)
+    for (mode, n_dims, factors, yarn) in [
+        (RopeMode::Normal, 64usize, false, false),
+        (RopeMode::Normal, 32, false, false),
+        (RopeMode::Neox, 64, false, false),
+        (RopeMode::Neox, 32, false, false),
+        (RopeMode::Normal, 64, true, false),
+        (RopeMode::Neox, 32, true, false),
+        (RopeMode::Normal, 64, false, true),
+        (RopeMode::Neox, 32, true, true),
     ] {
         let factors_name = format!("factors{}", n_dims / 2);
         let mut weights = vec![w("inp256", &[256, TABLE_ROWS])];
@@ -577,16 +582,17 @@ async fn rope_case() {
                 n_dims,
                 mode,
                 freq_base: 10000.0,
-                freq_scale: 1.0,
+                freq_scale: if yarn { 0.25 } else { 1.0 },
                 freq_factors: factors.then(|| ids[&factors_name]),
-                attn_factor: 1.0,
+                attn_factor: if yarn { 1.19 } else { 1.0 },
+                yarn: yarn.then(|| Yarn::new(n_dims, 64, 10000.0)),
             };
             let x = b.get_rows(ids["inp256"]);
             let x = b.reshape(x, [64, 4, b.n_tokens, 1])?;
             b.rope(x, p)
         };
         simple(
-            format!("rope {mode:?} n_dims {n_dims} factors {factors}"),
+            format!("rope {mode:?} n_dims {n_dims} factors {factors} yarn {yarn}"),
             weights,
             vec![step(&[1, 2, 3], 0), step(&[4, 5], 300)],
             // cos/sin precision differs between adapters (SwiftShader: ~1e-8).
@@ -625,6 +631,7 @@ async fn attention_steps(
         // `check` registers the weights in order: the factors are the last.
         freq_factors: factors.then(|| WeightId(weights.len() as u32 - 1)),
         attn_factor: 1.0,
+        yarn: None,
     };
     let params = AttentionParams {
         layer: 0,

@@ -36,6 +36,42 @@ pub struct RopeParams {
     pub freq_factors: Option<WeightId>,
     /// Multiplies the cosines and sines (`rope.scaling.attn_factor`, 1 for most models).
     pub attn_factor: f32,
+    /// YaRN's blend of interpolated and extrapolated angles, where the file asks for it.
+    pub yarn: Option<Yarn>,
+}
+
+/// YaRN rope scaling as ggml applies it: pair `i`'s angle is the interpolated one
+/// (`freq_scale · θ`) blended with the extrapolated one (`θ`) by
+/// `ext_factor · ramp(i)`, the ramp falling from 1 to 0 between the correction dims.
+#[derive(Clone, Copy, Debug)]
+pub struct Yarn {
+    pub ext_factor: f32,
+    pub corr_dims: [f32; 2],
+}
+
+impl Yarn {
+    /// ggml's `ggml_rope_yarn_corr_dims` for a rope of `n_dims` trained on `n_ctx_orig`
+    /// positions, with llama.cpp's default betas (32 and 1).
+    pub fn new(n_dims: usize, n_ctx_orig: usize, freq_base: f32) -> Yarn {
+        let dim = |n_rot: f32| {
+            n_dims as f32 * (n_ctx_orig as f32 / (n_rot * 2.0 * std::f32::consts::PI)).ln()
+                / (2.0 * freq_base.ln())
+        };
+        let start = dim(32.0).floor();
+        let end = dim(1.0).ceil();
+        Yarn {
+            ext_factor: 1.0,
+            corr_dims: [start.max(0.0), end.min(n_dims as f32 - 1.0)],
+        }
+    }
+
+    /// The weight of the extrapolated angle for pair `i` (ggml's `rope_yarn_ramp` times the
+    /// extrapolation factor).
+    pub fn mix(&self, i: usize) -> f32 {
+        let [low, high] = self.corr_dims;
+        let y = (i as f32 - low) / (high - low).max(0.001);
+        (1.0 - y.clamp(0.0, 1.0)) * self.ext_factor
+    }
 }
 
 impl RopeParams {
@@ -43,6 +79,29 @@ impl RopeParams {
     /// as ggml computes it.
     pub fn theta_scale(&self) -> f32 {
         self.freq_base.powf(-2.0 / self.n_dims as f32)
+    }
+
+    /// What multiplies the cosines and sines: the attention factor, and with YaRN also
+    /// `1 + 0.1 ln(1 / freq_scale)` (ggml's `rope_yarn`, the sum fused as GCC compiles it).
+    pub fn mscale(&self) -> f32 {
+        match self.yarn {
+            Some(_) => self.attn_factor * 0.1f32.mul_add((1.0 / self.freq_scale).ln(), 1.0),
+            None => self.attn_factor,
+        }
+    }
+
+    /// The angle of pair `i` for `theta` (position · theta_scale^i): divided by the pair's
+    /// frequency `factor`, scaled, and with YaRN blended with the unscaled one.
+    pub fn angle(&self, theta: f32, factor: f32, i: usize) -> f32 {
+        let extrap = theta / factor;
+        let interp = self.freq_scale * extrap;
+        match self.yarn {
+            Some(y) => {
+                let mix = y.mix(i);
+                interp.mul_add(1.0 - mix, extrap * mix)
+            }
+            None => interp,
+        }
     }
 }
 
@@ -266,6 +325,11 @@ impl PartialEq for RopeParams {
             && same_bits(self.freq_scale, o.freq_scale)
             && self.freq_factors == o.freq_factors
             && same_bits(self.attn_factor, o.attn_factor)
+            && self
+                .yarn
+                .map(|y| (y.ext_factor.to_bits(), y.corr_dims.map(f32::to_bits)))
+                == o.yarn
+                    .map(|y| (y.ext_factor.to_bits(), y.corr_dims.map(f32::to_bits)))
     }
 }
 impl Eq for RopeParams {}

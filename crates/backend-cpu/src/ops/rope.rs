@@ -10,11 +10,11 @@ use tessera_core::graph::{RopeMode, RopeParams};
 pub fn rope_cache(pos: f32, p: &RopeParams, factors: Option<&[f32]>, cache: &mut [f32]) {
     let theta_scale = p.theta_scale();
     let mut theta = pos;
+    let mscale = p.mscale();
     for (i, pair) in cache[..p.n_dims].chunks_exact_mut(2).enumerate() {
-        let factor = factors.map_or(1.0, |f| f[i]);
-        let t = p.freq_scale * (theta / factor);
-        pair[0] = t.cos() * p.attn_factor;
-        pair[1] = t.sin() * p.attn_factor;
+        let t = p.angle(theta, factors.map_or(1.0, |f| f[i]), i);
+        pair[0] = t.cos() * mscale;
+        pair[1] = t.sin() * mscale;
         theta *= theta_scale;
     }
 }
@@ -82,6 +82,7 @@ mod tests {
             freq_scale: 1.0,
             freq_factors: None,
             attn_factor: 1.0,
+            yarn: None,
         }
     }
 

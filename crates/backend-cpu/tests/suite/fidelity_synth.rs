@@ -87,3 +87,9 @@ fn phi3_longrope_matches_llama_cpp() {
     check("phi3-longrope");
 }
 
+/// YaRN rope scaling: interpolated and extrapolated angles blended by the ramp, magnitudes
+/// scaled.
+#[test]
+fn llama_yarn_matches_llama_cpp() {
+    check("llama-yarn");
+}

@@ -28,6 +28,9 @@ pub struct KvParams {
     /// `freq_base^(-2/n_dims)` by the host's powf.
     pub theta_scale: f32,
     pub attn_factor: f32,
+    pub ext_factor: f32,
+    pub corr0: f32,
+    pub corr1: f32,
 }
 const _: () = assert!(size_of::<KvParams>() == wgsl_params::KV);
 
@@ -64,7 +67,10 @@ pub fn shift_keys(
         dst_pos: dst_pos as u32,
         delta,
         theta_scale: rope.theta_scale(),
-        attn_factor: rope.attn_factor,
+        attn_factor: rope.mscale(),
+        ext_factor: rope.yarn.map_or(0.0, |y| y.ext_factor),
+        corr0: rope.yarn.map_or(0.0, |y| y.corr_dims[0]),
+        corr1: rope.yarn.map_or(0.0, |y| y.corr_dims[1]),
     };
     let groups = rec.grid((kv.k_pairs() * n_moved).div_ceil(64), 1)?;
     rec.dispatch(key, params, buffers, groups)

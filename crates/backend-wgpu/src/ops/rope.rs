@@ -28,7 +28,11 @@ pub struct RopeKernelParams {
     pub freq_scale: f32,
     /// `freq_base^(-2/n_dims)` by the host's powf.
     pub theta_scale: f32,
+    /// [`RopeParams::mscale`].
     pub attn_factor: f32,
+    pub ext_factor: f32,
+    pub corr0: f32,
+    pub corr1: f32,
 }
 const _: () = assert!(size_of::<RopeKernelParams>() == wgsl_params::ROPE);
 
@@ -71,7 +75,10 @@ pub fn record(
         freq_base: p.freq_base,
         freq_scale: p.freq_scale,
         theta_scale: p.theta_scale(),
-        attn_factor: p.attn_factor,
+        attn_factor: p.mscale(),
+        ext_factor: p.yarn.map_or(0.0, |y| y.ext_factor),
+        corr0: p.yarn.map_or(0.0, |y| y.corr_dims[0]),
+        corr1: p.yarn.map_or(0.0, |y| y.corr_dims[1]),
     };
     let groups = rec.grid((head_dim * n_heads * n_tokens).div_ceil(64), 1)?;
     rec.dispatch(key, params, buffers, groups)

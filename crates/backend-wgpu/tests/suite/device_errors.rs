@@ -38,6 +38,7 @@ fn layout(n_ctx: usize) -> KvLayout {
                 freq_scale: 1.0,
                 freq_factors: None,
                 attn_factor: 1.0,
+                yarn: None,
             },
         }],
     }

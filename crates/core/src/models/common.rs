@@ -4,7 +4,7 @@ use tessera_gguf::Header;
 
 use crate::backend::{KvLayerLayout, KvLayout};
 use crate::error::EngineError;
-use crate::graph::{AttentionParams, GraphBuilder, NodeId, RopeMode, RopeParams};
+use crate::graph::{AttentionParams, GraphBuilder, NodeId, RopeMode, RopeParams, Yarn};
 use crate::weights::{WeightId, WeightStore};
 
 use super::moe::{moe_block, MoeHParams, MoeWeights};
@@ -26,8 +26,11 @@ pub struct HParams {
     pub rope_dims: usize,
     pub rope_freq_base: f32,
     pub rope_freq_scale: f32,
-    /// `rope.scaling.attn_factor`: multiplies rope's cosines and sines (1 when absent).
+    /// `rope.scaling.attn_factor` (1 when absent), times YaRN's attention factor: multiplies
+    /// rope's cosines and sines.
     pub rope_attn_factor: f32,
+    /// YaRN rope scaling's original context, where the file asks for YaRN.
+    pub rope_yarn_ctx: Option<usize>,
     /// The experts, in a mixture-of-experts model.
     pub moe: Option<MoeHParams>,
 }
@@ -137,19 +140,35 @@ impl HParams {
                 why: format!("unsupported head size {head_dim_k}/{head_dim_v} (rope {rope_dims})"),
             });
         }
+        // As llama.cpp: `rope.scaling.factor` scales the angles unless the type is "none"
+        // (a missing type reads as "linear").
+        let factor = meta.opt_f32("rope.scaling.factor")?.filter(|&f| f > 0.0);
+        let n_ctx_train = meta.usize("context_length")?;
         let mut rope_freq_scale = 1.0;
+        let mut rope_attn_factor = meta.opt_f32("rope.scaling.attn_factor")?.unwrap_or(1.0);
+        let mut rope_yarn_ctx = None;
         let scaling = meta
             .header
             .get_str(&format!("{}.rope.scaling.type", meta.arch))
-            .unwrap_or("none");
+            .unwrap_or("linear");
         match scaling {
             "none" => {}
-            "linear" => {
-                if let Some(f) = meta.opt_f32("rope.scaling.factor")? {
-                    if f > 0.0 {
-                        rope_freq_scale = 1.0 / f;
-                    }
-                }
+            "linear" => rope_freq_scale = factor.map_or(1.0, |f| 1.0 / f),
+            "yarn" => {
+                rope_freq_scale = factor.map_or(1.0, |f| 1.0 / f);
+                rope_yarn_ctx = Some(
+                    meta.opt_usize("rope.scaling.original_context_length")?
+                        .unwrap_or(n_ctx_train),
+                );
+                // llama.cpp's YaRN attention factor (without a log multiplier), the sums
+                // fused as GCC compiles them: mscale(s) / (1 + 0.1 ln s), s = 1 / freq_scale.
+                let s = 1.0 / rope_freq_scale;
+                let mscale = if s <= 1.0 {
+                    1.0
+                } else {
+                    0.1f32.mul_add(s.ln(), 1.0)
+                };
+                rope_attn_factor *= mscale * (1.0 / 0.1f32.mul_add(s.ln(), 1.0));
             }
             other => {
                 return Err(EngineError::BadKey {
@@ -163,7 +182,7 @@ impl HParams {
             moe: MoeHParams::read(meta, n_ff)?,
             arch: meta.arch.clone(),
             n_vocab: 0,
-            n_ctx_train: meta.usize("context_length")?,
+            n_ctx_train,
             n_embd,
             n_layer: meta.usize("block_count")?,
             n_head,
@@ -182,7 +201,8 @@ impl HParams {
             rope_dims,
             rope_freq_base: meta.opt_f32("rope.freq_base")?.unwrap_or(10000.0),
             rope_freq_scale,
-            rope_attn_factor: meta.opt_f32("rope.scaling.attn_factor")?.unwrap_or(1.0),
+            rope_attn_factor,
+            rope_yarn_ctx,
         })
     }
 
@@ -194,6 +214,9 @@ impl HParams {
             freq_scale: self.rope_freq_scale,
             freq_factors: None,
             attn_factor: self.rope_attn_factor,
+            yarn: self
+                .rope_yarn_ctx
+                .map(|n_ctx_orig| Yarn::new(self.rope_dims, n_ctx_orig, freq_base)),
         }
     }
 

@@ -449,6 +449,7 @@ mod tests {
                     freq_scale: 1.0,
                     freq_factors: None,
                     attn_factor: 1.0,
+                    yarn: None,
                 },
             },
             k: (0..n_ctx * n_head_kv * hd)
