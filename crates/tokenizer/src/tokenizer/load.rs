@@ -101,11 +101,23 @@ fn pre_tokenizer(name: &str) -> Result<PreTokenizer, TokenizerError> {
             false,
             false,
         ),
+        "deepseek-llm" => (
+            vec![
+                Step::EachOf(Class::LineBreak),
+                Step::AsciiSpaceThenRunOf(Class::DeepseekLetter),
+                Step::AsciiSpaceThenRunOf(Class::DeepseekPunct),
+                Step::TrailingAsciiSpace,
+                Step::RunOf(Class::DeepseekCjk),
+                Step::RunOf(Class::Number),
+            ],
+            false,
+            false,
+        ),
         // Pre-tokenizers llama.cpp knows whose patterns we have not implemented: refuse them
         // rather than tokenize differently.
-        "deepseek-llm" | "deepseek-v3" | "poro-chat" | "viking" | "tekken" | "bloom"
-        | "gpt3-finnish" | "chameleon" | "superbpe" | "bailingmoe" | "bailingmoe2"
-        | "llada-moe" | "seed-coder" | "hunyuan-dense" | "kimi-k2" | "afmoe" => {
+        "deepseek-v3" | "poro-chat" | "viking" | "tekken" | "bloom" | "gpt3-finnish"
+        | "chameleon" | "superbpe" | "bailingmoe" | "bailingmoe2" | "llada-moe" | "seed-coder"
+        | "hunyuan-dense" | "kimi-k2" | "afmoe" => {
             return Err(TokenizerError::UnsupportedPreTokenizer(name.to_owned()))
         }
         // "default", a missing key and unknown names: llama.cpp's default pattern list.

@@ -30,6 +30,11 @@ pub enum Step {
     RunOf(Class),
     /// An optional whitespace code point, then a run of one class (e.g. `\s?\p{L}+`).
     SpaceThenRunOf(Class),
+    /// The same where llama.cpp matches with `std::wregex` (a pattern with non-ASCII
+    /// characters): `\s` is then ASCII whitespace only.
+    AsciiSpaceThenRunOf(Class),
+    /// `\s+$` (`std::wregex`): the ASCII whitespace that ends a fragment.
+    TrailingAsciiSpace,
     /// `[0-9][0-9][0-9]`
     ThreeAsciiDigits,
 }
@@ -53,6 +58,41 @@ pub enum Class {
     /// U+0800 up to them, Hangul (DeepSeek's pre-tokenizers; matched on the code points, not
     /// their categories).
     DeepseekCjk,
+    /// DeepSeek LLM's letters: the cased letters its pattern lists ([`DEEPSEEK_LETTERS`]).
+    DeepseekLetter,
+    /// `[!-/:-~！-／：-～‘-‟　-。]`: ASCII punctuation and letters, their full-width forms, quotes,
+    /// ideographic space and punctuation (DeepSeek LLM).
+    DeepseekPunct,
+}
+
+/// The letter class of DeepSeek LLM's pre-tokenizer pattern (its tokenizer.json), as llama.cpp
+/// lists it: single characters and `a-b` ranges.
+const DEEPSEEK_LETTERS: &str = "A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃";
+
+/// [`DEEPSEEK_LETTERS`] as sorted inclusive ranges.
+fn deepseek_letters() -> &'static [(u32, u32)] {
+    static RANGES: std::sync::OnceLock<Vec<(u32, u32)>> = std::sync::OnceLock::new();
+    RANGES.get_or_init(|| {
+        let cps: Vec<u32> = DEEPSEEK_LETTERS.chars().map(|c| c as u32).collect();
+        let mut ranges = Vec::new();
+        let mut i = 0;
+        while i < cps.len() {
+            if i + 2 < cps.len() && cps[i + 1] == '-' as u32 {
+                ranges.push((cps[i], cps[i + 2]));
+                i += 3;
+            } else {
+                ranges.push((cps[i], cps[i]));
+                i += 1;
+            }
+        }
+        ranges.sort_unstable();
+        ranges
+    })
+}
+
+/// `\s` of `std::wregex` in the C locale.
+fn is_ascii_space(cp: u32) -> bool {
+    matches!(cp, 0x09..=0x0D | 0x20)
 }
 
 impl Class {
@@ -69,6 +109,16 @@ impl Class {
             Class::Letter => flags.is_letter(),
             Class::Punctuation => flags.is_punctuation(),
             Class::LineBreak => matches!(cp, 0x0A | 0x0D),
+            Class::DeepseekLetter => {
+                let ranges = deepseek_letters();
+                let i = ranges.partition_point(|&(lo, _)| lo <= cp);
+                i > 0 && cp <= ranges[i - 1].1
+            }
+            Class::DeepseekPunct => matches!(
+                cp,
+                0x21..=0x2F | 0x3A..=0x7E | 0xFF01..=0xFF0F | 0xFF1A..=0xFF5E | 0x2018..=0x201F
+                    | 0x3000..=0x3002
+            ),
             Class::DeepseekCjk => {
                 matches!(cp, 0x0800..=0x9FA5 | 0xAC00..=0xD7FF)
             }
@@ -103,6 +153,13 @@ pub fn split(cp: &CodePoints, steps: &[Step]) -> Vec<Span> {
                 Step::SpaceThenRunOf(class) => frag.split_regex(&mut out, |f, pos| {
                     let space = f.fl(pos).is_whitespace() && f.run_of(class, pos).is_none();
                     f.run_of(class, if space { pos + 1 } else { pos })
+                }),
+                Step::AsciiSpaceThenRunOf(class) => frag.split_regex(&mut out, |f, pos| {
+                    let space = is_ascii_space(f.cp(pos)) && f.run_of(class, pos).is_none();
+                    f.run_of(class, if space { pos + 1 } else { pos })
+                }),
+                Step::TrailingAsciiSpace => frag.split_regex(&mut out, |f, pos| {
+                    (pos < f.end && (pos..f.end).all(|p| is_ascii_space(f.cp(p)))).then_some(f.end)
                 }),
                 Step::ThreeAsciiDigits => frag.split_regex(&mut out, |f, pos| {
                     (pos + 3 <= f.end && (pos..pos + 3).all(|p| (0x30..=0x39).contains(&f.cp(p))))
