@@ -36,7 +36,7 @@ pub enum TokenizerError {
         key: &'static str,
         expected: &'static str,
     },
-    #[error("unsupported tokenizer model {0:?} (supported: gpt2, llama)")]
+    #[error("unsupported tokenizer model {0:?} (supported: gpt2, llama, gemma4)")]
     UnsupportedModel(String),
     #[error("unsupported BPE pre-tokenizer {0:?}")]
     UnsupportedPreTokenizer(String),
@@ -92,6 +92,10 @@ impl Tokenizer {
             Model::Bpe(bpe) => {
                 for frag in fragments {
                     match frag {
+                        Fragment::Raw(a, b) if bpe.raw => {
+                            let escaped = text[a..b].replace(' ', "\u{2581}");
+                            bpe.encode(&self.vocab, &escaped, &mut out)
+                        }
                         Fragment::Raw(a, b) => bpe.encode(&self.vocab, &text[a..b], &mut out),
                         Fragment::Token(id) => out.push(id),
                     }

@@ -1,6 +1,7 @@
 //! Byte-level BPE (`tokenizer.ggml.model = "gpt2"`): each pre-tokenized word is turned into
 //! GPT-2's byte characters and merged by rank, lowest rank first and leftmost first among
-//! equal ranks, as llama.cpp's `llm_tokenizer_bpe_session` does.
+//! equal ranks, as llama.cpp's `llm_tokenizer_bpe_session` does. Gemma 4's SentencePiece-style
+//! BPE (`"gemma4"`, [`BpeModel::raw`]) merges the word's UTF-8 characters instead.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
@@ -23,11 +24,23 @@ pub struct BpeModel {
     pub steps: Vec<Step>,
     /// Llama-3 style: a whole word that is a token is emitted without merging.
     pub ignore_merges: bool,
+    /// Gemma 4: symbols are the word's UTF-8 characters (spaces arrive as `▁`), a word of
+    /// newlines that is a token is emitted whole, and a symbol that is no token falls back to
+    /// `<0xXX>` byte tokens.
+    pub raw: bool,
+    /// Interned strings that are not tokens (merge halves), for [`BpeModel::raw`]'s lookups.
+    extra: HashMap<String, u32>,
 }
 
 impl BpeModel {
     /// `merges` are the `tokenizer.ggml.merges` strings ("left right").
-    pub fn new(vocab: &Vocab, merges: &[&str], steps: Vec<Step>, ignore_merges: bool) -> BpeModel {
+    pub fn new(
+        vocab: &Vocab,
+        merges: &[&str],
+        steps: Vec<Step>,
+        ignore_merges: bool,
+        raw: bool,
+    ) -> BpeModel {
         let n_vocab = vocab.len() as u32;
         let mut extra: HashMap<String, u32> = HashMap::new();
         let intern = |s: &str, extra: &mut HashMap<String, u32>| -> u32 {
@@ -72,6 +85,8 @@ impl BpeModel {
             n_vocab,
             steps,
             ignore_merges,
+            raw,
+            extra,
         }
     }
 
@@ -107,18 +122,12 @@ impl BpeModel {
         }
         s.symbols.clear();
         s.queue.clear();
-        for (i, &b) in word.iter().enumerate() {
-            s.symbols.push(Symbol {
-                id: self.byte_sym[b as usize],
-                start: i as u32,
-                len: 1,
-                prev: i as i32 - 1,
-                next: if i + 1 == word.len() {
-                    -1
-                } else {
-                    i as i32 + 1
-                },
-            });
+        if self.raw {
+            if self.raw_symbols(vocab, word, out, s) {
+                return;
+            }
+        } else {
+            self.byte_symbols(word, s);
         }
         for i in 1..s.symbols.len() {
             self.push_bigram(s, i as i32 - 1, i as i32);
@@ -145,6 +154,12 @@ impl BpeModel {
         for sym in s.symbols.iter().filter(|sym| sym.len > 0) {
             match sym.id.filter(|&id| id < self.n_vocab) {
                 Some(id) => out.push(id),
+                None if self.raw => {
+                    // Gemma 4's byte fallback: a `<0xXX>` token per byte.
+                    for &b in &word[sym.start as usize..(sym.start + sym.len) as usize] {
+                        out.extend(vocab.id_of(&format!("<0x{b:02X}>")));
+                    }
+                }
                 None => {
                     // llama.cpp looks each byte of the symbol's GPT-2 text up as a one-byte token.
                     let bytes = &word[sym.start as usize..(sym.start + sym.len) as usize];
@@ -160,6 +175,49 @@ impl BpeModel {
                 }
             }
         }
+    }
+
+    /// One symbol per byte: its GPT-2 character's interned id.
+    fn byte_symbols(&self, word: &[u8], s: &mut Scratch) {
+        for (i, &b) in word.iter().enumerate() {
+            s.symbols.push(Symbol {
+                id: self.byte_sym[b as usize],
+                start: i as u32,
+                len: 1,
+                prev: i as i32 - 1,
+                next: if i + 1 == word.len() {
+                    -1
+                } else {
+                    i as i32 + 1
+                },
+            });
+        }
+    }
+
+    /// One symbol per UTF-8 character ([`BpeModel::raw`]). A word of newlines that is a token
+    /// goes to `out` whole instead: then this returns true (nothing left to merge).
+    fn raw_symbols(&self, vocab: &Vocab, word: &[u8], out: &mut Vec<u32>, s: &mut Scratch) -> bool {
+        let Ok(text) = std::str::from_utf8(word) else {
+            return true;
+        };
+        if text.bytes().all(|b| b == b'\n') {
+            if let Some(id) = vocab.id_of(text) {
+                out.push(id);
+                return true;
+            }
+        }
+        let n = text.chars().count();
+        for (i, (at, c)) in text.char_indices().enumerate() {
+            let ch = &text[at..at + c.len_utf8()];
+            s.symbols.push(Symbol {
+                id: vocab.id_of(ch).or_else(|| self.extra.get(ch).copied()),
+                start: at as u32,
+                len: c.len_utf8() as u32,
+                prev: i as i32 - 1,
+                next: if i + 1 == n { -1 } else { i as i32 + 1 },
+            });
+        }
+        false
     }
 
     fn push_bigram(&self, s: &mut Scratch, left: i32, right: i32) {

@@ -236,7 +236,7 @@ pub fn from_header(header: &tessera_gguf::Header) -> Result<Tokenizer, Tokenizer
             let merges =
                 string_array(header, KEY_MERGES)?.ok_or(TokenizerError::MissingKey(KEY_MERGES))?;
             let pre = pre_tokenizer(header.get_str(KEY_PRE).unwrap_or("default"))?;
-            let bpe = BpeModel::new(&vocab, &merges, pre.steps, pre.llama3_style);
+            let bpe = BpeModel::new(&vocab, &merges, pre.steps, pre.llama3_style, false);
             let no_bos = matches!(header.get_str(KEY_PRE), Some("chatglm-bpe" | "glm4"));
             let bos = if no_bos { None } else { Some(11) };
             (
@@ -249,6 +249,24 @@ pub fn from_header(header: &tessera_gguf::Header) -> Result<Tokenizer, Tokenizer
                 false,
                 false,
                 pre.clean_spaces,
+            )
+        }
+        // Gemma 4: BPE over UTF-8 characters with SentencePiece's `▁` spaces, split at
+        // newlines only; BOS always added (as llama.cpp overrides it).
+        "gemma4" => {
+            let merges =
+                string_array(header, KEY_MERGES)?.ok_or(TokenizerError::MissingKey(KEY_MERGES))?;
+            let bpe = BpeModel::new(&vocab, &merges, vec![Step::NewlineRuns], false, true);
+            (
+                Model::Bpe(Box::new(bpe)),
+                None,
+                None,
+                None,
+                None,
+                true,
+                false,
+                false,
+                true,
             )
         }
         "llama" => (
@@ -412,6 +430,15 @@ fn piece_of(vocab: &Vocab, model: &Model, id: u32) -> Vec<u8> {
     }
     match model {
         Model::Spm => {
+            if a & attr::NORMAL != 0 {
+                text.replace('\u{2581}', " ").into_bytes()
+            } else if a & attr::BYTE != 0 {
+                vocab.token_byte(id).map(|b| vec![b]).unwrap_or_default()
+            } else {
+                Vec::new()
+            }
+        }
+        Model::Bpe(bpe) if bpe.raw => {
             if a & attr::NORMAL != 0 {
                 text.replace('\u{2581}', " ").into_bytes()
             } else if a & attr::BYTE != 0 {

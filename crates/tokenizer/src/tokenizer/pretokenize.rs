@@ -35,6 +35,8 @@ pub enum Step {
     AsciiSpaceThenRunOf(Class),
     /// `\s+$` (`std::wregex`): the ASCII whitespace that ends a fragment.
     TrailingAsciiSpace,
+    /// `[^\n]+|[\n]+`: runs of newlines and of everything else (Gemma 4).
+    NewlineRuns,
     /// `[0-9][0-9][0-9]`
     ThreeAsciiDigits,
 }
@@ -157,6 +159,14 @@ pub fn split(cp: &CodePoints, steps: &[Step]) -> Vec<Span> {
                 Step::AsciiSpaceThenRunOf(class) => frag.split_regex(&mut out, |f, pos| {
                     let space = is_ascii_space(f.cp(pos)) && f.run_of(class, pos).is_none();
                     f.run_of(class, if space { pos + 1 } else { pos })
+                }),
+                Step::NewlineRuns => frag.split_regex(&mut out, |f, pos| {
+                    let newline = f.cp(pos) == 0x0A;
+                    let mut e = pos;
+                    while e < f.end && (f.cp(e) == 0x0A) == newline {
+                        e += 1;
+                    }
+                    Some(e)
                 }),
                 Step::TrailingAsciiSpace => frag.split_regex(&mut out, |f, pos| {
                     (pos < f.end && (pos..f.end).all(|p| is_ascii_space(f.cp(p)))).then_some(f.end)

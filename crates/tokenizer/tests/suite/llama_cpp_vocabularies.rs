@@ -50,7 +50,7 @@ fn mismatches(name: &str) -> Result<Vec<String>, String> {
 
 /// Vocabularies whose tokenizer model or pre-tokenizer Tessera does not have yet: loading them
 /// must fail with a clear error (never tokenize differently).
-const NOT_YET: [&str; 2] = ["bert-bge", "gemma-4"];
+const NOT_YET: [&str; 1] = ["bert-bge"];
 
 /// Every vocabulary with cases encodes every case as llama.cpp does, but those in [`NOT_YET`],
 /// which are refused.
