@@ -26,6 +26,11 @@ impl MoeHParams {
     /// `None` for a model without experts. `n_ff` is the dense feed-forward length, the
     /// experts' when the file gives no `expert_feed_forward_length` (divided among the used).
     pub fn read(meta: &Meta, n_ff: usize) -> Result<Option<MoeHParams>, EngineError> {
+        // Some converters write `expert_count = 0` into dense models.
+        let key = format!("{}.expert_count", meta.arch);
+        if meta.header.get(&key).and_then(|v| v.as_u64()) == Some(0) {
+            return Ok(None);
+        }
         let Some(n_expert) = meta.opt_usize("expert_count")? else {
             return Ok(None);
         };
