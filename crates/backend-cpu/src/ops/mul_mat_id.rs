@@ -34,6 +34,7 @@ pub struct MulMatIdShape {
 /// `out[t][j] = W[route[t].id[j]] · x[t][j or 0]`: `w` holds the experts' matrices one after
 /// another, `route` rows of `2 · n_used` (indices, then weights). `reference`: f32/f64 math
 /// instead of ggml's quantized activations.
+#[allow(clippy::too_many_arguments)]
 pub fn mul_mat_id(
     pool: &dyn ThreadPool,
     s: &MulMatIdShape,

@@ -88,7 +88,7 @@ impl LlamaLike {
     /// absent), `rope_factors_long.weight` beyond, as llama.cpp chooses them.
     pub fn with_long_rope(
         mut self,
-        meta_orig_ctx: Option<usize>,
+        orig_ctx: Option<usize>,
         w: &mut WeightStore,
     ) -> Result<LlamaLike, EngineError> {
         let n = [self.hp.rope_dims / 2];
@@ -99,7 +99,7 @@ impl LlamaLike {
             (short, long) => RopeFactors::ByContext {
                 short,
                 long,
-                n_ctx_orig: meta_orig_ctx.unwrap_or(self.hp.n_ctx_train),
+                n_ctx_orig: orig_ctx.unwrap_or(self.hp.n_ctx_train),
             },
         };
         Ok(self)
