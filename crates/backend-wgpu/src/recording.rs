@@ -5,7 +5,7 @@
 //! submits it once; only the result is read back.
 
 use tessera_core::backend::Batch;
-use tessera_core::graph::{Graph, Op};
+use tessera_core::graph::{Graph, NodeId, Op};
 use tessera_core::plan::Plan;
 
 use crate::device::Gpu;
@@ -77,7 +77,7 @@ impl Recording {
             wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
             false,
         )?;
-        let buf = |id: tessera_core::graph::NodeId| &slots[plan.slot_of[id.0 as usize]];
+        let buf = |id: NodeId| &slots[plan.slot_of[id.0 as usize]];
         // Rounded activations for matmuls: one scratch buffer, refilled when a matmul needs
         // another input or rounding (q, k and v share theirs, as do gate and up).
         let act_len = graph
@@ -132,19 +132,13 @@ impl Recording {
                 Op::Scale { x, s } => scale::record(&mut rec, buf(x), s, y, n)?,
                 Op::MulMat { w, x } => {
                     let gw = weights.get(w);
-                    let mut input = buf(x);
-                    let mut input_uniform = None;
-                    if let Some((define, block)) = act_rounding(gw.ty) {
-                        // x stays unchanged while it is live, so its rounding is reused by
-                        // every matmul on it until another input or format needs the scratch.
-                        if acts_of != Some((x.0 as usize, define)) {
-                            let n_x = graph.node(x).n_elements();
-                            quantize::record(&mut rec, define, block, buf(x), &acts, n_x)?;
-                            acts_of = Some((x.0 as usize, define));
-                        }
-                        input = &acts;
-                        input_uniform = acts_uniform;
-                    }
+                    let n_x = graph.node(x).n_elements();
+                    let rounded =
+                        round_activations(&mut rec, &acts, &mut acts_of, gw, x, buf(x), n_x)?;
+                    let (input, input_uniform) = match rounded {
+                        true => (&acts, acts_uniform),
+                        false => (buf(x), None),
+                    };
                     mul_mat::record(&mut rec, gw, input, y, node.ne[1], input_uniform)?
                 }
                 Op::Rope { x, params } => {
@@ -193,15 +187,10 @@ impl Recording {
                 }
                 Op::MulMatId { w, x, route } => {
                     let gw = weights.get(w);
-                    let mut input = buf(x);
-                    if let Some((define, block)) = act_rounding(gw.ty) {
-                        if acts_of != Some((x.0 as usize, define)) {
-                            let n_x = graph.node(x).n_elements();
-                            quantize::record(&mut rec, define, block, buf(x), &acts, n_x)?;
-                            acts_of = Some((x.0 as usize, define));
-                        }
-                        input = &acts;
-                    }
+                    let n_x = graph.node(x).n_elements();
+                    let rounded =
+                        round_activations(&mut rec, &acts, &mut acts_of, gw, x, buf(x), n_x)?;
+                    let input = if rounded { &acts } else { buf(x) };
                     let shape = mul_mat_id::MulMatIdShape {
                         m: node.ne[0],
                         n_used: node.ne[1],
@@ -403,4 +392,28 @@ impl Recording {
         gpu.queue.submit([encoder.finish()]);
         Ok((staging, n))
     }
+}
+
+/// Rounds the matmul input `x` (`n_x` floats in `x_buf`) into the scratch `acts` as ggml's CPU
+/// backend quantizes activations for weights like `w`; false where they stay f32. `x` stays
+/// unchanged while it is live, so its rounding is reused by every matmul on it until another
+/// input or format needs the scratch (`acts_of` says what it holds).
+#[allow(clippy::too_many_arguments)]
+fn round_activations(
+    rec: &mut Recorder,
+    acts: &wgpu::Buffer,
+    acts_of: &mut Option<(usize, &'static str)>,
+    w: &crate::weights::GpuWeight,
+    x: NodeId,
+    x_buf: &wgpu::Buffer,
+    n_x: usize,
+) -> Result<bool, WgpuError> {
+    let Some((define, block)) = act_rounding(w.ty) else {
+        return Ok(false);
+    };
+    if *acts_of != Some((x.0 as usize, define)) {
+        quantize::record(rec, define, block, x_buf, acts, n_x)?;
+        *acts_of = Some((x.0 as usize, define));
+    }
+    Ok(true)
 }

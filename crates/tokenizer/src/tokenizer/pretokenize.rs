@@ -60,7 +60,7 @@ pub enum Class {
     /// U+0800 up to them, Hangul (DeepSeek's pre-tokenizers; matched on the code points, not
     /// their categories).
     DeepseekCjk,
-    /// DeepSeek LLM's letters: the cased letters its pattern lists ([`DEEPSEEK_LETTERS`]).
+    /// DeepSeek LLM's letters: the cased letters its pattern lists (`DEEPSEEK_LETTERS`).
     DeepseekLetter,
     /// `[!-/:-~！-／：-～‘-‟　-。]`: ASCII punctuation and letters, their full-width forms, quotes,
     /// ideographic space and punctuation (DeepSeek LLM).
