@@ -411,16 +411,10 @@ def build_llama3(s: Synth):
 
 def build_llama_yarn(s: Synth):
     """llama with YaRN rope scaling (factor 4, original context 64: a 256-token context uses it)."""
-    s.common_keys(rope_base=10000.0)
+    build_llama(s)
     s.key("rope.scaling.type", "yarn")
     s.key("rope.scaling.factor", 4.0)
     s.key("rope.scaling.original_context_length", 64)
-    s.embeddings()
-    for i in range(s.d.n_layer):
-        s.norm(f"blk.{i}.attn_norm.weight", s.d.n_embd)
-        s.attention(i)
-        s.norm(f"blk.{i}.ffn_norm.weight", s.d.n_embd)
-        s.ffn(i)
 
 
 def build_qwen2(s: Synth):

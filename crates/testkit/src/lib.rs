@@ -265,3 +265,46 @@ pub fn synth_mismatches(
     }
     failures
 }
+
+/// One test per architecture of `tests/fixtures/synth.jsonl`, each calling `$check(arch)`
+/// (the backend's comparison with llama.cpp): the one list both backends' suites run.
+#[macro_export]
+macro_rules! synth_architecture_tests {
+    ($check:path) => {
+        $crate::synth_architecture_tests!($check;
+            llama_matches_llama_cpp => "llama",
+            // Llama 3.1's rope scaling: `rope_freqs.weight` divides each pair's angle.
+            llama3_matches_llama_cpp => "llama3",
+            // YaRN: interpolated and extrapolated angles blended by the ramp, magnitudes scaled.
+            llama_yarn_matches_llama_cpp => "llama-yarn",
+            // q/k/v biases.
+            qwen2_matches_llama_cpp => "qwen2",
+            qwen3_matches_llama_cpp => "qwen3",
+            // Fused q/k/v and gate/up projections (split by `slice`), q scaled before attention.
+            phi3_matches_llama_cpp => "phi3",
+            // Phi-3.5's LongRoPE: the long factors and the attention factor.
+            phi3_longrope_matches_llama_cpp => "phi3-longrope",
+            // Soft-capped attention scores and final logits, a window on every other layer.
+            gemma2_matches_llama_cpp => "gemma2",
+            // Local layers with their own rope base and no rope scaling, a global one with
+            // linear scaling x8 (as Gemma 3 4B and larger).
+            gemma3_matches_llama_cpp => "gemma3",
+            // A softmax router choosing 2 of 8 experts, weights normalised.
+            qwen3moe_matches_llama_cpp => "qwen3moe",
+            // The same weights with each expert's gate and up fused (`ffn_gate_up_exps`):
+            // llama.cpp's qwen3moe does not load it, so its unfused twin is the reference.
+            qwen3moe_fused_gate_up_matches_llama_cpp => "qwen3moe-fused",
+            // A dense block, then a sigmoid router with a selection bias that chooses but does
+            // not weigh, weights normalised and scaled, and a shared expert.
+            dots1_matches_llama_cpp => "dots1",
+        );
+    };
+    ($check:path; $($name:ident => $arch:literal,)*) => {
+        $(
+            #[test]
+            fn $name() {
+                $check($arch);
+            }
+        )*
+    };
+}
