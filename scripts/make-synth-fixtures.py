@@ -37,6 +37,9 @@ ARCHS = [
     ("dots1", 1, "f16"),
     ("gemma2", 1, "f16"),
     ("gemma3", 1, "f16"),
+    ("gpt-oss", 1, "f16"),
+    ("gpt-oss-mxfp4", 1, "f16"),
+    ("gpt-oss-fused", 1, "f16"),
 ]
 PROMPTS = ["Once upon a time", "The capital of France is", "def fibonacci(n):\n"]
 N_GEN = 32
@@ -44,7 +47,7 @@ N_GEN = 32
 
 # Models this llama.cpp cannot load -> the model of the same seed with the same weights in a form
 # it loads (tools/synth_gguf.py's LLAMA_CPP_TWIN): llama.cpp's output on the twin is the reference.
-TWIN = {"qwen3moe-fused": "qwen3moe"}
+TWIN = {"qwen3moe-fused": "qwen3moe", "gpt-oss-fused": "gpt-oss"}
 
 
 def synth(arch, seed, qtype, out):

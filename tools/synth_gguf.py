@@ -255,9 +255,10 @@ class Synth:
     def normal(self, shape, std):
         return self.rng.standard_normal(shape, dtype=np.float32) * np.float32(std)
 
-    def add(self, name, arr, matrix=True):
-        """Matrices in the file's type (F16 if their rows do not fit its blocks); vectors in F32."""
-        qtype = self.qtype if matrix and arr.ndim >= 2 else QT.F32
+    def add(self, name, arr, matrix=True, qtype=None):
+        """Matrices in the file's type or qtype (F16 if their rows do not fit its blocks); vectors
+        in F32."""
+        qtype = (qtype or self.qtype) if matrix and arr.ndim >= 2 else QT.F32
         if qtype in K_FALLBACK and arr.shape[-1] % 256:
             qtype = K_FALLBACK[qtype]
         if qtype not in (QT.F32, QT.F16, QT.BF16) and arr.shape[-1] % 32:
@@ -321,20 +322,22 @@ class Synth:
         self.matrix(p + f"ffn_up{suffix}.weight", n_ff, self.d.n_embd)
         self.matrix(p + f"ffn_down{suffix}.weight", self.d.n_embd, n_ff)
 
-    def experts(self, i, fused_gate_up=False):
+    def experts(self, i, fused_gate_up=False, qtype=None):
         """Router ffn_gate_inp (F32, as converters leave it; logits of std ~4, so the top-k choice is
         clear) and the stacked experts. With fused_gate_up, the same gate and up values are written as
-        one ffn_gate_up_exps [n_embd, 2*n_ff_exp, n_expert], gate rows first."""
+        one ffn_gate_up_exps [n_embd, 2*n_ff_exp, n_expert], gate rows first. qtype: the experts' type
+        (the file's by default)."""
         d, p = self.d, f"blk.{i}."
         self.f32(p + "ffn_gate_inp.weight", self.normal((d.n_expert, d.n_embd), 4 / np.sqrt(d.n_embd)))
         gate = self.normal((d.n_expert, d.n_ff_exp, d.n_embd), 1 / np.sqrt(d.n_embd))
         up = self.normal((d.n_expert, d.n_ff_exp, d.n_embd), 1 / np.sqrt(d.n_embd))
         if fused_gate_up:
-            self.add(p + "ffn_gate_up_exps.weight", np.concatenate([gate, up], axis=1))
+            self.add(p + "ffn_gate_up_exps.weight", np.concatenate([gate, up], axis=1), qtype=qtype)
         else:
-            self.add(p + "ffn_gate_exps.weight", gate)
-            self.add(p + "ffn_up_exps.weight", up)
-        self.matrix(p + "ffn_down_exps.weight", d.n_embd, d.n_ff_exp, lead=(d.n_expert,))
+            self.add(p + "ffn_gate_exps.weight", gate, qtype=qtype)
+            self.add(p + "ffn_up_exps.weight", up, qtype=qtype)
+        down = self.normal((d.n_expert, d.n_embd, d.n_ff_exp), 1 / np.sqrt(d.n_ff_exp))
+        self.add(p + "ffn_down_exps.weight", down, qtype=qtype)
 
     def write(self, path):
         w = gguf.GGUFWriter(str(path), self.arch)
@@ -586,13 +589,7 @@ def build_dots1(s: Synth):
             s.ffn(i, n_ff=d.n_ff_exp, suffix="_shexp")
 
 
-def build_gpt_oss(s: Synth):
-    """gpt-oss: attention sinks, sliding window, YaRN, delayed-softmax routing, swiglu_oai.
-    Attention with q/k/v/o biases and a learned sink logit per head; even layers use a 16-token
-    sliding window (128 in the real models), odd ones attend globally; YaRN rope (factor 32, the
-    original context scaled down to 64 so that it matters); a biased router whose top-k is taken on
-    the raw logits before a softmax over the k chosen; experts with biases and the clamped swiglu_oai
-    activation (alpha 1.702, limit 7)."""
+def _gpt_oss(s: Synth, fused=False, expert_type=None):
     d = s.d
     s.common_keys(rope_base=150000.0, n_ff=d.n_ff_exp, head_dim_keys=True)
     s.moe_keys()
@@ -608,11 +605,37 @@ def build_gpt_oss(s: Synth):
         s.bias(p + "attn_output.bias", (d.n_embd,))
         s.bias(p + "attn_sinks.weight", (d.n_head,), std=1.0)
         s.norm(p + "post_attention_norm.weight", d.n_embd)
-        s.experts(i)
+        s.experts(i, fused_gate_up=fused, qtype=expert_type)
         s.bias(p + "ffn_gate_inp.bias", (d.n_expert,), std=1.0)
-        s.bias(p + "ffn_gate_exps.bias", (d.n_expert, d.n_ff_exp))
-        s.bias(p + "ffn_up_exps.bias", (d.n_expert, d.n_ff_exp))
+        gate_b, up_b = s.normal((d.n_expert, d.n_ff_exp), 0.3), s.normal((d.n_expert, d.n_ff_exp), 0.3)
+        if fused:
+            s.add(p + "ffn_gate_up_exps.bias", np.concatenate([gate_b, up_b], axis=1), matrix=False)
+        else:
+            s.add(p + "ffn_gate_exps.bias", gate_b, matrix=False)
+            s.add(p + "ffn_up_exps.bias", up_b, matrix=False)
         s.bias(p + "ffn_down_exps.bias", (d.n_expert, d.n_embd))
+
+
+def build_gpt_oss(s: Synth):
+    """gpt-oss: attention sinks, sliding window, YaRN, delayed-softmax routing, swiglu_oai.
+    Attention with q/k/v/o biases and a learned sink logit per head; even layers use a 16-token
+    sliding window (128 in the real models), odd ones attend globally; YaRN rope (factor 32, the
+    original context scaled down to 64 so that it matters); a biased router whose top-k is taken on
+    the raw logits before a softmax over the k chosen; experts with biases and the clamped swiglu_oai
+    activation (alpha 1.702, limit 7)."""
+    _gpt_oss(s)
+
+
+def build_gpt_oss_mxfp4(s: Synth):
+    """gpt-oss with its experts in MXFP4, as the released files store them (the rest in --type)."""
+    _gpt_oss(s, expert_type=QT.MXFP4)
+
+
+def build_gpt_oss_fused(s: Synth):
+    """gpt-oss with fused ffn_gate_up_exps and its fused bias (llama.cpp runs only its unfused twin).
+    llama.cpp's gpt-oss loader takes only the separate tensors: the reference is llama.cpp on the
+    gpt-oss model of the same seed, which has the very same weights and biases (LLAMA_CPP_TWIN)."""
+    _gpt_oss(s, fused=True)
 
 
 # name: (general.architecture, builder, changes to Dims)
@@ -631,11 +654,13 @@ ARCHS = {
     "gemma3":         ("gemma3",   build_gemma3,         {"n_layer": 6}),
     "dots1":          ("dots1",    build_dots1,          {"n_layer": 3, "n_head_kv": 4}),
     "gpt-oss":        ("gpt-oss",  build_gpt_oss,        {}),
+    "gpt-oss-mxfp4":  ("gpt-oss",  build_gpt_oss_mxfp4,  {}),
+    "gpt-oss-fused":  ("gpt-oss",  build_gpt_oss_fused,  {}),
 }
 
 # Models this llama.cpp cannot load -> the model of the same seed with the same weights in a form it
 # loads: llama.cpp's output on the second is the reference for the first.
-LLAMA_CPP_TWIN = {"qwen3moe-fused": "qwen3moe"}
+LLAMA_CPP_TWIN = {"qwen3moe-fused": "qwen3moe", "gpt-oss-fused": "gpt-oss"}
 
 
 def make(arch, seed, out, qtype=QT.F16, tokenizer=DEFAULT_TOKENIZER, n_embd=None, tied=False):

@@ -4,7 +4,8 @@
 // pairs of output dimensions. q is rounded to f16 first, as ggml's CPU flash attention does.
 // Defines: WG (threads = keys per tile), HD (head dim, even), PPT = ceil(dv / 2 / WG); F16
 // (devices with shader-f16): the cache is read as f16 pairs instead of unpacking u32 words,
-// the same values.
+// the same values. SINKS: binding 6 holds a sink logit per head, one more score in the
+// softmax's denominator (after the keys, as ggml), without a value.
 
 struct Params {
     n_head: u32,
@@ -47,6 +48,9 @@ fn v_pair(i: u32) -> vec2<f32> {
 }
 #endif
 @group(0) @binding(5) var<storage, read_write> y: array<f32>;
+#ifdef SINKS
+@group(0) @binding(6) var<storage, read> sinks: array<f32>;
+#endif
 
 #include "grid.inc.wgsl"
 #include "f16_round.inc.wgsl"
@@ -128,13 +132,24 @@ fn main(
         }
         workgroupBarrier();
     }
+    var ms = 1.0;
+#ifdef SINKS
+    let sink = sinks[row % P.n_head];
+    var vs = 1.0;
+    if (sink > run_max) {
+        ms = exp(run_max - sink);
+    } else {
+        vs = exp(sink - run_max);
+    }
+    run_sum = fma(run_sum, ms, vs);
+#endif
     let inv = select(0.0, 1.0 / run_sum, run_sum > 0.0);
     for (var r = 0u; r < PPT; r++) {
         let pair = tid + r * WG;
         if (2u * pair < P.dv) {
             let o = row * P.dv + 2u * pair;
-            y[o] = acc[r].x * inv;
-            y[o + 1u] = acc[r].y * inv;
+            y[o] = (acc[r].x * ms) * inv;
+            y[o + 1u] = (acc[r].y * ms) * inv;
         }
     }
 }

@@ -1,13 +1,14 @@
 // The frame of the element-wise kernels: one invocation per output float, 256 a workgroup.
 // The including file declares `struct Params` (the element count `n` first) and
-// `fn element(i: u32) -> f32`, which reads `a` (and `b` for two-input ops) at binding 1 (2).
-// A binding the entry point does not use is left out of the pipeline's layout, so one-input
-// ops bind only `a` and `y`.
+// `fn element(i: u32) -> f32`, which reads `a` (and `b`, `c` for ops of more inputs) at
+// bindings 1 (2, 4). A binding the entry point does not use is left out of the pipeline's
+// layout, so one-input ops bind only `a` and `y`.
 
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> a: array<f32>;
 @group(0) @binding(2) var<storage, read> b: array<f32>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
+@group(0) @binding(4) var<storage, read> c: array<f32>;
 
 #include "grid.inc.wgsl"
 

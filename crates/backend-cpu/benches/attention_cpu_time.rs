@@ -69,6 +69,7 @@ fn run(hd: usize, heads: usize, tokens: usize, n_keys: usize) {
             row,
             lo: 0,
             hi: n_keys - 1,
+            sink: None,
         })
         .collect();
     let scale = 1.0 / (hd as f32).sqrt();

@@ -215,12 +215,17 @@ impl Backend for CpuBackend {
                     }
                     Op::Attention { q, k, v, params } => {
                         self.kv.store(params.layer, batch.pos0, input(k), input(v));
+                        let sinks = match params.sinks {
+                            Some(w) => Some(f32_weight(weights, w)?),
+                            None => None,
+                        };
                         ops::attention::attention(
                             pool,
                             input(q),
                             &self.kv.layers[params.layer],
                             batch.pos0,
                             &params,
+                            sinks,
                             dst,
                         );
                     }
@@ -264,6 +269,14 @@ impl Backend for CpuBackend {
                             self.reference_matmul,
                         )?;
                     }
+                    Op::AddId { x, bias, route } => ops::add_id::add_id(
+                        input(x),
+                        f32_weight(weights, bias)?,
+                        input(route),
+                        node.ne[0],
+                        node.ne[1],
+                        dst,
+                    ),
                     Op::MoeSum { x, route } => ops::moe_sum::moe_sum(
                         input(x),
                         input(route),

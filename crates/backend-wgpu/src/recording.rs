@@ -13,7 +13,7 @@ use crate::error::WgpuError;
 use crate::kv::GpuKv;
 use crate::ops::quantize::act_rounding;
 use crate::ops::{
-    activation, add, add_weight, attention, geglu, get_rows, moe_route, moe_sum, mul_mat,
+    activation, add, add_id, add_weight, attention, geglu, get_rows, moe_route, moe_sum, mul_mat,
     mul_mat_id, mul_weight, output_rows, quantize, reglu, rms_norm, rope, sample, scale, slice,
     softcap, swiglu, swiglu_oai,
 };
@@ -164,7 +164,11 @@ impl Recording {
                         WgpuError::Unsupported(format!("no KV cache for layer {}", params.layer))
                     })?;
                     attention::store(&mut rec, &step, buf(k), buf(v), layer, t)?;
-                    attention::attend(&mut rec, &step, buf(q), layer, y, &params, t)?;
+                    let sinks = match params.sinks {
+                        Some(s) => Some(weights.get(s).f32_vector("attention sinks")?),
+                        None => None,
+                    };
+                    attention::attend(&mut rec, &step, buf(q), layer, sinks, y, &params, t)?;
                 }
                 Op::Swiglu { gate, up } => swiglu::record(&mut rec, buf(gate), buf(up), y, n)?,
                 Op::Geglu { gate, up } => geglu::record(&mut rec, buf(gate), buf(up), y, n)?,
@@ -198,6 +202,11 @@ impl Recording {
                         shared_x: graph.node(x).ne[1] == 1,
                     };
                     mul_mat_id::record(&mut rec, gw, input, buf(route), y, &shape)?
+                }
+                Op::AddId { x, bias, route } => {
+                    let bias = weights.get(bias).f32_vector("expert biases")?;
+                    let (m, n_used) = (node.ne[0], node.ne[1]);
+                    add_id::record(&mut rec, buf(x), bias, buf(route), m, n_used, y, n)?
                 }
                 Op::MoeSum { x, route } => {
                     let n_used = graph.node(x).ne[1];

@@ -70,6 +70,7 @@ conformance_tests! {
     output_rows => row_op_case("output_rows", 0.0, |b, a, _, _| Ok(b.output_rows(a)));
     moe_route => moe::moe_route_case();
     mul_mat_id => moe::mul_mat_id_case();
+    add_id => moe::add_id_case();
     moe_sum => moe::moe_sum_case();
     slice => row_op_case("slice", 0.0, |b, a, _, _| {
         let width = b.ne(a)[0];
@@ -78,6 +79,7 @@ conformance_tests! {
     rope => rope_case();
     attention => attention_case();
     attention_sliding_window_and_softcap => attention_sliding_window_and_softcap_case();
+    attention_sinks => attention_sinks_case();
     attention_head_dim_256 => attention_head_dim_256_case();
     attention_after_context_shift => attention_after_context_shift_case();
     argmax_on_the_gpu_matches_the_logits => argmax_on_the_gpu_matches_the_logits_case();
@@ -137,7 +139,7 @@ fn encode(ty: GgmlType, k: usize, data: &[f32]) -> Vec<u8> {
 
 /// The synthetic model file: `inp{k}` / `inp{k}b` f32 tables, `w.{ty}.{k}` weights of 72
 /// rows, `emb.{ty}` tables of 40 rows of 256, `norm{k}` f32 vectors, `factors{n}` rope
-/// frequency factors.
+/// frequency factors, `sinks{n}` attention sinks.
 fn file() -> Arc<GgufFile> {
     static FILE: OnceLock<Arc<GgufFile>> = OnceLock::new();
     FILE.get_or_init(|| {
@@ -191,6 +193,10 @@ fn file() -> Arc<GgufFile> {
                 .unwrap();
         }
         add(&mut w, "w.F16.40".into(), GgmlType::F16, 40, 72, 1.0);
+        // Attention sink logits, some above every score and some below.
+        for n in [2, 4] {
+            add(&mut w, format!("sinks{n}"), GgmlType::F32, n, 1, 20.0);
+        }
         Arc::new(GgufFile::from_bytes(w.to_bytes()).unwrap())
     })
     .clone()
@@ -605,15 +611,42 @@ async fn rope_case() {
 
 /// Attention over several steps (a prefill longer than one key tile, a decode step, a small
 /// batch), with rope on q and k as the models do.
-async fn attention_steps(
+/// One attention case: head size, query and KV heads, and the options.
+#[derive(Clone, Copy, Default)]
+struct AttentionCase {
     hd: usize,
     n_head: usize,
     n_kv: usize,
     window: Option<usize>,
     softcap: Option<f32>,
+    /// (after step, keep, discard): a context shift after the 40-token prefill.
     shift: Option<(usize, usize, usize)>,
+    /// Rope frequency factors.
     factors: bool,
-) {
+    /// Attention sinks (`sinks{n_head}`).
+    sinks: bool,
+}
+
+fn heads(hd: usize, n_head: usize, n_kv: usize) -> AttentionCase {
+    AttentionCase {
+        hd,
+        n_head,
+        n_kv,
+        ..AttentionCase::default()
+    }
+}
+
+async fn attention_steps(c: AttentionCase) {
+    let AttentionCase {
+        hd,
+        n_head,
+        n_kv,
+        window,
+        softcap,
+        shift,
+        factors,
+        sinks,
+    } = c;
     let mut weights = vec![
         w(&format!("inp{}", hd * n_head), &[hd * n_head, TABLE_ROWS]),
         w(&format!("inp{}", hd * n_kv), &[hd * n_kv, TABLE_ROWS]),
@@ -623,13 +656,17 @@ async fn attention_steps(
     if factors {
         weights.push(w(&format!("factors{}", hd / 2), &[hd / 2]));
     }
+    if sinks {
+        weights.push(w(&format!("sinks{n_head}"), &[n_head]));
+    }
+    // `check` registers the weights in order: the sinks are the last, the factors before.
+    let last = WeightId(weights.len() as u32 - 1);
     let rope = RopeParams {
         n_dims: hd,
         mode: RopeMode::Neox,
         freq_base: 10000.0,
         freq_scale: 1.0,
-        // `check` registers the weights in order: the factors are the last.
-        freq_factors: factors.then(|| WeightId(weights.len() as u32 - 1)),
+        freq_factors: factors.then(|| WeightId(last.0 - sinks as u32)),
         attn_factor: 1.0,
         yarn: None,
     };
@@ -641,6 +678,7 @@ async fn attention_steps(
         scale: 1.0 / (hd as f32).sqrt(),
         window,
         softcap,
+        sinks: sinks.then_some(last),
     };
     let (qn, kn, vn) = (
         format!("inp{}", hd * n_head),
@@ -682,7 +720,7 @@ async fn attention_steps(
         ],
     };
     check(Case {
-        name: format!("attention hd{hd} h{n_head}/{n_kv} window {window:?} softcap {softcap:?} shift {shift:?} factors {factors}"),
+        name: format!("attention hd{hd} h{n_head}/{n_kv} window {window:?} softcap {softcap:?} shift {shift:?} factors {factors} sinks {sinks}"),
         weights,
         kv: Some(kv),
         steps,
@@ -695,24 +733,56 @@ async fn attention_steps(
 }
 
 async fn attention_case() {
-    attention_steps(64, 4, 2, None, None, None, false).await;
-    attention_steps(64, 2, 2, None, None, None, false).await;
+    attention_steps(heads(64, 4, 2)).await;
+    attention_steps(heads(64, 2, 2)).await;
 }
 
 async fn attention_sliding_window_and_softcap_case() {
-    attention_steps(64, 4, 1, Some(5), None, None, false).await;
-    attention_steps(64, 4, 1, Some(100), Some(4.0), None, false).await;
+    attention_steps(AttentionCase {
+        window: Some(5),
+        ..heads(64, 4, 1)
+    })
+    .await;
+    attention_steps(AttentionCase {
+        window: Some(100),
+        softcap: Some(4.0),
+        ..heads(64, 4, 1)
+    })
+    .await;
+}
+
+/// gpt-oss's sinks, alone and with a sliding window.
+async fn attention_sinks_case() {
+    attention_steps(AttentionCase {
+        sinks: true,
+        ..heads(64, 4, 2)
+    })
+    .await;
+    attention_steps(AttentionCase {
+        sinks: true,
+        window: Some(5),
+        ..heads(64, 4, 1)
+    })
+    .await;
 }
 
 async fn attention_head_dim_256_case() {
-    attention_steps(256, 2, 1, None, None, None, false).await;
+    attention_steps(heads(256, 2, 1)).await;
 }
 
 async fn attention_after_context_shift_case() {
     // After the 40-token prefill: keep 4, discard 10, then continue at position 30.
-    attention_steps(64, 4, 2, None, None, Some((0, 4, 10)), false).await;
+    let shifted = AttentionCase {
+        shift: Some((0, 4, 10)),
+        ..heads(64, 4, 2)
+    };
+    attention_steps(shifted).await;
     // Rope frequency factors (Llama 3) in the keys' re-rotation too.
-    attention_steps(64, 4, 2, None, None, Some((0, 4, 10)), true).await;
+    attention_steps(AttentionCase {
+        factors: true,
+        ..shifted
+    })
+    .await;
 }
 
 async fn argmax_on_the_gpu_matches_the_logits_case() {
@@ -771,12 +841,18 @@ async fn argmax_on_the_gpu_matches_the_logits_case() {
 /// `shaders/wgsl/` but the includes): a new kernel file needs its variants here.
 fn kernel_variants(file: &str) -> Vec<(&'static str, Vec<Define>)> {
     match file {
-        "attention.wgsl" => vec![("main", vec![("WG", 64), ("HD", 64), ("PPT", 1)])],
+        "attention.wgsl" => vec![
+            ("main", vec![("WG", 64), ("HD", 64), ("PPT", 1)]),
+            (
+                "main",
+                vec![("WG", 64), ("HD", 64), ("PPT", 1), ("SINKS", 1)],
+            ),
+        ],
         "kv.wgsl" => vec![("store", vec![("STORE", 1)]), ("shift", vec![("SHIFT", 1)])],
         "mul_mat.wgsl" => vec![("main", vec![("W_Q4_K", 1), ("WG", 64), ("NR", 1)])],
         "add.wgsl" | "add_weight.wgsl" | "geglu.wgsl" | "mul_weight.wgsl" | "output_rows.wgsl"
         | "slice.wgsl" | "rms_norm.wgsl" | "rope.wgsl" | "scale.wgsl" | "softcap.wgsl"
-        | "swiglu.wgsl" | "moe_sum.wgsl" | "reglu.wgsl" | "swiglu_oai.wgsl" => {
+        | "swiglu.wgsl" | "moe_sum.wgsl" | "reglu.wgsl" | "swiglu_oai.wgsl" | "add_id.wgsl" => {
             vec![("main", vec![])]
         }
         "get_rows.wgsl" => vec![("main", vec![("W_Q8_0", 1)])],

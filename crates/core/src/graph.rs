@@ -118,6 +118,9 @@ pub struct AttentionParams {
     pub window: Option<usize>,
     /// `cap * tanh(s / cap)` on the scores when set.
     pub softcap: Option<f32>,
+    /// gpt-oss's attention sinks: one learned logit per query head (f32, `[n_head]`) that
+    /// joins the softmax's denominator but has no value.
+    pub sinks: Option<WeightId>,
 }
 
 /// The activation of a gateless feed-forward ([`Op::Activation`]).
@@ -267,6 +270,14 @@ pub enum Op {
         x: NodeId,
         route: NodeId,
     },
+    /// Each chosen expert's bias added to its output: `x` `[m, n_used, T]` plus column
+    /// `expert` of `bias` (f32 `[m, n_expert]`), the experts as `route` chose them (ggml's
+    /// `add_id`).
+    AddId {
+        x: NodeId,
+        bias: WeightId,
+        route: NodeId,
+    },
     /// The chosen experts' outputs `x` `[m, n_used, T]` weighted by the route's weights and
     /// summed in expert order → `[m, T]`.
     MoeSum {
@@ -299,7 +310,11 @@ impl Op {
             | Op::Slice { x, .. } => vec![x],
             Op::Add { a, b } => vec![a, b],
             Op::MoeRoute { logits, .. } => vec![logits],
-            Op::MulMatId { x, route, .. } | Op::MoeSum { x, route } => vec![x, route],
+            Op::MulMatId { x, route, .. }
+            | Op::AddId { x, route, .. }
+            | Op::MoeSum { x, route } => {
+                vec![x, route]
+            }
             Op::Swiglu { gate, up }
             | Op::Geglu { gate, up }
             | Op::Reglu { gate, up }
@@ -343,6 +358,7 @@ impl PartialEq for AttentionParams {
             && same_bits(self.scale, o.scale)
             && self.window == o.window
             && self.softcap.map(f32::to_bits) == o.softcap.map(f32::to_bits)
+            && self.sinks == o.sinks
     }
 }
 impl Eq for AttentionParams {}
@@ -399,6 +415,14 @@ impl PartialEq for Op {
                     route: r2,
                 },
             ) => w == w2 && x == x2 && route == r2,
+            (
+                AddId { x, bias, route },
+                AddId {
+                    x: x2,
+                    bias: b2,
+                    route: r2,
+                },
+            ) => x == x2 && bias == b2 && route == r2,
             (MoeSum { x, route }, MoeSum { x: x2, route: r2 }) => x == x2 && route == r2,
             (
                 Slice { x, offset, len },
@@ -480,6 +504,12 @@ impl<'w> GraphBuilder<'w> {
 
     pub fn ne(&self, id: NodeId) -> Ne {
         self.nodes[id.0 as usize].ne
+    }
+
+    /// Whether weight `w` is an f32 vector of `n` values.
+    fn is_f32_vector(&self, w: WeightId, n: usize) -> bool {
+        let d = self.weights.desc(w);
+        d.ty == GgmlType::F32 && d.ne[0] == n && d.n_rows() == 1
     }
 
     fn push(&mut self, op: Op, ne: Ne) -> NodeId {
@@ -599,7 +629,10 @@ impl<'w> GraphBuilder<'w> {
             && self.ne(k) == [hd, params.n_head_kv, t, 1]
             && self.ne(v) == [hd, params.n_head_kv, t, 1]
             && params.n_head_kv > 0
-            && params.n_head % params.n_head_kv == 0;
+            && params.n_head % params.n_head_kv == 0
+            && params
+                .sinks
+                .is_none_or(|w| self.is_f32_vector(w, params.n_head));
         if !ok {
             return Err(shape_error(
                 "attention",
@@ -677,10 +710,9 @@ impl<'w> GraphBuilder<'w> {
     ) -> Result<NodeId, EngineError> {
         let ne = self.ne(logits);
         let n_expert = ne[0];
-        let bias_ok = params.selection_bias.is_none_or(|b| {
-            let d = self.weights.desc(b);
-            d.ty == GgmlType::F32 && d.ne[0] == n_expert && d.n_rows() == 1
-        });
+        let bias_ok = params
+            .selection_bias
+            .is_none_or(|b| self.is_f32_vector(b, n_expert));
         if params.n_used == 0 || params.n_used > n_expert || ne[2] != 1 || !bias_ok {
             return Err(shape_error(
                 "moe_route",
@@ -719,6 +751,35 @@ impl<'w> GraphBuilder<'w> {
             ));
         }
         Ok(self.push(Op::MulMatId { w, x, route }, [wd.ne[1], n_used, xn[2], 1]))
+    }
+
+    /// The chosen experts' biases added to their outputs `x` (see [`Op::AddId`]).
+    pub fn add_id(
+        &mut self,
+        x: NodeId,
+        bias: WeightId,
+        route: NodeId,
+    ) -> Result<NodeId, EngineError> {
+        let (xn, rn, bd) = (self.ne(x), self.ne(route), self.weights.desc(bias));
+        let n_expert = match self.nodes[route.0 as usize].op {
+            Op::MoeRoute { logits, .. } => Some(self.ne(logits)[0]),
+            _ => None,
+        };
+        let ok = bd.ty == GgmlType::F32
+            && bd.ne[0] == xn[0]
+            && Some(bd.ne[1]) == n_expert
+            && bd.ne[2] == 1
+            && bd.ne[3] == 1
+            && xn[1] == rn[0] / 2
+            && xn[2] == rn[1]
+            && xn[3] == 1;
+        if !ok {
+            return Err(shape_error(
+                "add_id",
+                format!("{xn:?} + {} {:?}", self.weights.get(bias).name, bd.ne),
+            ));
+        }
+        Ok(self.push(Op::AddId { x, bias, route }, xn))
     }
 
     /// The route-weighted sum of the chosen experts' outputs `x` (see [`Op::MoeSum`]).

@@ -297,6 +297,12 @@ macro_rules! synth_architecture_tests {
             // A dense block, then a sigmoid router with a selection bias that chooses but does
             // not weigh, weights normalised and scaled, and a shared expert.
             dots1_matches_llama_cpp => "dots1",
+            // Attention sinks, q/k/v/o biases, a window on the even layers, YaRN; a biased
+            // router whose top-k precedes the softmax, experts with biases and swiglu_oai.
+            gpt_oss_matches_llama_cpp => "gpt-oss",
+            // The same weights with each expert's gate and up, and their biases, fused:
+            // llama.cpp's gpt-oss does not load it, so its unfused twin is the reference.
+            gpt_oss_fused_gate_up_matches_llama_cpp => "gpt-oss-fused",
         );
     };
     ($check:path; $($name:ident => $arch:literal,)*) => {

@@ -4,6 +4,7 @@
 
 pub mod activation;
 pub mod add;
+pub mod add_id;
 pub mod add_weight;
 pub mod attention;
 pub mod geglu;

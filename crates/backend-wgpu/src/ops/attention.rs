@@ -71,12 +71,15 @@ pub fn store(
     )
 }
 
-/// q `[head_dim, n_head, n_tokens]` → y `[dv * n_head, n_tokens]`.
+/// q `[head_dim, n_head, n_tokens]` → y `[dv * n_head, n_tokens]`; `sinks`: the n_head sink
+/// logits where the model has them.
+#[allow(clippy::too_many_arguments)]
 pub fn attend(
     rec: &mut Recorder,
     step: &wgpu::Buffer,
     q: &wgpu::Buffer,
     kv: &LayerKv,
+    sinks: Option<&wgpu::Buffer>,
     y: &wgpu::Buffer,
     p: &AttentionParams,
     n_tokens: usize,
@@ -97,6 +100,9 @@ pub fn attend(
     if rec.gpu.f16_kernels() {
         defines.push(("F16", 1));
     }
+    if sinks.is_some() {
+        defines.push(("SINKS", 1));
+    }
     let key = PipelineKey {
         family: "attention.wgsl",
         entry: "main",
@@ -114,16 +120,15 @@ pub fn attend(
         softcap: p.softcap.unwrap_or(0.0),
     };
     let groups = rec.grid(n_tokens * p.n_head, 1)?;
-    rec.dispatch(
-        key,
-        params,
-        vec![
-            (1, step.clone()),
-            (2, q.clone()),
-            (3, kv.k.clone()),
-            (4, kv.v.clone()),
-            (5, y.clone()),
-        ],
-        groups,
-    )
+    let mut buffers = vec![
+        (1, step.clone()),
+        (2, q.clone()),
+        (3, kv.k.clone()),
+        (4, kv.v.clone()),
+        (5, y.clone()),
+    ];
+    if let Some(sinks) = sinks {
+        buffers.push((6, sinks.clone()));
+    }
+    rec.dispatch(key, params, buffers, groups)
 }

@@ -4,6 +4,7 @@
 
 pub mod activation;
 pub mod add;
+pub mod add_id;
 pub mod add_weight;
 pub mod attention;
 pub mod geglu;
@@ -41,7 +42,7 @@ pub fn u32_of(what: &str, v: usize) -> Result<usize, WgpuError> {
 }
 
 /// Dispatches an element-wise kernel (`elementwise.inc.wgsl`'s frame): `inputs` at bindings
-/// 1 and 2, `y` at 3, one invocation per output float.
+/// 1, 2 and 4, `y` at 3, one invocation per output float.
 fn per_element<P: bytemuck::Pod>(
     rec: &mut Recorder,
     family: &'static str,
@@ -68,8 +69,17 @@ fn per_element_with<P: bytemuck::Pod>(
         entry: "main",
         defines,
     };
-    let mut buffers: Vec<(u32, wgpu::Buffer)> =
-        (1..).zip(inputs.iter().map(|b| (*b).clone())).collect();
+    // `elementwise.inc.wgsl`'s input bindings, in order (y is at 3).
+    let mut buffers: Vec<(u32, wgpu::Buffer)> = [1, 2, 4]
+        .into_iter()
+        .zip(inputs.iter().map(|b| (*b).clone()))
+        .collect();
+    if buffers.len() < inputs.len() {
+        return Err(WgpuError::Unsupported(format!(
+            "{family}: {} inputs to an element-wise kernel",
+            inputs.len()
+        )));
+    }
     buffers.push((3, y.clone()));
     let groups = rec.grid(n.div_ceil(256), 1)?;
     rec.dispatch(key, params, buffers, groups)

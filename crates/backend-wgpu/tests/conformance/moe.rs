@@ -82,6 +82,30 @@ pub async fn mul_mat_id_case() {
     }
 }
 
+/// The chosen experts' biases: 2 of 64 experts per token, biases `[256, 64]`.
+pub async fn add_id_case() {
+    let build = |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
+        let x = b.get_rows(ids["inp512"]);
+        let t = b.n_tokens;
+        let logits = b.get_rows(ids["inp64"]);
+        let route = b.moe_route(logits, route(Gating::SoftmaxAfterTopK, false, None, 1.0))?;
+        let x = b.reshape(x, [256, 2, t, 1])?;
+        b.add_id(x, ids["inp256"], route)
+    };
+    simple(
+        "add_id".into(),
+        vec![
+            w("inp512", &[512, TABLE_ROWS]),
+            w("inp64", &[64, TABLE_ROWS]),
+            w("inp256", &[256, TABLE_ROWS]),
+        ],
+        vec![step(&[5, 9, 63, 0], 0)],
+        0.0,
+        &build,
+    )
+    .await;
+}
+
 pub async fn moe_sum_case() {
     let build = |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
         let x = b.get_rows(ids["inp256"]);

@@ -287,6 +287,10 @@ pub struct LayerWeights {
     pub attn_norm: WeightId,
     pub qkv: QkvWeights,
     pub wo: WeightId,
+    /// `attn_output.bias` (gpt-oss).
+    pub wo_bias: Option<WeightId>,
+    /// `attn_sinks.weight`: a learned logit per query head in the softmax (gpt-oss).
+    pub sinks: Option<WeightId>,
     pub q_norm: Option<WeightId>,
     pub k_norm: Option<WeightId>,
     pub attn_post_norm: Option<WeightId>,
@@ -368,14 +372,25 @@ impl LayerWeights {
                 down: w.require(&n("ffn_down"), &[hp.n_ff, e])?,
             },
         };
+        // gpt-oss has no `ffn_norm`: its pre-FFN norm is named `post_attention_norm` (it
+        // follows the attention's residual, where the others' `ffn_norm` is).
+        let (ffn_norm, attn_post_norm) = match w.optional(&n("ffn_norm"), &[e])? {
+            Some(ffn_norm) => (ffn_norm, w.optional(&n("post_attention_norm"), &[e])?),
+            None => match w.optional(&n("post_attention_norm"), &[e])? {
+                Some(ffn_norm) => (ffn_norm, None),
+                None => return Err(EngineError::MissingTensor(n("ffn_norm"))),
+            },
+        };
         Ok(LayerWeights {
             attn_norm: w.require(&n("attn_norm"), &[e])?,
             qkv,
             wo: w.require(&n("attn_output"), &[hv * hp.n_head, e])?,
+            wo_bias: w.optional(&bias("attn_output"), &[e])?,
+            sinks: w.optional(&n("attn_sinks"), &[hp.n_head])?,
             q_norm: w.optional(&n("attn_q_norm"), &[hk])?,
             k_norm: w.optional(&n("attn_k_norm"), &[hk])?,
-            attn_post_norm: w.optional(&n("post_attention_norm"), &[e])?,
-            ffn_norm: w.require(&n("ffn_norm"), &[e])?,
+            attn_post_norm,
+            ffn_norm,
             ffn,
             ffn_post_norm: w.optional(&n("post_ffw_norm"), &[e])?,
         })
@@ -457,9 +472,10 @@ pub fn attention_block(
             scale: setup.kq_scale,
             window: setup.window,
             softcap: setup.softcap,
+            sinks: lw.sinks,
         },
     )?;
-    b.mul_mat(lw.wo, a)
+    projection(b, lw.wo, lw.wo_bias, a)
 }
 
 /// `w · x`, plus the bias where there is one.

@@ -25,9 +25,20 @@ pub struct LlamaLike {
     /// q is multiplied by 1/sqrt(head_dim) before attention instead of the scores inside it
     /// (Phi-3, as llama.cpp builds it; the roundings differ).
     q_prescaled: bool,
+    /// Local layers with a sliding window, where the architecture has them.
+    swa: Option<SlidingWindow>,
     pub hp: HParams,
     pub io: IoWeights,
     pub layers: Vec<LayerWeights>,
+}
+
+/// Sliding-window attention on some layers: layer `il` is local when
+/// `il % pattern < pattern - 1` (llama.cpp's `set_swa_pattern`).
+struct SlidingWindow {
+    window: usize,
+    pattern: usize,
+    /// The local layers' rope (`rope.freq_base_swa`).
+    rope: RopeParams,
 }
 
 /// Rope frequency factors: none, one set (Llama 3), or LongRoPE's two sets chosen by the
@@ -56,6 +67,7 @@ impl LlamaLike {
             rope_mode,
             rope_factors: RopeFactors::None,
             q_prescaled: false,
+            swa: None,
             hp,
             io,
             layers,
@@ -112,6 +124,37 @@ impl LlamaLike {
         self
     }
 
+    /// Sliding-window attention on the local layers: `attention.sliding_window` keys, every
+    /// `attention.sliding_window_pattern`-th layer (`default_pattern` when absent) global,
+    /// the local ones with rope base `rope.freq_base_swa` (the global base when absent).
+    pub fn with_sliding_window(
+        mut self,
+        header: &Header,
+        default_pattern: usize,
+    ) -> Result<LlamaLike, EngineError> {
+        let meta = Meta::new(header)?;
+        let base = meta
+            .opt_f32("rope.freq_base_swa")?
+            .unwrap_or(self.hp.rope_freq_base);
+        self.swa = Some(SlidingWindow {
+            window: meta.usize("attention.sliding_window")?,
+            pattern: meta
+                .opt_usize("attention.sliding_window_pattern")?
+                .unwrap_or(default_pattern),
+            rope: self.hp.rope(self.rope_mode, base),
+        });
+        Ok(self)
+    }
+
+    /// Layer `il`'s window and rope: the local ones', or `None` and `global` for a global
+    /// layer.
+    fn layer_attention(&self, il: usize, global: RopeParams) -> (Option<usize>, RopeParams) {
+        match &self.swa {
+            Some(s) if il % s.pattern < s.pattern - 1 => (Some(s.window), s.rope),
+            _ => (None, global),
+        }
+    }
+
     /// The rope of a context of `n_ctx` positions (0: unknown).
     fn rope(&self, n_ctx: usize) -> RopeParams {
         let freq_factors = match self.rope_factors {
@@ -147,21 +190,24 @@ impl super::Architecture for LlamaLike {
 
     fn kv_layout(&self, n_ctx: usize) -> KvLayout {
         let rope = self.rope(n_ctx);
-        self.hp.kv_layout(n_ctx, |_| rope)
+        self.hp
+            .kv_layout(n_ctx, |il| self.layer_attention(il, rope).1)
     }
 
     fn build(&self, b: &mut GraphBuilder) -> Result<NodeId, EngineError> {
         let hp = &self.hp;
         let scale = 1.0 / (hp.head_dim_k as f32).sqrt();
-        let setup = AttentionSetup {
-            rope: self.rope(b.n_ctx),
-            q_scale: self.q_prescaled.then_some(scale),
-            kq_scale: if self.q_prescaled { 1.0 } else { scale },
-            window: None,
-            softcap: None,
-        };
+        let global_rope = self.rope(b.n_ctx);
         let mut x = b.get_rows(self.io.tok_embd);
         for (il, lw) in self.layers.iter().enumerate() {
+            let (window, rope) = self.layer_attention(il, global_rope);
+            let setup = AttentionSetup {
+                rope,
+                q_scale: self.q_prescaled.then_some(scale),
+                kq_scale: if self.q_prescaled { 1.0 } else { scale },
+                window,
+                softcap: None,
+            };
             let h = b.rms_norm_weighted(x, lw.attn_norm, hp.norm_eps)?;
             let mut a = attention_block(b, hp, lw, il, h, &setup)?;
             if il + 1 == hp.n_layer {

@@ -9,6 +9,7 @@ pub mod dots1;
 pub mod gemma2;
 pub mod gemma3;
 pub mod gemma_like;
+pub mod gpt_oss;
 pub mod llama;
 pub mod llama_like;
 pub mod moe;
@@ -48,6 +49,7 @@ pub const REGISTRY: &[(&str, Loader)] = &[
     ("phi3", phi3::load),
     ("gemma2", gemma2::load),
     ("gemma3", gemma3::load),
+    ("gpt-oss", gpt_oss::load),
 ];
 
 /// The names of the supported architectures, comma-separated (for error messages).

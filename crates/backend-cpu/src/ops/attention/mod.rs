@@ -69,12 +69,14 @@ pub fn dot_f16(k: &[f32], q: &[f32]) -> f32 {
 }
 
 /// One query row of [`attend_rows`]: row `row` of the q matrix (head_dim values from
-/// `row * head_dim`, and of the output from `row * head_dim_v`), seeing keys `lo ..= hi`.
+/// `row * head_dim`, and of the output from `row * head_dim_v`), seeing keys `lo ..= hi`,
+/// with its head's attention sink logit where the model has sinks.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct QueryRow {
     pub row: usize,
     pub lo: usize,
     pub hi: usize,
+    pub sink: Option<f32>,
 }
 
 /// Query rows (at most [`MAX_ROWS`]) that share KV head `kv_head` — a GQA group's heads, of
@@ -235,10 +237,22 @@ pub(crate) fn attend_rows_on<S: Simd>(s: S, group: &RowGroup) {
         }
     }
     for (g, r) in rows.iter().enumerate() {
+        // A sink joins the softmax as one more score without a value, after the keys (as
+        // ggml: the rescale of the f32 output by `ms`, then the sum's fused update).
+        let mut ms = 1.0f32;
+        if let Some(sink) = r.sink {
+            let mut vs = 1.0f32;
+            if sink > max[g] {
+                ms = expf(max[g] - sink);
+            } else {
+                vs = expf(sink - max[g]);
+            }
+            sum[g] = sum[g].mul_add(ms, vs);
+        }
         let inv = if sum[g] == 0.0 { 0.0 } else { 1.0 / sum[g] };
         let o = out.slice(r.row * dv, dv);
         for (o, &a) in o.iter_mut().zip(&acc[g * dv..(g + 1) * dv]) {
-            *o = a * inv;
+            *o = (a * ms) * inv;
         }
     }
 }
@@ -357,13 +371,15 @@ fn mad_rows<S: Simd>(s: S, acc: &mut [f32], v: &[f32], vs: &[f32]) {
 }
 
 /// Attention for `T` query tokens at positions `pos0 ..` (their keys and values already in
-/// `kv`): q `[head_dim, n_head, T]` → out `[head_dim_v * n_head, T]`.
+/// `kv`): q `[head_dim, n_head, T]` → out `[head_dim_v * n_head, T]`; `sinks` are the
+/// `n_head` sink logits of `p.sinks`.
 pub fn attention(
     pool: &dyn ThreadPool,
     q: &[f32],
     kv: &LayerKv,
     pos0: usize,
     p: &AttentionParams,
+    sinks: Option<&[f32]>,
     out: &mut [f32],
 ) {
     let n_tokens = q.len() / (p.head_dim * p.n_head);
@@ -408,6 +424,7 @@ pub fn attention(
                     row: t * p.n_head + h,
                     lo,
                     hi: pos,
+                    sink: sinks.map(|s| s[h]),
                 };
                 n += 1;
             }
@@ -461,14 +478,15 @@ mod tests {
         }
     }
 
-    /// Plain softmax attention in f64 over the same f16 keys and values.
+    /// Plain softmax attention in f64 over the same f16 keys and values, with a sink logit
+    /// in the denominator where given.
     fn reference(
         q: &[f32],
         kv: &LayerKv,
         head: usize,
-        lo: usize,
-        hi: usize,
+        (lo, hi): (usize, usize),
         scale: f32,
+        sink: Option<f32>,
     ) -> Vec<f64> {
         let hd = kv.layout.head_dim_k;
         let s = kv.k_stride();
@@ -482,7 +500,7 @@ mod tests {
             .collect();
         let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         let w: Vec<f64> = scores.iter().map(|x| (x - m).exp()).collect();
-        let z: f64 = w.iter().sum();
+        let z: f64 = w.iter().sum::<f64>() + sink.map_or(0.0, |s| (s as f64 - m).exp());
         (0..hd)
             .map(|d| {
                 (lo..=hi)
@@ -495,7 +513,7 @@ mod tests {
     }
 
     #[test]
-    fn matches_plain_softmax_attention_with_gqa_and_windows() {
+    fn matches_plain_softmax_attention_with_gqa_windows_and_sinks() {
         let (hd, n_head, n_head_kv, n_ctx) = (64, 4, 2, 40);
         let kv = layer(n_ctx, n_head_kv, hd);
         let t = 5;
@@ -503,7 +521,14 @@ mod tests {
         let q: Vec<f32> = (0..hd * n_head * t)
             .map(|i| ((i * 31 % 97) as f32 / 48.0) - 1.0)
             .collect();
-        for window in [None, Some(8)] {
+        // Sinks below and above every score (both of ggml's branches).
+        let sink_values = [-2.0f32, 0.5, 3.0, 12.0];
+        for (window, sinks) in [
+            (None, None),
+            (Some(8), None),
+            (None, Some(&sink_values[..])),
+            (Some(8), Some(&sink_values[..])),
+        ] {
             let p = AttentionParams {
                 layer: 0,
                 n_head,
@@ -512,21 +537,24 @@ mod tests {
                 scale: 0.125,
                 window,
                 softcap: None,
+                sinks: None,
             };
             let mut out = vec![0.0; hd * n_head * t];
-            attention(&SequentialPool, &q, &kv, pos0, &p, &mut out);
+            attention(&SequentialPool, &q, &kv, pos0, &p, sinks, &mut out);
             for ti in 0..t {
                 for h in 0..n_head {
                     let pos = pos0 + ti;
                     let lo = window.map_or(0, |w| pos + 1 - w);
                     let row = ti * n_head + h;
-                    let want = reference(&q[row * hd..(row + 1) * hd], &kv, h / 2, lo, pos, 0.125);
+                    let sink = sinks.map(|s| s[h]);
+                    let q_row = &q[row * hd..(row + 1) * hd];
+                    let want = reference(q_row, &kv, h / 2, (lo, pos), 0.125, sink);
                     for d in 0..hd {
                         // The f16 accumulator limits agreement to f16 precision.
                         let got = out[row * hd + d] as f64;
                         assert!(
                             (got - want[d]).abs() < 4e-3,
-                            "{window:?} t{ti} h{h} d{d}: {got} vs {}",
+                            "{window:?} {sink:?} t{ti} h{h} d{d}: {got} vs {}",
                             want[d]
                         );
                     }
@@ -607,7 +635,8 @@ mod tests {
     }
 
     /// Rows of a token block: 4 tokens at positions 10..14 (causal), 3 heads each, the first
-    /// tokens' keys ending before the block's last keys, and windows of 6 keys.
+    /// tokens' keys ending before the block's last keys, and windows of 6 keys; the second
+    /// head with a small attention sink, the third with a large one.
     fn block_rows(window: bool) -> Vec<QueryRow> {
         let mut rows = Vec::new();
         for t in 0..4 {
@@ -618,6 +647,7 @@ mod tests {
                     row: t * 3 + h,
                     lo,
                     hi,
+                    sink: [None, Some(-1.5), Some(40.0)][h],
                 });
             }
         }
@@ -690,12 +720,14 @@ mod tests {
             scale: 0.125,
             window: None,
             softcap: Some(20.0),
+            sinks: None,
         };
         let q: Vec<f32> = (0..hd * n_head * 4)
             .map(|i| ((i * 13 % 37) as f32 / 18.0) - 1.0)
             .collect();
+        let sinks = [0.25f32, 3.0];
         let mut batch = vec![0.0; q.len()];
-        attention(&SequentialPool, &q, &kv, 6, &p, &mut batch);
+        attention(&SequentialPool, &q, &kv, 6, &p, Some(&sinks), &mut batch);
         for t in 0..4 {
             let n = hd * n_head;
             let mut alone = vec![0.0; n];
@@ -705,6 +737,7 @@ mod tests {
                 &kv,
                 6 + t,
                 &p,
+                Some(&sinks),
                 &mut alone,
             );
             assert_eq!(alone, batch[t * n..(t + 1) * n]);
