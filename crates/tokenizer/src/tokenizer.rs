@@ -4,6 +4,8 @@
 //!   `tokenizer.ggml.pre` ([`bpe`], [`pretokenize`]).
 //! - `tokenizer.ggml.model = "llama"`: SentencePiece-style score-driven merges with `<0xXX>`
 //!   byte fallback ([`spm`]), as Gemma and Llama 2 use it.
+//! - `tokenizer.ggml.model = "bert"`: WordPiece with BERT's normalizer ([`wpm`]); encoding
+//!   with special tokens wraps the text in `[CLS]` ... `[SEP]`.
 //!
 //! Special tokens (control / user-defined) are cut out of the text first ([`special`]);
 //! BOS/EOS and the SentencePiece space prefix follow the model's policy exactly as llama.cpp
@@ -17,7 +19,9 @@ mod special;
 mod spm;
 mod stream_decoder;
 pub mod unicode;
+mod unicode_data;
 mod vocab;
+mod wpm;
 
 pub use stream_decoder::StreamDecoder;
 pub use vocab::attr;
@@ -25,6 +29,7 @@ pub use vocab::attr;
 use bpe::BpeModel;
 use special::{Fragment, SpecialTokens};
 use vocab::Vocab;
+use wpm::WpmModel;
 
 /// What is wrong with a model's tokenizer metadata.
 #[derive(Debug, thiserror::Error)]
@@ -36,7 +41,7 @@ pub enum TokenizerError {
         key: &'static str,
         expected: &'static str,
     },
-    #[error("unsupported tokenizer model {0:?} (supported: gpt2, llama, gemma4)")]
+    #[error("unsupported tokenizer model {0:?} (supported: gpt2, llama, gemma4, bert)")]
     UnsupportedModel(String),
     #[error("unsupported BPE pre-tokenizer {0:?}")]
     UnsupportedPreTokenizer(String),
@@ -48,6 +53,7 @@ pub enum TokenizerError {
 enum Model {
     Bpe(Box<BpeModel>),
     Spm,
+    Wpm(WpmModel),
 }
 
 pub struct Tokenizer {
@@ -60,10 +66,14 @@ pub struct Tokenizer {
     eom: Option<u32>,
     pad: Option<u32>,
     unk: Option<u32>,
+    /// Separator (`[SEP]`), which WordPiece models put after the text.
+    sep: Option<u32>,
     /// End-of-generation ids, sorted.
     eog: Vec<u32>,
     add_bos: bool,
     add_eos: bool,
+    /// Whether `encode` with `add_special` ends with [`Tokenizer::sep`] (WordPiece).
+    add_sep: bool,
     add_space_prefix: bool,
     /// BPE "clean up tokenization spaces" on detokenize (" ." -> "." ...).
     clean_spaces: bool,
@@ -78,8 +88,9 @@ impl Tokenizer {
     }
 
     /// Tokenize `text`. `add_special` adds BOS/EOS as the model's policy says (`add_bos()`,
-    /// `tokenizer.ggml.add_eos_token`); `parse_special` turns the text of control tokens such
-    /// as `<|im_start|>` into their ids (user-defined tokens are always matched).
+    /// `tokenizer.ggml.add_eos_token`), and SEP after the text for WordPiece (`add_sep()`);
+    /// `parse_special` turns the text of control tokens such as `<|im_start|>` into their ids
+    /// (user-defined tokens are always matched).
     pub fn encode(&self, text: &str, add_special: bool, parse_special: bool) -> Vec<u32> {
         let fragments = self.special.partition(&self.vocab, text, parse_special);
         let mut out = Vec::with_capacity(text.len() / 3 + 2);
@@ -126,10 +137,25 @@ impl Tokenizer {
                     }
                 }
             }
+            Model::Wpm(wpm) => {
+                for frag in fragments {
+                    match frag {
+                        Fragment::Raw(a, b) => {
+                            wpm.encode(&self.vocab, self.unk, &text[a..b], &mut out)
+                        }
+                        Fragment::Token(id) => out.push(id),
+                    }
+                }
+            }
         }
         if add_special && self.add_eos {
             if let Some(eos) = self.eos {
                 out.push(eos);
+            }
+        }
+        if add_special && self.add_sep {
+            if let Some(sep) = self.sep {
+                out.push(sep);
             }
         }
         out
@@ -198,6 +224,11 @@ impl Tokenizer {
         self.unk
     }
 
+    /// Separator token (`[SEP]` for BERT, `tokenizer.ggml.seperator_token_id`).
+    pub fn sep(&self) -> Option<u32> {
+        self.sep
+    }
+
     /// Whether generation should stop at `id` (EOS, EOT, EOM, `<end_of_turn>`, `<|im_end|>` ...).
     pub fn is_eog(&self, id: u32) -> bool {
         self.eog.binary_search(&id).is_ok()
@@ -215,6 +246,11 @@ impl Tokenizer {
 
     pub fn add_eos(&self) -> bool {
         self.add_eos && self.eos.is_some()
+    }
+
+    /// Whether `encode(.., add_special = true, ..)` ends with SEP (WordPiece models).
+    pub fn add_sep(&self) -> bool {
+        self.add_sep && self.sep.is_some()
     }
 
     /// The token's text as stored in the model (`▁` for SentencePiece spaces, GPT-2 byte

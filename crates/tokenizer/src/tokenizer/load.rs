@@ -5,6 +5,7 @@ use super::pretokenize::{Class, Step};
 use super::special::SpecialTokens;
 use super::unicode::char_to_byte;
 use super::vocab::{attr, Vocab};
+use super::wpm::WpmModel;
 use super::{Model, Tokenizer, TokenizerError};
 
 const KEY_MODEL: &str = "tokenizer.ggml.model";
@@ -269,6 +270,27 @@ pub fn from_header(header: &tessera_gguf::Header) -> Result<Tokenizer, Tokenizer
                 true,
             )
         }
+        // BERT's WordPiece: [CLS] 101, [UNK] 100, [PAD] 0 by default; clean-up of spaces on
+        // detokenize. Lowercasing and accent stripping are on unless the metadata says otherwise.
+        "bert" => {
+            let lowercase = header
+                .get_bool("tokenizer.ggml.normalizer.lowercase")
+                .unwrap_or(true);
+            let strip_accents = header
+                .get_bool("tokenizer.ggml.normalizer.strip_accents")
+                .unwrap_or(lowercase);
+            (
+                Model::Wpm(WpmModel::new(&vocab, lowercase, strip_accents)),
+                Some(101),
+                None,
+                Some(100),
+                Some(0),
+                true,
+                false,
+                false,
+                true,
+            )
+        }
         "llama" => (
             Model::Spm,
             Some(1),
@@ -297,6 +319,20 @@ pub fn from_header(header: &tessera_gguf::Header) -> Result<Tokenizer, Tokenizer
     }
     if let Some(v) = header.get_bool("tokenizer.ggml.add_eos_token") {
         add_eos = v;
+    }
+    // WordPiece: [SEP] 102 by default. llama.cpp's WordPiece encoding adds [CLS] (BOS) and
+    // [SEP] with special tokens whatever the add_*_token flags say, and never EOS.
+    let wpm = matches!(model, Model::Wpm(_));
+    let sep = token_id(
+        header,
+        "tokenizer.ggml.seperator_token_id",
+        n,
+        in_range(wpm.then_some(102)),
+    );
+    let add_sep = wpm;
+    if wpm {
+        add_bos = true;
+        add_eos = false;
     }
 
     // Find EOT/EOM by text when the metadata does not name them; such tokens become control
@@ -410,9 +446,11 @@ pub fn from_header(header: &tessera_gguf::Header) -> Result<Tokenizer, Tokenizer
         eom,
         pad,
         unk,
+        sep,
         eog,
         add_bos,
         add_eos,
+        add_sep,
         add_space_prefix,
         clean_spaces,
         pieces,
@@ -429,7 +467,7 @@ fn piece_of(vocab: &Vocab, model: &Model, id: u32) -> Vec<u8> {
         return text.as_bytes().to_vec();
     }
     match model {
-        Model::Spm => {
+        Model::Spm | Model::Wpm(_) => {
             if a & attr::NORMAL != 0 {
                 text.replace('\u{2581}', " ").into_bytes()
             } else if a & attr::BYTE != 0 {

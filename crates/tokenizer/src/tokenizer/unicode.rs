@@ -4,6 +4,10 @@
 //! punctuation, symbol, separator, other) plus the `White_Space` property, and every
 //! pre-tokenizer decision is made on those flags. We do the same, taking the categories from
 //! `unicode-general-category` (exact tables, `no_std`, builds for wasm32).
+//!
+//! The WordPiece normalizer's lowercase and NFD maps use llama.cpp's own tables
+//! (`unicode_data.rs`, generated from them), as its NFD is not standard: it keeps only the
+//! first code point of a decomposition.
 
 use unicode_general_category::{get_general_category, GeneralCategory as Gc};
 
@@ -77,6 +81,9 @@ impl CpFlags {
     pub fn is_mark(self) -> bool {
         self.0 & Self::MARK != 0
     }
+    pub fn is_symbol(self) -> bool {
+        self.0 & Self::SYMBOL != 0
+    }
     /// `[^\s\p{L}\p{N}]` for a present code point.
     pub fn is_other_than_space_letter_number(self) -> bool {
         self.present() && !(self.is_whitespace() || self.is_letter() || self.is_number())
@@ -100,6 +107,40 @@ pub fn is_white_space(cp: u32) -> bool {
             | 0x205F
             | 0x3000
     )
+}
+
+/// llama.cpp's "control" class, `\p{C}` without unassigned code points: Cc, Cf, Co, Cs.
+pub fn is_control(c: char) -> bool {
+    matches!(
+        get_general_category(c),
+        Gc::Control | Gc::Format | Gc::PrivateUse | Gc::Surrogate
+    )
+}
+
+/// llama.cpp's `unicode_tolower`: the simple (one code point) lowercase mapping of UnicodeData,
+/// so `İ` gives `i`; `c` itself where there is none.
+pub fn to_lower(c: char) -> char {
+    let cp = c as u32;
+    let runs = &super::unicode_data::LOWERCASE_RUNS;
+    let i = runs.partition_point(|&(first, ..)| first <= cp);
+    match i.checked_sub(1).map(|i| runs[i]) {
+        Some((first, last, step, delta)) if cp <= last && (cp - first).is_multiple_of(step) => {
+            char::from_u32(cp.wrapping_add_signed(delta)).unwrap_or(c)
+        }
+        _ => c,
+    }
+}
+
+/// llama.cpp's NFD normalization of one code point: the first code point of its canonical
+/// decomposition (`é` gives `e`, the accent is dropped, not kept as a second code point).
+pub fn nfd_first(c: char) -> char {
+    let cp = c as u32;
+    let ranges = &super::unicode_data::NFD_RANGES;
+    let i = ranges.partition_point(|&(first, ..)| first <= cp);
+    match i.checked_sub(1).map(|i| ranges[i]) {
+        Some((_, last, nfd)) if cp <= last => char::from_u32(nfd).unwrap_or(c),
+        _ => c,
+    }
 }
 
 /// Code points and their flags for a whole text, computed once per encode.
@@ -197,5 +238,29 @@ mod tests {
         assert!(CpFlags::of(',' as u32).is_punctuation());
         assert!(CpFlags::of('+' as u32).is_other_than_space_letter_number());
         assert!(!CpFlags::default().present());
+        assert!(CpFlags::of('$' as u32).is_symbol());
+        assert!(is_control('\u{200B}') && is_control('\u{7}') && is_control('\u{E000}'));
+        // Unassigned code points are not control characters for llama.cpp.
+        assert!(!is_control('\u{378}') && !is_control('a'));
+    }
+
+    #[test]
+    fn lowercase_and_nfd_like_llama_cpp() {
+        assert_eq!(to_lower('A'), 'a');
+        assert_eq!(to_lower('a'), 'a');
+        assert_eq!(to_lower('Ā'), 'ā');
+        assert_eq!(to_lower('ā'), 'ā');
+        assert_eq!(to_lower('İ'), 'i'); // simple mapping, not "i̇"
+        assert_eq!(to_lower('Σ'), 'σ');
+        assert_eq!(to_lower('Ж'), 'ж');
+        assert_eq!(to_lower('\u{1E921}'), '\u{1E943}'); // the last mapping
+        assert_eq!(to_lower('7'), '7');
+        assert_eq!(nfd_first('é'), 'e');
+        assert_eq!(nfd_first('Å'), 'A');
+        assert_eq!(nfd_first('ǖ'), 'u'); // decomposed all the way down
+        assert_eq!(nfd_first('한'), '\u{1112}'); // Hangul: the leading jamo
+        assert_eq!(nfd_first('\u{2FA1D}'), '\u{2A600}'); // the last range
+        assert_eq!(nfd_first('a'), 'a');
+        assert_eq!(nfd_first('\0'), '\0');
     }
 }
