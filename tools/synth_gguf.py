@@ -663,12 +663,16 @@ ARCHS = {
 LLAMA_CPP_TWIN = {"qwen3moe-fused": "qwen3moe", "gpt-oss-fused": "gpt-oss"}
 
 
-def make(arch, seed, out, qtype=QT.F16, tokenizer=DEFAULT_TOKENIZER, n_embd=None, tied=False):
+def make(arch, seed, out, qtype=QT.F16, tokenizer=DEFAULT_TOKENIZER, n_embd=None, tied=False, n_layer=None,
+         n_expert=None, n_expert_used=None):
     gguf_arch, build, changes = ARCHS[arch]
     dims = replace(Dims(), **changes)
     if n_embd:
         dims = replace(dims, n_embd=n_embd, head_dim=n_embd // dims.n_head, n_ff=2 * n_embd, n_ff_exp=n_embd)
+    sizes = {"n_layer": n_layer, "n_expert": n_expert, "n_expert_used": n_expert_used}
+    dims = replace(dims, **{k: v for k, v in sizes.items() if v})
     args = f"--arch {arch} --seed {seed} --type {qtype.name.lower()}" + (f" --n-embd {n_embd}" if n_embd else "") + (" --tied" if tied else "")
+    args += "".join(f" --{k.replace('_', '-')} {v}" for k, v in sizes.items() if v)
     s = Synth(gguf_arch, seed, qtype, Tokenizer(tokenizer), dims, "synth_gguf.py " + args, tied)
     build(s)
     s.write(out)
@@ -688,11 +692,14 @@ def main():
     ap.add_argument("--type", default="f16", choices=TYPES, help="type of the matrices (default f16; see the file header)")
     ap.add_argument("--tied", action="store_true", help="no output.weight: the output head is token_embd")
     ap.add_argument("--n-embd", type=int, metavar="N", help="n_embd instead of 128 (head dim N/4, n_ff 2N, n_ff_exp N); 256 for K-quants throughout")
+    ap.add_argument("--n-layer", type=int, metavar="N", help="blocks (default 2; some architectures more)")
+    ap.add_argument("--n-expert", type=int, metavar="N", help="experts of a MoE architecture (default 8)")
+    ap.add_argument("--n-expert-used", type=int, metavar="N", help="experts used per token (default 2)")
     ap.add_argument("--tokenizer", default=str(DEFAULT_TOKENIZER), help="GGUF to copy tokenizer.* from (default: SmolLM2-135M)")
     a = ap.parse_args()
     if not Path(a.tokenizer).is_file():
         sys.exit(f"tokenizer model not found: {a.tokenizer} (pass --tokenizer)")
-    make(a.arch, a.seed, a.out, TYPES[a.type], a.tokenizer, a.n_embd, a.tied)
+    make(a.arch, a.seed, a.out, TYPES[a.type], a.tokenizer, a.n_embd, a.tied, a.n_layer, a.n_expert, a.n_expert_used)
 
 
 if __name__ == "__main__":
