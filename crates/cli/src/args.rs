@@ -34,6 +34,8 @@ pub enum Command {
     LookupCreate(crate::spec_cmds::LookupCreateArgs),
     /// Speculative decoding on one prompt: tokens/s and acceptance of each type vs none.
     BenchSpec(crate::spec_cmds::BenchSpecArgs),
+    /// OpenAI-compatible HTTP server (the companion host for web pages on this machine).
+    Serve(crate::serve::ServeArgs),
 }
 
 #[derive(Args, Debug, Clone)]

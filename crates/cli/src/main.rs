@@ -13,6 +13,7 @@ mod model_path;
 mod perplexity;
 mod pool;
 mod run;
+mod serve;
 mod spec_cmds;
 mod speculative_args;
 mod tokenize;
@@ -32,6 +33,7 @@ fn main() {
         Command::Perplexity(a) => perplexity::perplexity(a),
         Command::LookupCreate(a) => spec_cmds::lookup_create(a),
         Command::BenchSpec(a) => spec_cmds::bench_spec(a),
+        Command::Serve(a) => serve::serve(a),
     };
     if let Err(e) = result {
         eprintln!("error: {}", one_line(&e));

@@ -64,13 +64,14 @@ pub struct SpeculativeArgs {
 }
 
 /// llama.cpp's multi-letter short flags, which clap cannot declare, spelled out.
-const SHORT_ALIASES: [(&str, &str); 3] = [
+const SHORT_ALIASES: [(&str, &str); 4] = [
     ("-md", "--model-draft"),
     ("-lcs", "--lookup-cache-static"),
     ("-lcd", "--lookup-cache-dynamic"),
+    ("-np", "--parallel"),
 ];
 
-/// Rewrites `-md`, `-lcs`, `-lcd` (alone or as `-md=FILE`) to their long forms; everything
+/// Rewrites `-md`, `-lcs`, `-lcd`, `-np` (alone or as `-md=FILE`) to their long forms; everything
 /// else passes through unchanged.
 pub fn expand_short_aliases(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
     args.into_iter()

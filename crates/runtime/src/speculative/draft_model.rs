@@ -8,7 +8,7 @@ use super::{SpecError, SpecParams, SpecType, Speculator};
 
 /// What the draft model's context must offer (the engine's `Context` implements it; tests use
 /// small fake models).
-pub trait SpecContext {
+pub trait SpecContext: Send {
     /// Evaluates `tokens` after the current KV contents (at most `n_batch` of them), keeping
     /// the last row's logits.
     fn decode(&mut self, tokens: &[u32]) -> Result<(), SpecError>;
@@ -27,7 +27,7 @@ pub trait SpecContext {
 const DRAFT_TOP_K: usize = 10;
 
 /// Text ↔ tokens for one vocabulary.
-pub trait TextCodec {
+pub trait TextCodec: Send {
     /// Tokens of `text`, no BOS/EOS added, special-token text parsed as special tokens.
     fn tokenize(&self, text: &str) -> Result<Vec<u32>, SpecError>;
     /// Text of `tokens`, special tokens rendered.

@@ -64,7 +64,7 @@ pub enum SpecError {
 /// `history` is every token the target has evaluated (prompt included) and `last` the token the
 /// target sampled last (not evaluated yet), and `accept(n)` after verification when `n ≥ 1` of
 /// this implementation's draft tokens were accepted.
-pub trait Speculator {
+pub trait Speculator: Send {
     /// Which `--spec-type` this is.
     fn kind(&self) -> SpecType;
 

@@ -1,0 +1,178 @@
+//! `tessera serve`: the companion host (`tessera-serve`) with this binary's model loading and
+//! backends. Flags follow llama-server's names.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{bail, Context as _};
+use clap::Args;
+use tessera_core::{Context, ContextParams, Model, ThreadPool};
+use tessera_serve::preset::{self, Defaults};
+use tessera_serve::{Access, ModelHost, ModelSpec, Registry};
+
+use crate::load::{context_on, load_model, thread_pool};
+use crate::model_path;
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// GGUF model file (default: SmolLM2-135M-Instruct Q4_1, fetched on first use); ignored
+    /// with --models-preset.
+    #[arg(short = 'm', long = "model")]
+    pub model: Option<PathBuf>,
+    /// Models to offer, as llama-server's preset INI file (a section per model).
+    #[arg(long = "models-preset")]
+    pub models_preset: Option<PathBuf>,
+    /// Address to listen on. Anything but loopback exposes the server to the network.
+    #[arg(long = "host", default_value = "127.0.0.1")]
+    pub host: String,
+    #[arg(long = "port", default_value_t = 8080)]
+    pub port: u16,
+    /// Require `Authorization: Bearer KEY` on every endpoint but /health.
+    #[arg(long = "api-key", conflicts_with = "api_key_file")]
+    pub api_key: Option<String>,
+    /// Read the API key from the first line of this file.
+    #[arg(long = "api-key-file")]
+    pub api_key_file: Option<PathBuf>,
+    /// An origin (`http://localhost:5173`) whose pages may call the server; repeatable. Other
+    /// pages get 403.
+    #[arg(long = "allowed-origin")]
+    pub allowed_origins: Vec<String>,
+    /// Requests served at once (slots; also `-np`); the context is split between them.
+    #[arg(long = "parallel")]
+    pub parallel: Option<usize>,
+    /// Context size of all slots together (default 4096; 0: the model's training context).
+    #[arg(short = 'c', long = "ctx-size")]
+    pub ctx_size: Option<usize>,
+    /// Micro-batch size for prompt processing.
+    #[arg(short = 'b', long = "batch-size", default_value_t = 512)]
+    pub batch_size: usize,
+    /// Threads (default: every core).
+    #[arg(short = 't', long = "threads")]
+    pub threads: Option<usize>,
+    /// Compute backend: cpu, or wgpu (WebGPU natively: Vulkan).
+    #[arg(long = "backend", default_value = "cpu", value_parser = ["cpu", "wgpu"])]
+    pub backend: String,
+}
+
+/// Loads models with this binary's loader and gives each slot a context on the chosen backend.
+struct Host {
+    backend: String,
+    batch_size: usize,
+    pool: Arc<dyn ThreadPool>,
+}
+
+impl ModelHost for Host {
+    fn load(&self, spec: &ModelSpec) -> Result<Arc<Model>, String> {
+        load_model(&spec.path).map_err(|e| format!("{e:#}"))
+    }
+
+    fn context(&self, _: &ModelSpec, model: &Arc<Model>, n_ctx: usize) -> Result<Context, String> {
+        let params = ContextParams {
+            n_ctx,
+            n_batch: self.batch_size,
+        };
+        context_on(model, params, self.pool.clone(), &self.backend).map_err(|e| format!("{e:#}"))
+    }
+}
+
+pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let access = Access {
+        api_key: match (&args.api_key, &args.api_key_file) {
+            (Some(k), _) => Some(k.clone()),
+            (None, Some(f)) => Some(read_key(f)?),
+            (None, None) => None,
+        },
+        allowed_origins: args.allowed_origins.clone(),
+    };
+    if access.api_key.as_ref().is_some_and(|k| k.is_empty()) {
+        bail!("the API key is empty");
+    }
+    let defaults = Defaults {
+        n_ctx: args.ctx_size.unwrap_or(4096),
+        n_ctx_explicit: args.ctx_size.is_some(),
+        parallel: args.parallel.unwrap_or(1),
+        parallel_explicit: args.parallel.is_some(),
+    };
+    if defaults.parallel == 0 || defaults.parallel > 64 {
+        bail!("--parallel must be between 1 and 64");
+    }
+    let mut specs = match &args.models_preset {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let (specs, warnings) = preset::parse(path, &text, &defaults)?;
+            for w in warnings {
+                eprintln!("warning: {w}");
+            }
+            specs
+        }
+        None => {
+            let path = model_path::resolve(args.model.as_deref())?;
+            let name = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "model".into());
+            vec![ModelSpec {
+                name,
+                path,
+                n_ctx: defaults.n_ctx,
+                parallel: defaults.parallel,
+                load_on_startup: true,
+            }]
+        }
+    };
+    for spec in &mut specs {
+        if spec.n_ctx == 0 {
+            spec.n_ctx = n_ctx_train(&spec.path)?;
+        }
+    }
+    let addr: SocketAddr = format!("{}:{}", args.host, args.port)
+        .parse()
+        .with_context(|| format!("bad --host/--port {}:{}", args.host, args.port))?;
+    if !addr.ip().is_loopback() {
+        eprintln!("warning: listening on {addr}: other machines can reach this server");
+    }
+    let host = Host {
+        backend: args.backend.clone(),
+        batch_size: args.batch_size,
+        pool: thread_pool(args.threads)?,
+    };
+    let registry = Registry::new(specs, Arc::new(host), 64);
+    registry.load_startup_models();
+    let app = tessera_serve::router(registry, access, tessera_serve::DEFAULT_BODY_LIMIT);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        eprintln!("listening on http://{}", listener.local_addr()?);
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await
+            .context("server error")
+    })
+}
+
+fn read_key(path: &std::path::Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the API key file {}", path.display()))?;
+    Ok(text.lines().next().unwrap_or("").trim().to_string())
+}
+
+/// The training context of a model file (for `-c 0`), read from its header only.
+fn n_ctx_train(path: &std::path::Path) -> anyhow::Result<usize> {
+    let file = crate::load::open_gguf(path)?;
+    let header = file.header();
+    let arch = header.architecture().context("no general.architecture")?;
+    header
+        .get(&format!("{arch}.context_length"))
+        .and_then(|v| v.as_u64())
+        .map(|n| n as usize)
+        .context("the model has no context_length")
+}

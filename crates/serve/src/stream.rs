@@ -1,0 +1,240 @@
+//! One generation as the OpenAI API answers it: a whole JSON response, or (`stream: true`)
+//! server-sent events — `data: {chunk}` per piece of text, a last chunk with the finish reason,
+//! `usage` and llama.cpp-style `timings`, then `data: [DONE]`.
+
+use std::convert::Infallible;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+use tessera_runtime::generate::{GenerateStats, StopReason};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+use crate::error::ApiError;
+use crate::models::Loaded;
+use crate::request::Options;
+use crate::routes::next_number;
+use crate::slots::{Event, Job};
+use crate::App;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Chat,
+    Completion,
+}
+
+/// Identity of one response.
+struct Meta {
+    id: String,
+    created: u64,
+    model: String,
+    kind: Kind,
+}
+
+impl Meta {
+    fn object(&self, chunk: bool) -> &'static str {
+        match (self.kind, chunk) {
+            (Kind::Chat, false) => "chat.completion",
+            (Kind::Chat, true) => "chat.completion.chunk",
+            (Kind::Completion, _) => "text_completion",
+        }
+    }
+
+    /// A streamed chunk: `text` as the chat delta (or completion text), and the finish reason.
+    fn chunk(&self, text: Option<&str>, first: bool, finish: Option<&str>) -> Value {
+        let choice = match self.kind {
+            Kind::Chat => {
+                let mut delta = serde_json::Map::new();
+                if first {
+                    delta.insert("role".into(), json!("assistant"));
+                }
+                if let Some(t) = text {
+                    delta.insert("content".into(), json!(t));
+                }
+                json!({"index": 0, "delta": delta, "finish_reason": finish})
+            }
+            Kind::Completion => {
+                json!({"index": 0, "text": text.unwrap_or(""), "finish_reason": finish})
+            }
+        };
+        json!({
+            "id": self.id,
+            "object": self.object(true),
+            "created": self.created,
+            "model": self.model,
+            "choices": [choice],
+        })
+    }
+}
+
+fn finish_reason(stop: StopReason) -> &'static str {
+    match stop {
+        StopReason::MaxTokens | StopReason::ContextFull => "length",
+        StopReason::EndOfGeneration(_) | StopReason::StopString(_) | StopReason::Cancelled => {
+            "stop"
+        }
+    }
+}
+
+fn usage(s: &GenerateStats) -> Value {
+    json!({
+        "prompt_tokens": s.n_prompt,
+        "completion_tokens": s.n_generated,
+        "total_tokens": s.n_prompt + s.n_generated,
+    })
+}
+
+/// llama-server's `timings` (milliseconds; `cache_n`: prompt tokens reused from the slot).
+fn timings(s: &GenerateStats) -> Value {
+    let per_token = |ms: f64, n: usize| if n > 0 { ms / n as f64 } else { 0.0 };
+    let (prompt_ms, predicted_ms) = (s.prompt_s * 1e3, s.generate_s * 1e3);
+    json!({
+        "cache_n": s.n_prompt - s.n_prompt_eval,
+        "prompt_n": s.n_prompt_eval,
+        "prompt_ms": prompt_ms,
+        "prompt_per_token_ms": per_token(prompt_ms, s.n_prompt_eval),
+        "prompt_per_second": s.prompt_tokens_per_s(),
+        "predicted_n": s.n_generated,
+        "predicted_ms": predicted_ms,
+        "predicted_per_token_ms": per_token(predicted_ms, s.n_generated),
+        "predicted_per_second": s.generate_tokens_per_s(),
+    })
+}
+
+/// Runs `prompt` on `loaded`'s slots with the request's options.
+pub async fn run(
+    app: &App,
+    loaded: &Loaded,
+    prompt: Vec<u32>,
+    options: &Options,
+    kind: Kind,
+) -> Result<Response, ApiError> {
+    let n = next_number(app);
+    let clock_seed = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let params = options.generate_params(
+        loaded.model.n_vocab(),
+        loaded.n_ctx_slot,
+        clock_seed ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+    )?;
+    if prompt.is_empty() {
+        return Err(ApiError::invalid("the prompt is empty"));
+    }
+    if prompt.len() >= loaded.n_ctx_slot {
+        return Err(ApiError::exceeds_context(prompt.len(), loaded.n_ctx_slot));
+    }
+    let n_vocab = loaded.model.n_vocab();
+    if let Some(&id) = prompt.iter().find(|&&id| id as usize >= n_vocab) {
+        return Err(ApiError::invalid(format!(
+            "prompt token {id} is not below the vocabulary size {n_vocab}"
+        )));
+    }
+    let (events, mut rx) = mpsc::unbounded_channel();
+    loaded.slots.submit(Job {
+        prompt,
+        params,
+        events,
+    })?;
+    let meta = Meta {
+        id: format!(
+            "{}-{n}",
+            if kind == Kind::Chat { "chatcmpl" } else { "cmpl" }
+        ),
+        created: clock_seed / 1_000_000_000,
+        model: loaded.name.clone(),
+        kind,
+    };
+    if options.stream {
+        let include_usage = options
+            .stream_options
+            .as_ref()
+            .is_some_and(|o| o.include_usage);
+        return Ok(sse(meta, rx, include_usage));
+    }
+    let mut text = String::new();
+    let mut slot = None;
+    loop {
+        match rx.recv().await {
+            Some(Event::Started { slot: s, .. }) => slot = Some(s),
+            Some(Event::Text(t)) => text.push_str(&t),
+            Some(Event::Done(stats)) => {
+                let reason = finish_reason(stats.stop);
+                let choice = match kind {
+                    Kind::Chat => json!({
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": reason,
+                    }),
+                    Kind::Completion => json!({"index": 0, "text": text, "finish_reason": reason}),
+                };
+                return Ok(Json(json!({
+                    "id": meta.id,
+                    "object": meta.object(false),
+                    "created": meta.created,
+                    "model": meta.model,
+                    "choices": [choice],
+                    "usage": usage(&stats),
+                    "timings": timings(&stats),
+                    "id_slot": slot,
+                }))
+                .into_response());
+            }
+            Some(Event::Failed(e)) => return Err(e),
+            None => return Err(ApiError::internal("the generation stopped without an answer")),
+        }
+    }
+}
+
+/// The SSE answer. A task turns the slot's events into chunks; when the client goes away the
+/// response stream drops, the task's send fails and it drops the slot's receiver, which
+/// cancels the generation at its next step.
+fn sse(meta: Meta, mut rx: mpsc::UnboundedReceiver<Event>, include_usage: bool) -> Response {
+    let (tx, out) = mpsc::channel::<Result<SseEvent, Infallible>>(64);
+    tokio::spawn(async move {
+        let send = |v: Value| {
+            let tx = tx.clone();
+            async move { tx.send(Ok(SseEvent::default().data(v.to_string()))).await.is_ok() }
+        };
+        let mut first = true;
+        while let Some(event) = rx.recv().await {
+            let ok = match event {
+                Event::Started { .. } => true,
+                Event::Text(t) => {
+                    let ok = send(meta.chunk(Some(&t), first, None)).await;
+                    first = false;
+                    ok
+                }
+                Event::Done(stats) => {
+                    let mut last = meta.chunk(None, first, Some(finish_reason(stats.stop)));
+                    last["timings"] = timings(&stats);
+                    if include_usage {
+                        send(last).await;
+                        let mut u = meta.chunk(None, false, None);
+                        u["choices"] = json!([]);
+                        u["usage"] = usage(&stats);
+                        send(u).await;
+                    } else {
+                        last["usage"] = usage(&stats);
+                        send(last).await;
+                    }
+                    let _ = tx.send(Ok(SseEvent::default().data("[DONE]"))).await;
+                    return;
+                }
+                Event::Failed(e) => {
+                    send(e.body()).await;
+                    return;
+                }
+            };
+            if !ok {
+                return;
+            }
+        }
+    });
+    Sse::new(ReceiverStream::new(out))
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}

@@ -1,0 +1,78 @@
+//! `tessera serve` over real sockets on 127.0.0.1 (ephemeral ports): the OpenAI endpoints on
+//! SmolLM2 against the runtime's own output, parallel slots, and a suite of hostile requests.
+
+mod client;
+mod endpoints;
+mod hostile;
+mod slots;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+
+use tessera_core::{Context, Model};
+use tessera_serve::{Access, ModelHost, ModelSpec, Registry};
+
+pub const KEY: &str = "test-key-123";
+pub const ALLOWED: &str = "http://allowed.test";
+/// Context of each of the shared server's two slots.
+pub const N_CTX_SLOT: usize = 512;
+
+/// Loads models with the test kit, on the CPU backend with two threads.
+pub struct TestHost;
+
+impl ModelHost for TestHost {
+    fn load(&self, spec: &ModelSpec) -> Result<Arc<Model>, String> {
+        Ok(tessera_testkit::load_model(spec.path.to_str().unwrap()))
+    }
+
+    fn context(&self, _: &ModelSpec, model: &Arc<Model>, n_ctx: usize) -> Result<Context, String> {
+        Ok(tessera_testkit::context(model, n_ctx, 512, 2))
+    }
+}
+
+pub fn smollm2_spec(parallel: usize) -> ModelSpec {
+    ModelSpec {
+        name: "smollm2".into(),
+        path: tessera_testkit::SMOLLM2.into(),
+        n_ctx: N_CTX_SLOT * parallel,
+        parallel,
+        load_on_startup: true,
+    }
+}
+
+/// Serves `registry` on an ephemeral port from a thread of its own for the rest of the tests.
+pub fn start(registry: Arc<Registry>, access: Access) -> SocketAddr {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            let app = tessera_serve::router(registry, access, 64 << 10);
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    rx.recv().unwrap()
+}
+
+/// The shared server: SmolLM2 in two slots, an API key and one allowed origin.
+pub fn server() -> SocketAddr {
+    static ADDR: OnceLock<SocketAddr> = OnceLock::new();
+    *ADDR.get_or_init(|| {
+        let registry = Registry::new(vec![smollm2_spec(2)], Arc::new(TestHost), 8);
+        registry.load_startup_models();
+        let addr = start(
+            registry,
+            Access {
+                api_key: Some(KEY.into()),
+                allowed_origins: vec![ALLOWED.into()],
+            },
+        );
+        client::wait_healthy(addr);
+        addr
+    })
+}
