@@ -207,6 +207,7 @@ fn gemv_rows4(
 
 /// Weight rows × activation rows through an x4 kernel: each weight row against four activation
 /// rows at a time (the last `n_acts % 4` with `single`); bit-identical to [`gemm_looped`].
+#[cfg(target_arch = "x86_64")]
 fn gemm_x4(
     (x4, single): (X4Fn, SingleFn),
     n: usize,
