@@ -23,16 +23,17 @@ SEED = 20240611
 ROW = 256  # one K-quant super-block, eight 32-element blocks
 
 # Types gguf.quants can quantize (of those Tessera supports); F16 goes through numpy's astype.
-QUANTIZABLE = [T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0]
+QUANTIZABLE = [T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.MXFP4]
 # Types gguf.quants can dequantize. Q8_1 and Q8_K are absent: gguf.quants has no Q8_1/Q8_K
 # classes (and its GGML_QUANT_SIZES still gives Q8_1's old 40-byte float layout).
 DEQUANTIZABLE = [T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0,
-                 T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K]
+                 T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.MXFP4]
 
 # Byte offsets of the f16 scale fields in each block (ggml-common.h layouts).
 F16_FIELDS = {
     T.Q4_0: [0], T.Q4_1: [0, 2], T.Q5_0: [0], T.Q5_1: [0, 2], T.Q8_0: [0],
     T.Q2_K: [80, 82], T.Q3_K: [108], T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208],
+    T.MXFP4: [],  # its scale is one E8M0 byte: every value is a power of two
 }
 
 
@@ -82,6 +83,22 @@ def edge_rows(rng: np.random.Generator) -> dict[str, np.ndarray]:
         dtype=f)
     bf = rows["bf16_round_even"]
     rows["bf16_round_even"] = np.where(np.isfinite(bf), bf, f(1.0)).astype(f)
+    # MXFP4's shared exponent is floor(log2f(amax)): block maxima at and one or two ulps below
+    # powers of two (where log2f already rounds to the integer), and FP4 midpoints (ties
+    # between neighbouring codes) in each block.
+    k = np.arange(ROW // 32) * 5 - 20
+    amax = np.float32(2.0) ** k.astype(f)
+    below = rng.uniform(-1, 1, ROW).astype(f) * np.repeat(amax, 32) * f(0.5)
+    below[0::32] = amax
+    below[1::32] = amax * (f(1) - f(2.0**-24))
+    below[2::32] = -np.nextafter(np.nextafter(amax, f(0)), f(0))
+    rows["mxfp4_powers_of_two"] = below
+    mids = np.tile(np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, -0.25, -2.5, -5.0, 6.0], f), ROW)[:ROW]
+    mids = mids * np.repeat(np.float32(2.0) ** (np.arange(ROW // 32) - 3).astype(f), 32)
+    rows["mxfp4_midpoints"] = mids.astype(f)
+    below2 = np.repeat(amax, 32) * f(0.1)
+    below2[0::32] = np.nextafter(amax, f(0))
+    rows["mxfp4_just_below_powers"] = below2.astype(f)
     return rows
 
 

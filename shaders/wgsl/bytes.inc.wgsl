@@ -1,6 +1,7 @@
 // Reads of GGUF block bytes from the weight binding `w: array<u32>` (declared by the kernel).
 // Blocks are not 4-byte aligned (Q4_0 is 18 bytes), so every read is byte-addressed; every
-// block size is even, so 16-bit fields never straddle two words.
+// block with a 16-bit field has an even size, so those fields never straddle two words (MXFP4's
+// 17-byte blocks have none: their bytes are read with `load_u8` and `load_u32_any`).
 
 fn load_u8(off: u32) -> u32 {
     return (w[off >> 2u] >> ((off & 3u) * 8u)) & 0xffu;
@@ -33,6 +34,17 @@ fn load_u32_even(off: u32) -> u32 {
     }
     return (w[i] >> 16u) | (w[i + 1u] << 16u);
 #endif
+}
+
+// 4 bytes at any offset, little-endian: one or two word loads (MXFP4's odd-sized blocks).
+// The second word exists whenever it is read: it holds byte `off + 3`.
+fn load_u32_any(off: u32) -> u32 {
+    let i = off >> 2u;
+    let s = (off & 3u) * 8u;
+    if (s == 0u) {
+        return w[i];
+    }
+    return (w[i] >> s) | (w[i + 1u] << (32u - s));
 }
 
 // The two f16 values at an even offset (scale and min of a block), from one 32-bit read.

@@ -102,6 +102,33 @@ fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
 }
 #endif
 
+#ifdef W_MXFP4
+// ggml's kvalues_mxfp4 (the E2M1 values doubled: 0 1 2 3 4 6 8 12, bit 3 the sign) of four
+// 4-bit codes, as exact integers (code 8, "-0", is 0 as in ggml's int8 table).
+fn fp4_doubled(q: vec4<u32>) -> vec4<f32> {
+    let m = q & vec4<u32>(7u);
+    // Codes 4..7: (2 or 3) << (1 or 2). For codes 0..3 the shift wraps and is discarded.
+    let big = (vec4<u32>(2u) + (m & vec4<u32>(1u))) << ((m >> vec4<u32>(1u)) - vec4<u32>(1u));
+    let mag = vec4<i32>(select(m, big, m >= vec4<u32>(4u)));
+    return vec4<f32>(select(mag, -mag, (q & vec4<u32>(8u)) != vec4<u32>(0u)));
+}
+
+// 17-byte blocks: E8M0 exponent byte e, then 16 bytes of codes (element j in the low nibble of
+// byte j, element j + 16 in the high nibble). x = kvalue * 2^(e - 128), the half scale built
+// from its bits as ggml's ggml_e8m0_to_fp32_half does (e = 0, 1: the subnormals 2^-128, 2^-127,
+// which a GPU may flush to zero; they only scale values below 2^-123).
+fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
+    let base = row_off + c * 17u;
+    let e = load_u8(base);
+    let d = bitcast<f32>(select((e - 1u) << 23u, 0x00200000u << (e & 1u), e < 2u));
+    for (var t = 0u; t < 4u; t++) {
+        let q = load_u32_any(base + 1u + 4u * t);
+        (*o)[t] = fp4_doubled(unpack4xU8(q & 0x0f0f0f0fu)) * d;
+        (*o)[t + 4u] = fp4_doubled(unpack4xU8((q >> 4u) & 0x0f0f0f0fu)) * d;
+    }
+}
+#endif
+
 // ggml's get_scale_min_k4: 6-bit scale and min of sub-block j from the 12 packed bytes at `q`.
 fn scale_min_k4(j: u32, q: u32) -> vec2<f32> {
     if (j < 4u) {

@@ -24,6 +24,7 @@ pub fn is_gpu_type(ty: GgmlType) -> bool {
             | GgmlType::Q4_K
             | GgmlType::Q5_K
             | GgmlType::Q6_K
+            | GgmlType::MXFP4
     )
 }
 
@@ -40,6 +41,7 @@ pub fn type_define(ty: GgmlType) -> Option<&'static str> {
         GgmlType::Q4_K => "W_Q4_K",
         GgmlType::Q5_K => "W_Q5_K",
         GgmlType::Q6_K => "W_Q6_K",
+        GgmlType::MXFP4 => "W_MXFP4",
         _ => return None,
     })
 }

@@ -88,7 +88,7 @@ conformance_tests! {
         graphs_of_one_shape_get_their_own_recording_case();
 }
 
-const WEIGHT_TYPES: [GgmlType; 10] = [
+const WEIGHT_TYPES: [GgmlType; 11] = [
     GgmlType::F32,
     GgmlType::F16,
     GgmlType::Q4_0,
@@ -99,6 +99,8 @@ const WEIGHT_TYPES: [GgmlType; 10] = [
     GgmlType::Q4_K,
     GgmlType::Q5_K,
     GgmlType::Q6_K,
+    // 17-byte blocks: every byte alignment of a block within a row.
+    GgmlType::MXFP4,
 ];
 
 /// NMSE limit of quantized matmuls (see the module docs).
@@ -499,7 +501,12 @@ async fn mul_mat_case() {
 
 async fn weights_split_across_bindings_case() {
     // A 4 KiB cap splits the 72-row weights and 40-row tables into many bindings.
-    for ty in [GgmlType::Q4_1, GgmlType::Q6_K, GgmlType::F32] {
+    for ty in [
+        GgmlType::Q4_1,
+        GgmlType::Q6_K,
+        GgmlType::MXFP4,
+        GgmlType::F32,
+    ] {
         let wn = format!("w.{ty:?}.256");
         let en = format!("emb.{ty:?}");
         let build = move |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {

@@ -288,6 +288,7 @@ fn ftype_name(id: u64) -> &'static str {
         17 => "Q5_K - Medium",
         18 => "Q6_K",
         32 => "BF16",
+        38 => "MXFP4 MoE",
         _ => "?",
     }
 }

@@ -43,6 +43,7 @@ pub fn is_compute_type(ty: GgmlType) -> bool {
             | GgmlType::Q4_K
             | GgmlType::Q5_K
             | GgmlType::Q6_K
+            | GgmlType::MXFP4
     )
 }
 

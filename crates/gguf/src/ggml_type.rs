@@ -140,6 +140,7 @@ impl GgmlType {
                 | Q5_K
                 | Q6_K
                 | Q8_K
+                | MXFP4
         )
     }
 
@@ -172,6 +173,8 @@ mod tests {
     fn row_bytes_needs_whole_blocks() {
         assert_eq!(GgmlType::Q4_K.row_bytes(512), Some(288));
         assert_eq!(GgmlType::Q4_K.row_bytes(100), None);
+        assert_eq!(GgmlType::MXFP4.row_bytes(64), Some(34));
+        assert_eq!(GgmlType::from_id(39), Some(GgmlType::MXFP4));
         assert_eq!(GgmlType::F32.row_bytes(u64::MAX), None);
     }
 }

@@ -67,6 +67,33 @@ pub struct BlockQ8_1 {
     pub qs: [i8; QK],
 }
 
+/// MXFP4 (OCP microscaling FP4): 32 E2M1 values sharing one E8M0 power-of-two scale;
+/// x = 2^(e-127) * fp4(q). Element j in the low nibble of `qs[j]`, element j+16 in the high
+/// nibble, as in the other 4-bit formats.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct BlockMxfp4 {
+    pub e: u8,
+    pub qs: [u8; QK / 2],
+}
+
+/// The E2M1 values doubled (ggml's `kvalues_mxfp4`), indexed by the 4-bit code: sign in bit 3.
+/// The block scale is then [`e8m0_to_f32_half`], so that the products stay integers.
+pub const KVALUES_MXFP4: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
+
+/// Half the E8M0 scale `e`: 2^(e-128), built from its bits as ggml's
+/// `ggml_e8m0_to_fp32_half` does (e = 0 and 1 give the subnormals 2^-128 and 2^-127; e = 255
+/// gives 2^127, ggml ignores E8M0's NaN encoding).
+#[inline]
+pub fn e8m0_to_f32_half(e: u8) -> f32 {
+    let bits = if e < 2 {
+        0x0020_0000u32 << e
+    } else {
+        (e as u32 - 1) << 23
+    };
+    f32::from_bits(bits)
+}
+
 /// 2-bit K-quant: 16 sub-blocks of 16, 4-bit scale and min per sub-block.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
@@ -214,9 +241,23 @@ mod tests {
             (GgmlType::Q5_K, size_of::<BlockQ5K>()),
             (GgmlType::Q6_K, size_of::<BlockQ6K>()),
             (GgmlType::Q8_K, size_of::<BlockQ8K>()),
+            (GgmlType::MXFP4, size_of::<BlockMxfp4>()),
         ];
         for (t, s) in sizes {
             assert_eq!(t.type_size() as usize, s, "{t}");
         }
+    }
+
+    #[test]
+    fn e8m0_half_is_two_to_the_e_minus_128() {
+        for e in 0..=255u8 {
+            assert_eq!(
+                e8m0_to_f32_half(e) as f64,
+                2f64.powi(e as i32 - 128),
+                "e = {e}"
+            );
+        }
+        assert_eq!(e8m0_to_f32_half(0).to_bits(), 0x0020_0000);
+        assert_eq!(e8m0_to_f32_half(128), 1.0);
     }
 }

@@ -25,7 +25,7 @@ pub use vec_dot::{vec_dot, vec_dot_type, vec_dot_x4};
 /// What went wrong converting between f32 and a ggml type.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum QuantError {
-    /// A type Tessera cannot (de)quantize (yet): the IQ family, integer types, F64, TQ, MXFP4.
+    /// A type Tessera cannot (de)quantize (yet): the IQ family, integer types, F64, TQ.
     #[error("unsupported type {0}")]
     Unsupported(tessera_gguf::GgmlType),
     /// A buffer whose length does not match the element count.

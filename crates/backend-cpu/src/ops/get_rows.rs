@@ -42,4 +42,30 @@ mod tests {
         assert_eq!(&out[k..], &rows[..k]);
         assert!(get_rows(GgmlType::F32, &table, k, 3, &[3], &mut out[..k]).is_err());
     }
+
+    /// MXFP4 rows (gpt-oss experts): 17-byte blocks, E8M0 scale byte then 16 nibble pairs.
+    #[test]
+    fn mxfp4_rows() {
+        // Row 0: scale 2^(130-127) = 8, codes 0..16 in the low nibbles (elements 0..16) and
+        // code 15 - j in the high nibbles; row 1: e = 0, the subnormal scale 2^-127.
+        let mut table = vec![0u8; 2 * 17];
+        table[0] = 130;
+        for j in 0..16 {
+            table[1 + j] = j as u8 | ((15 - j as u8) << 4);
+        }
+        table[17] = 0;
+        table[18] = 0x07; // element 0: code 7 (6.0), element 16: code 0
+        let fp4 = [
+            0.0f32, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0,
+            -6.0,
+        ];
+        let mut out = vec![f32::NAN; 64];
+        get_rows(GgmlType::MXFP4, &table, 32, 2, &[0, 1], &mut out).unwrap();
+        for j in 0..16 {
+            assert_eq!(out[j], 8.0 * fp4[j], "element {j}");
+            assert_eq!(out[16 + j], 8.0 * fp4[15 - j], "element {}", 16 + j);
+        }
+        assert_eq!(out[32], 6.0 * 2f32.powi(-127));
+        assert!(out[33..].iter().all(|&v| v == 0.0));
+    }
 }

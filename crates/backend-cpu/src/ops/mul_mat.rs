@@ -231,6 +231,7 @@ mod tests {
             GgmlType::Q5_0,
             GgmlType::Q5_1,
             GgmlType::Q8_0,
+            GgmlType::MXFP4,
             GgmlType::Q2_K,
             GgmlType::Q3_K,
             GgmlType::Q4_K,
@@ -274,6 +275,7 @@ mod tests {
         for ty in [
             GgmlType::Q4_1,
             GgmlType::Q8_0,
+            GgmlType::MXFP4,
             GgmlType::Q4_K,
             GgmlType::Q6_K,
             GgmlType::F32,

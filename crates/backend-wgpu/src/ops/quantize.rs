@@ -11,9 +11,13 @@ use crate::shaders::wgsl_params;
 /// How activations are rounded for a weight type: the define and the block size.
 pub fn act_rounding(w_ty: GgmlType) -> Option<(&'static str, usize)> {
     match w_ty {
-        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 | GgmlType::Q4_1 | GgmlType::Q5_1 => {
-            Some(("ACT_Q8_0", 32))
-        }
+        // MXFP4's vec_dot_type is Q8_0 too (gpt-oss's experts).
+        GgmlType::Q4_0
+        | GgmlType::Q5_0
+        | GgmlType::Q8_0
+        | GgmlType::Q4_1
+        | GgmlType::Q5_1
+        | GgmlType::MXFP4 => Some(("ACT_Q8_0", 32)),
         GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K => Some(("ACT_Q8_K", 256)),
         GgmlType::F16 => Some(("ACT_F16", 4)),
         _ => None,

@@ -4,9 +4,15 @@
 use super::*;
 use tessera_core::graph::{Gating, MoeRouteParams};
 
-/// Expert tensors in the test file: `experts.{ty}` of 4 experts × 32 rows of 256.
-pub const EXPERT_TYPES: [GgmlType; 4] =
-    [GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_K];
+/// Expert tensors in the test file: `experts.{ty}` of 4 experts × 32 rows of 256 (MXFP4: how
+/// gpt-oss stores its experts).
+pub const EXPERT_TYPES: [GgmlType; 5] = [
+    GgmlType::F32,
+    GgmlType::F16,
+    GgmlType::Q8_0,
+    GgmlType::Q4_K,
+    GgmlType::MXFP4,
+];
 pub const N_EXPERT: usize = 4;
 pub const EXPERT_ROWS: usize = 32;
 

@@ -3,6 +3,7 @@
 mod float;
 mod k_quants;
 mod legacy;
+mod mxfp4;
 
 pub use float::{dequantize_row_bf16, dequantize_row_f16};
 pub use k_quants::{
@@ -13,6 +14,7 @@ pub use legacy::{
     dequantize_row_q4_0, dequantize_row_q4_1, dequantize_row_q5_0, dequantize_row_q5_1,
     dequantize_row_q8_0, dequantize_row_q8_1,
 };
+pub use mxfp4::dequantize_row_mxfp4;
 
 use crate::blocks::blocks_from_bytes;
 use crate::{row_bytes, QuantError};
@@ -49,6 +51,7 @@ pub fn dequantize_row(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<(), Q
         Q5_K => dequantize_row_q5_k(&blocks_from_bytes(src), dst),
         Q6_K => dequantize_row_q6_k(&blocks_from_bytes(src), dst),
         Q8_K => dequantize_row_q8_k(&blocks_from_bytes(src), dst),
+        MXFP4 => dequantize_row_mxfp4(&blocks_from_bytes(src), dst),
         _ => return Err(QuantError::Unsupported(ty)),
     }
     Ok(())

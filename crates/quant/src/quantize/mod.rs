@@ -11,6 +11,7 @@ pub mod activation;
 mod float;
 mod k_quants;
 mod legacy;
+mod mxfp4;
 mod rounding;
 mod scale_search;
 
@@ -24,6 +25,7 @@ pub use legacy::{
     quantize_row_q4_0, quantize_row_q4_1, quantize_row_q5_0, quantize_row_q5_1,
     quantize_row_q8_0_ref, quantize_row_q8_1_ref,
 };
+pub use mxfp4::quantize_row_mxfp4;
 
 use crate::blocks::with_blocks_mut;
 use crate::{row_bytes, QuantError};
@@ -79,6 +81,7 @@ fn quantize_row_with(
         Q5_K => with_blocks_mut(dst, |y| quantize_row_q5_k(src, y)),
         Q6_K => with_blocks_mut(dst, |y| quantize_row_q6_k(src, y)),
         Q8_K => with_blocks_mut(dst, |y| quantize_row_q8_k(src, y)),
+        MXFP4 => with_blocks_mut(dst, |y| quantize_row_mxfp4(src, y)),
         _ => return Err(QuantError::Unsupported(ty)),
     }
     Ok(())

@@ -147,6 +147,35 @@ pub fn vec_dot_q8_0_q8_0(n: usize, x: &[BlockQ8_0], y: &[BlockQ8_0]) -> f32 {
     acc.hsum8()
 }
 
+/// MXFP4 × Q8_0 as ggml's AVX2 kernel does it: blocks in pairs, even blocks into one 8-lane
+/// register and odd blocks into a second (each one FMA per block with d = d_a * 2^(e-128)),
+/// the two registers added lane by lane before `hsum_float_8`; an odd last block is then
+/// added by the scalar tail loop, `sumf += d * sumi` (contracted into an FMA).
+pub fn vec_dot_mxfp4_q8_0(n: usize, x: &[BlockMxfp4], y: &[BlockQ8_0]) -> f32 {
+    let nb = block_count(n, QK, x.len(), y.len());
+    let (x, y) = (&x[..nb], &y[..nb]);
+    let scale = |x: &BlockMxfp4, y: &BlockQ8_0| y.d.to_f32() * e8m0_to_f32_half(x.e);
+    let lanes = |x: &BlockMxfp4, y: &BlockQ8_0| {
+        legacy_lanes(|b| KVALUES_MXFP4[nibble(&x.qs, b) as usize] as i32, &y.qs)
+    };
+    let (mut even, mut odd) = (Acc::default(), Acc::default());
+    let mut ib = 0;
+    while ib + 1 < nb {
+        even.fma(scale(&x[ib], &y[ib]), lanes(&x[ib], &y[ib]));
+        odd.fma(scale(&x[ib + 1], &y[ib + 1]), lanes(&x[ib + 1], &y[ib + 1]));
+        ib += 2;
+    }
+    for (e, o) in even.lanes.iter_mut().zip(odd.lanes) {
+        *e += o;
+    }
+    let mut sumf = even.hsum8();
+    if ib < nb {
+        let sumi: i32 = lanes(&x[ib], &y[ib]).iter().sum();
+        sumf = scale(&x[ib], &y[ib]).mul_add(sumi as f32, sumf);
+    }
+    sumf
+}
+
 // ---------------------------------------------------------------------------------------------
 // K-quants: 256-element super-blocks; lane l gathers bytes 4l..4l+4 of all eight 32-groups.
 

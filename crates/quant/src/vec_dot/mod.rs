@@ -48,7 +48,7 @@ use tessera_gguf::GgmlType;
 pub fn vec_dot_type(weight: GgmlType) -> Option<GgmlType> {
     use GgmlType::*;
     match weight {
-        Q4_0 | Q5_0 | Q8_0 => Some(Q8_0),
+        Q4_0 | Q5_0 | Q8_0 | MXFP4 => Some(Q8_0),
         Q4_1 | Q5_1 => Some(Q8_1),
         Q2_K | Q3_K | Q4_K | Q5_K | Q6_K => Some(Q8_K),
         F16 => Some(F16),
@@ -205,6 +205,56 @@ fn gemv_rows4(
     }
 }
 
+/// Weight rows × activation rows through an x4 kernel: each weight row against four activation
+/// rows at a time (the last `n_acts % 4` with `single`); bit-identical to [`gemm_looped`].
+#[cfg(target_arch = "x86_64")]
+fn gemm_x4(
+    (x4, single): (X4Fn, SingleFn),
+    n: usize,
+    w: &[u8],
+    n_rows: usize,
+    acts: &[u8],
+    n_acts: usize,
+    out: &mut [f32],
+) {
+    if n_rows == 0 || n_acts == 0 {
+        return;
+    }
+    let (wb, ab) = (w.len() / n_rows, acts.len() / n_acts);
+    let act = |t: usize| &acts[t * ab..(t + 1) * ab];
+    for r in 0..n_rows {
+        let w_row = &w[r * wb..(r + 1) * wb];
+        let mut t = 0;
+        while t + 4 <= n_acts {
+            let res = x4(n, w_row, [act(t), act(t + 1), act(t + 2), act(t + 3)]);
+            for (i, v) in res.into_iter().enumerate() {
+                out[(t + i) * n_rows + r] = v;
+            }
+            t += 4;
+        }
+        for t in t..n_acts {
+            out[t * n_rows + r] = single(n, w_row, act(t));
+        }
+    }
+}
+
+/// The AVX2 MXFP4 kernel on row bytes.
+#[cfg(target_arch = "x86_64")]
+fn mxfp4_single_avx2(n: usize, w: &[u8], a: &[u8]) -> f32 {
+    // SAFETY: as for `mxfp4_x4_avx2`.
+    unsafe { avx2::vec_dot_mxfp4_q8_0(n, &blocks::<BlockMxfp4>(w), &blocks::<BlockQ8_0>(a)) }
+}
+
+/// The AVX2 MXFP4 x4 kernel on row bytes.
+#[cfg(target_arch = "x86_64")]
+fn mxfp4_x4_avx2(n: usize, w: &[u8], acts: [&[u8]; 4]) -> [f32; 4] {
+    let w = blocks::<BlockMxfp4>(w);
+    let a = acts.map(blocks::<BlockQ8_0>);
+    // SAFETY: only reachable through `avx2_table`, which `kernels` returns only with AVX2,
+    // FMA and F16C.
+    unsafe { avx2::vec_dot_mxfp4_q8_0_x4(n, &w, [&a[0], &a[1], &a[2], &a[3]]) }
+}
+
 /// The kernels chosen for this CPU, one per weight type.
 struct KernelTable {
     isa: &'static str,
@@ -213,6 +263,7 @@ struct KernelTable {
     q5_0: Kernel,
     q5_1: Kernel,
     q8_0: Kernel,
+    mxfp4: Kernel,
     q2_k: Kernel,
     q3_k: Kernel,
     q4_k: Kernel,
@@ -231,6 +282,7 @@ impl KernelTable {
             Q5_0 => &self.q5_0,
             Q5_1 => &self.q5_1,
             Q8_0 => &self.q8_0,
+            MXFP4 => &self.mxfp4,
             Q2_K => &self.q2_k,
             Q3_K => &self.q3_k,
             Q4_K => &self.q4_k,
@@ -277,6 +329,7 @@ fn scalar_table() -> KernelTable {
         q5_0: looped!(ggml_order::vec_dot_q5_0_q8_0, BlockQ5_0, BlockQ8_0),
         q5_1: looped!(ggml_order::vec_dot_q5_1_q8_1, BlockQ5_1, BlockQ8_1),
         q8_0: looped!(ggml_order::vec_dot_q8_0_q8_0, BlockQ8_0, BlockQ8_0),
+        mxfp4: looped!(ggml_order::vec_dot_mxfp4_q8_0, BlockMxfp4, BlockQ8_0),
         q2_k: looped!(ggml_order::vec_dot_q2_k_q8_k, BlockQ2K, BlockQ8K),
         q3_k: looped!(ggml_order::vec_dot_q3_k_q8_k, BlockQ3K, BlockQ8K),
         q4_k: looped!(ggml_order::vec_dot_q4_k_q8_k, BlockQ4K, BlockQ8K),
@@ -377,6 +430,16 @@ fn avx2_table() -> KernelTable {
             BlockQ8_0,
             BlockQ8_0
         ),
+        // No tiled gemm: batches go through the x4 kernel (see `gemm_x4`).
+        mxfp4: Kernel {
+            single: mxfp4_single_avx2,
+            x4: mxfp4_x4_avx2,
+            gemm: |n, w, nr, a, na, out| {
+                gemm_x4((mxfp4_x4_avx2, mxfp4_single_avx2), n, w, nr, a, na, out)
+            },
+            rows4: None,
+            gemm_serves_decode: false,
+        },
         q2_k: simd!(
             vec_dot_q2_k_q8_k,
             vec_dot_q2_k_q8_k_x4,
@@ -420,6 +483,7 @@ fn avx2_table() -> KernelTable {
     t.q5_0.rows4 = rows4!(vec_dot_q5_0_q8_0_r4, BlockQ5_0, BlockQ8_0);
     t.q5_1.rows4 = rows4!(vec_dot_q5_1_q8_1_r4, BlockQ5_1, BlockQ8_1);
     t.q8_0.rows4 = rows4!(vec_dot_q8_0_q8_0_r4, BlockQ8_0, BlockQ8_0);
+    t.mxfp4.rows4 = rows4!(vec_dot_mxfp4_q8_0_r4, BlockMxfp4, BlockQ8_0);
     t
 }
 
@@ -503,6 +567,7 @@ fn simd128_table() -> KernelTable {
             BlockQ8_0,
             BlockQ8_0
         ),
+        mxfp4: looped!(ggml_order::vec_dot_mxfp4_q8_0, BlockMxfp4, BlockQ8_0),
         q2_k: k_quant!(
             vec_dot_q2_k_q8_k,
             vec_dot_q2_k_q8_k_x4,

@@ -135,6 +135,23 @@ pub fn vec_dot_q8_0_q8_0(n: usize, x: &[BlockQ8_0], y: &[BlockQ8_0]) -> f32 {
     sumf
 }
 
+/// MXFP4 × Q8_0: the doubled E2M1 values against the activation quants, scaled by
+/// d = d_a * 2^(e-128) (ggml's `ggml_vec_dot_mxfp4_q8_0_generic`).
+pub fn vec_dot_mxfp4_q8_0(n: usize, x: &[BlockMxfp4], y: &[BlockQ8_0]) -> f32 {
+    let nb = block_count(n, QK, x.len(), y.len());
+    let mut sumf = 0.0f32;
+    for (x, y) in x[..nb].iter().zip(&y[..nb]) {
+        let mut sumi = 0i32;
+        for j in 0..QK / 2 {
+            let v0 = KVALUES_MXFP4[(x.qs[j] & 0x0F) as usize] as i32;
+            let v1 = KVALUES_MXFP4[(x.qs[j] >> 4) as usize] as i32;
+            sumi += v0 * y.qs[j] as i32 + v1 * y.qs[j + QK / 2] as i32;
+        }
+        sumf += y.d.to_f32() * e8m0_to_f32_half(x.e) * sumi as f32;
+    }
+    sumf
+}
+
 pub fn vec_dot_q2_k_q8_k(n: usize, x: &[BlockQ2K], y: &[BlockQ8K]) -> f32 {
     let nb = block_count(n, QK_K, x.len(), y.len());
     let mut sumf = 0.0f32;

@@ -18,6 +18,7 @@ fn every_supported_type_converts_both_ways() {
     use GgmlType::*;
     let expected = [
         F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K,
+        MXFP4,
     ];
     assert_eq!(supported().len(), expected.len());
     let x: Vec<f32> = (0..512)

@@ -197,6 +197,8 @@ fn round_trip_error_is_bounded() {
         (Q5_K, 0.053),
         (Q6_K, 0.033),
         (Q8_K, 0.031),
+        // Power-of-two scales and 8 magnitudes: Gaussian rows measure 0.11-0.118.
+        (MXFP4, 0.15),
     ];
     let n = 256 * 16;
     for (ty, bound) in bounds {

@@ -127,14 +127,14 @@ fn bit_exact_against_gguf_python_package() {
     // Guard against a script that silently stopped producing cases.
     use GgmlType::*;
     for ty in [
-        F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
+        F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, MXFP4,
     ] {
         assert!(
             covered.contains(&("dequantize".into(), ty.name())),
             "no dequantize case for {ty}"
         );
     }
-    for ty in [F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0] {
+    for ty in [F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4] {
         assert!(
             covered.contains(&("quantize".into(), ty.name())),
             "no quantize case for {ty}"

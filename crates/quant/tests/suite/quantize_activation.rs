@@ -200,6 +200,7 @@ fn byte_api_quantizes_like_the_cpu_backend() {
     for ty in [
         GgmlType::Q4_0,
         GgmlType::Q4_1,
+        GgmlType::MXFP4,
         GgmlType::Q8_K,
         GgmlType::Q4_K,
     ] {

@@ -82,6 +82,8 @@ fn legacy_references_agree_with_dequantization() {
     check(&Q5_0, 24);
     check(&Q5_1, 24);
     check(&Q8_0, 24);
+    check(&MXFP4, 24);
+    check(&MXFP4, 23);
 }
 
 #[test]

@@ -56,6 +56,7 @@ fn legacy_gemm_is_bit_identical_to_vec_dot() {
     check(&Q5_0, &[1, 3, 20]);
     check(&Q5_1, &[1, 3, 20]);
     check(&Q8_0, &[1, 3, 20]);
+    check(&MXFP4, &[1, 3, 20]);
 }
 
 #[test]
@@ -121,6 +122,8 @@ fn small_batch_gemm_is_bit_identical_to_the_reference() {
     check_small_batches(&Q5_0, g::vec_dot_q5_0_q8_0, 20);
     check_small_batches(&Q5_1, g::vec_dot_q5_1_q8_1, 3);
     check_small_batches(&Q8_0, g::vec_dot_q8_0_q8_0, 20);
+    check_small_batches(&MXFP4, g::vec_dot_mxfp4_q8_0, 20);
+    check_small_batches(&MXFP4, g::vec_dot_mxfp4_q8_0, 3);
     check_small_batches(&Q4_K, g::vec_dot_q4_k_q8_k, 3);
     check_small_batches(&Q6_K, g::vec_dot_q6_k_q8_k, 3);
 }

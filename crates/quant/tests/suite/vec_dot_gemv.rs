@@ -47,6 +47,7 @@ fn legacy_gemv_is_bit_identical_to_vec_dot() {
     check(&Q5_0, &[1, 3, 20]);
     check(&Q5_1, &[1, 3, 20]);
     check(&Q8_0, &[1, 3, 20]);
+    check(&MXFP4, &[1, 3, 20]);
 }
 
 #[test]

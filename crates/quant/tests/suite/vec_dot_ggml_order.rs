@@ -74,6 +74,7 @@ fn legacy_kernels_follow_ggml_order_bit_for_bit() {
     check(&Q5_0, ggml_order::vec_dot_q5_0_q8_0, &LEGACY_BLOCKS);
     check(&Q5_1, ggml_order::vec_dot_q5_1_q8_1, &LEGACY_BLOCKS);
     check(&Q8_0, ggml_order::vec_dot_q8_0_q8_0, &LEGACY_BLOCKS);
+    check(&MXFP4, ggml_order::vec_dot_mxfp4_q8_0, &LEGACY_BLOCKS);
 }
 
 #[test]
@@ -134,6 +135,7 @@ fn quantized_rows_follow_ggml_order_bit_for_bit() {
             one(Q5_0, Q8_0, ggml_order::vec_dot_q5_0_q8_0, n, &mut rng);
             one(Q5_1, Q8_1, ggml_order::vec_dot_q5_1_q8_1, n, &mut rng);
             one(Q8_0, Q8_0, ggml_order::vec_dot_q8_0_q8_0, n, &mut rng);
+            one(MXFP4, Q8_0, ggml_order::vec_dot_mxfp4_q8_0, n, &mut rng);
             if n % 256 != 0 {
                 continue;
             }

@@ -86,6 +86,11 @@ fn q8_0_matches_scalar() {
 }
 
 #[test]
+fn mxfp4_matches_scalar() {
+    check(&MXFP4, &LEGACY_BLOCKS);
+}
+
+#[test]
 fn q2_k_matches_scalar() {
     check(&Q2_K, &K_BLOCKS);
 }
@@ -188,6 +193,7 @@ fn activation_types_pair_like_ggml() {
         (T::Q5_0, T::Q8_0),
         (T::Q5_1, T::Q8_1),
         (T::Q8_0, T::Q8_0),
+        (T::MXFP4, T::Q8_0),
         (T::Q2_K, T::Q8_K),
         (T::Q3_K, T::Q8_K),
         (T::Q4_K, T::Q8_K),

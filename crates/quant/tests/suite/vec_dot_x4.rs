@@ -58,6 +58,7 @@ fn legacy_x4_is_bit_identical() {
     check(&Q5_0, &LEGACY_BLOCKS);
     check(&Q5_1, &LEGACY_BLOCKS);
     check(&Q8_0, &LEGACY_BLOCKS);
+    check(&MXFP4, &LEGACY_BLOCKS);
 }
 
 #[test]

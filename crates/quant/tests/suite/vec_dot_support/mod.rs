@@ -160,6 +160,33 @@ legacy_weight!(BlockQ5_0, Q5_0, 16.0, false);
 legacy_weight!(BlockQ5_1, Q5_1, 31.0, true);
 legacy_weight!(BlockQ8_0, Q8_0, 128.0, false);
 
+impl WeightBlock for BlockMxfp4 {
+    const TYPE: GgmlType = GgmlType::MXFP4;
+    fn generate(rng: &mut StdRng, mode: Mode) -> Self {
+        let mut b = Self::zeroed();
+        fill_bits(rng, mode, &mut b);
+        // The E8M0 scale is 2^(e-127) (the kernels use half of it with doubled values).
+        b.e = match mode {
+            Mode::Random => rng.random_range(110..=128),
+            Mode::Zero => 0,
+            // 2^15 * 6: as large as the legacy types' extreme scales.
+            Mode::AllOnes | Mode::AllZeroBits => 142,
+            // Both subnormal encodings, the smallest normal one, and large ones whose sums
+            // stay finite.
+            Mode::ExtremeScales => {
+                const E: [u8; 7] = [0, 1, 2, 3, 60, 127, 170];
+                E[rng.random_range(0..E.len())]
+            }
+            // Half-scale 1 (scale 2): the doubled values are the integers of the products.
+            Mode::ExactIntegers => 128,
+        };
+        b
+    }
+    fn magnitude_factors(&self) -> (f64, f64) {
+        (e8m0_to_f32_half(self.e) as f64 * 12.0, 0.0)
+    }
+}
+
 impl WeightBlock for BlockQ2K {
     const TYPE: GgmlType = GgmlType::Q2_K;
     fn generate(rng: &mut StdRng, mode: Mode) -> Self {
@@ -350,6 +377,10 @@ pub const Q5_1: Pair<BlockQ5_1, BlockQ8_1> = Pair {
 pub const Q8_0: Pair<BlockQ8_0, BlockQ8_0> = Pair {
     block_size: QK,
     reference: scalar::vec_dot_q8_0_q8_0,
+};
+pub const MXFP4: Pair<BlockMxfp4, BlockQ8_0> = Pair {
+    block_size: QK,
+    reference: scalar::vec_dot_mxfp4_q8_0,
 };
 pub const Q2_K: Pair<BlockQ2K, BlockQ8K> = Pair {
     block_size: QK_K,
