@@ -19,7 +19,10 @@ fn check(arch: &str) {
         n_batch: 256,
     };
     let mut ctx = Context::new(model.clone(), params, Box::new(backend)).unwrap();
-    let failures = synth_mismatches(&mut ctx, &cases, LOGPROB_TOLERANCE);
+    // The GPU's own differences feed the 8-bit roundings of a quantized model's activations
+    // too: measured 0.244 on gpt-oss-mxfp4, whose greedy runs agree token for token.
+    let tolerance = LOGPROB_TOLERANCE.max(2.0 * quantized_tolerance(arch));
+    let failures = synth_mismatches(&mut ctx, &cases, tolerance);
     assert!(failures.is_empty(), "{arch}: {failures:#?}");
 }
 
