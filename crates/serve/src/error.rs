@@ -57,7 +57,11 @@ impl ApiError {
     }
 
     pub fn unavailable(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable_error", message)
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable_error",
+            message,
+        )
     }
 
     pub fn internal(message: impl Into<String>) -> ApiError {

@@ -60,7 +60,7 @@ pub fn router(registry: Arc<Registry>, access: Access, body_limit: usize) -> Rou
         .layer(DefaultBodyLimit::max(body_limit))
         .with_state(app)
         .layer(axum::middleware::from_fn_with_state(
-            Arc::new(access),
+            Arc::new(security::Guard { access, body_limit }),
             security::guard,
         ))
 }

@@ -29,7 +29,12 @@ pub struct ModelSpec {
 /// What the host provides: loading a model file, and a context (with its backend) per slot.
 pub trait ModelHost: Send + Sync + 'static {
     fn load(&self, spec: &ModelSpec) -> Result<Arc<Model>, String>;
-    fn context(&self, spec: &ModelSpec, model: &Arc<Model>, n_ctx: usize) -> Result<Context, String>;
+    fn context(
+        &self,
+        spec: &ModelSpec,
+        model: &Arc<Model>,
+        n_ctx: usize,
+    ) -> Result<Context, String>;
 }
 
 /// A model ready to serve.
@@ -168,9 +173,14 @@ impl Registry {
         let registry = self.clone();
         std::thread::spawn(move || {
             let entry = &registry.entries[index];
-            let state = match registry.load(&entry.spec) {
-                Ok(loaded) => State::Ready(Arc::new(loaded)),
-                Err(why) => State::Failed(why),
+            // A host that panics fails this model's load, not the server.
+            let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                registry.load(&entry.spec)
+            }));
+            let state = match loaded {
+                Ok(Ok(loaded)) => State::Ready(Arc::new(loaded)),
+                Ok(Err(why)) => State::Failed(why),
+                Err(_) => State::Failed("the model loader panicked".into()),
             };
             entry.state.send_replace(state);
         });

@@ -20,7 +20,11 @@ pub struct Defaults {
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum PresetError {
     #[error("{path}:{line}: {why}")]
-    Syntax { path: String, line: usize, why: String },
+    Syntax {
+        path: String,
+        line: usize,
+        why: String,
+    },
     #[error("{path}: section [{section}] has no model path (model = FILE)")]
     NoModel { path: String, section: String },
     #[error("{path}: no model sections")]
@@ -29,7 +33,11 @@ pub enum PresetError {
 
 /// The models of preset file `path` (`text` its contents), and warnings about ignored keys.
 /// Relative model paths are relative to the current directory, as in llama-server.
-pub fn parse(path: &Path, text: &str, d: &Defaults) -> Result<(Vec<ModelSpec>, Vec<String>), PresetError> {
+pub fn parse(
+    path: &Path,
+    text: &str,
+    d: &Defaults,
+) -> Result<(Vec<ModelSpec>, Vec<String>), PresetError> {
     let shown = path.display().to_string();
     let syntax = |line: usize, why: String| PresetError::Syntax {
         path: shown.clone(),
@@ -55,7 +63,10 @@ pub fn parse(path: &Path, text: &str, d: &Defaults) -> Result<(Vec<ModelSpec>, V
                 }
                 sections.push((name.to_string(), Vec::new()));
             } else if !sections.is_empty() {
-                return Err(syntax(i + 1, "[*] must come before the model sections".into()));
+                return Err(syntax(
+                    i + 1,
+                    "[*] must come before the model sections".into(),
+                ));
             }
             continue;
         }
@@ -88,7 +99,12 @@ pub fn parse(path: &Path, text: &str, d: &Defaults) -> Result<(Vec<ModelSpec>, V
                     .parse::<usize>()
                     .ok()
                     .filter(|&n| n > 0)
-                    .ok_or_else(|| syntax(*line, format!("{key}: expected a positive integer, got {value:?}")))
+                    .ok_or_else(|| {
+                        syntax(
+                            *line,
+                            format!("{key}: expected a positive integer, got {value:?}"),
+                        )
+                    })
             };
             match key.as_str() {
                 "version" => {}
@@ -100,14 +116,24 @@ pub fn parse(path: &Path, text: &str, d: &Defaults) -> Result<(Vec<ModelSpec>, V
                     spec.load_on_startup = match value.to_ascii_lowercase().as_str() {
                         "true" | "1" | "yes" | "on" => true,
                         "false" | "0" | "no" | "off" => false,
-                        _ => return Err(syntax(*line, format!("load-on-startup: expected true or false, got {value:?}"))),
+                        _ => {
+                            return Err(syntax(
+                                *line,
+                                format!("load-on-startup: expected true or false, got {value:?}"),
+                            ))
+                        }
                     }
                 }
-                other => warnings.push(format!("{shown}:{line}: option {other:?} is not used by tessera serve")),
+                other => warnings.push(format!(
+                    "{shown}:{line}: option {other:?} is not used by tessera serve"
+                )),
             }
         }
         if spec.path.as_os_str().is_empty() {
-            return Err(PresetError::NoModel { path: shown, section: name });
+            return Err(PresetError::NoModel {
+                path: shown,
+                section: name,
+            });
         }
         specs.push(spec);
     }
@@ -132,9 +158,19 @@ mod tests {
         let text = "version = 1\n; comment\n[*]\nc = 2048\nn-gpu-layers = 99\n\n[small]\nmodel = /m/a.gguf\nload-on-startup = true\n[big]\nm = b.gguf\nctx-size = 8192\nnp = 2\n";
         let (specs, warnings) = parse(Path::new("p.ini"), text, &defaults()).unwrap();
         assert_eq!(specs.len(), 2);
-        assert_eq!((specs[0].name.as_str(), specs[0].n_ctx, specs[0].load_on_startup), ("small", 2048, true));
+        assert_eq!(
+            (
+                specs[0].name.as_str(),
+                specs[0].n_ctx,
+                specs[0].load_on_startup
+            ),
+            ("small", 2048, true)
+        );
         assert_eq!(specs[0].path, PathBuf::from("/m/a.gguf"));
-        assert_eq!((specs[1].n_ctx, specs[1].parallel, specs[1].load_on_startup), (8192, 2, false));
+        assert_eq!(
+            (specs[1].n_ctx, specs[1].parallel, specs[1].load_on_startup),
+            (8192, 2, false)
+        );
         // The ignored llama-server option is reported once per model.
         assert_eq!(warnings.len(), 2);
         assert!(warnings[0].contains("n-gpu-layers"));

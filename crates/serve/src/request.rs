@@ -19,23 +19,44 @@ const MAX_STOP_BYTES: usize = 256;
 
 /// Parses a JSON body into `T`, naming the offending field in the error.
 pub fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(body).map_err(|e| ApiError::invalid(format!("invalid request body: {e}")))
+    from_value(&json_value(body)?)
+}
+
+/// A generating endpoint's body: its own fields `T` and the generation [`Options`] (two views
+/// of one JSON object, so that an error names the field, which serde's `flatten` would hide).
+pub fn parse_with_options<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+) -> Result<(T, Options), ApiError> {
+    let v = json_value(body)?;
+    Ok((from_value(&v)?, from_value(&v)?))
+}
+
+fn json_value(body: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::invalid(format!("invalid request body: {e}")))
+}
+
+fn from_value<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        match path.as_str() {
+            "." | "" => ApiError::invalid(format!("invalid request body: {inner}")),
+            _ => ApiError::invalid(format!("invalid request body: '{path}': {inner}")),
+        }
+    })
 }
 
 #[derive(Deserialize, Debug)]
 pub struct ChatRequest {
     pub model: Option<String>,
     pub messages: Vec<Message>,
-    #[serde(flatten)]
-    pub options: Options,
 }
 
 #[derive(Deserialize, Debug)]
 pub struct CompletionRequest {
     pub model: Option<String>,
     pub prompt: Prompt,
-    #[serde(flatten)]
-    pub options: Options,
 }
 
 #[derive(Deserialize, Debug)]
@@ -134,9 +155,15 @@ impl Options {
         let unsupported = [
             ("n", asks(&self.n, &[Value::from(1)])),
             ("tools", asks(&self.tools, &[Value::Array(vec![])])),
-            ("tool_choice", asks(&self.tool_choice, &[Value::from("none")])),
+            (
+                "tool_choice",
+                asks(&self.tool_choice, &[Value::from("none")]),
+            ),
             ("functions", asks(&self.functions, &[Value::Array(vec![])])),
-            ("response_format", asks(&self.response_format, &[text_format])),
+            (
+                "response_format",
+                asks(&self.response_format, &[text_format]),
+            ),
             ("logprobs", asks(&self.logprobs, &[Value::from(false)])),
             ("top_logprobs", asks(&self.top_logprobs, &[Value::from(0)])),
         ];
@@ -157,7 +184,11 @@ impl Options {
         default_seed: u64,
     ) -> Result<GenerateParams, ApiError> {
         self.check_supported()?;
-        let max_tokens = match self.max_completion_tokens.or(self.max_tokens).or(self.n_predict) {
+        let max_tokens = match self
+            .max_completion_tokens
+            .or(self.max_tokens)
+            .or(self.n_predict)
+        {
             None | Some(-1) => None,
             Some(n) if n >= 1 && n as u64 <= n_ctx as u64 => Some(n as usize),
             Some(n) => {
@@ -172,15 +203,42 @@ impl Options {
             top_k: int_ranged("top_k", self.top_k, 0, n_vocab as i64, d.top_k as i64)? as i32,
             top_p: ranged("top_p", self.top_p, 0.0, 1.0, d.top_p)?,
             min_p: ranged("min_p", self.min_p, 0.0, 1.0, d.min_p)?,
-            repeat_penalty: ranged("repeat_penalty", self.repeat_penalty, 0.0, 10.0, d.repeat_penalty)?,
-            presence_penalty: ranged("presence_penalty", self.presence_penalty, -2.0, 2.0, d.presence_penalty)?,
-            frequency_penalty: ranged("frequency_penalty", self.frequency_penalty, -2.0, 2.0, d.frequency_penalty)?,
-            penalty_last_n: int_ranged("repeat_last_n", self.repeat_last_n, -1, n_ctx as i64, d.penalty_last_n as i64)?
-                as i32,
+            repeat_penalty: ranged(
+                "repeat_penalty",
+                self.repeat_penalty,
+                0.0,
+                10.0,
+                d.repeat_penalty,
+            )?,
+            presence_penalty: ranged(
+                "presence_penalty",
+                self.presence_penalty,
+                -2.0,
+                2.0,
+                d.presence_penalty,
+            )?,
+            frequency_penalty: ranged(
+                "frequency_penalty",
+                self.frequency_penalty,
+                -2.0,
+                2.0,
+                d.frequency_penalty,
+            )?,
+            penalty_last_n: int_ranged(
+                "repeat_last_n",
+                self.repeat_last_n,
+                -1,
+                n_ctx as i64,
+                d.penalty_last_n as i64,
+            )? as i32,
             seed: match self.seed {
                 None | Some(-1) => default_seed,
                 Some(s) if s >= 0 => s as u64,
-                Some(s) => return Err(ApiError::invalid(format!("'seed' must be ≥ 0 or -1, got {s}"))),
+                Some(s) => {
+                    return Err(ApiError::invalid(format!(
+                        "'seed' must be ≥ 0 or -1, got {s}"
+                    )))
+                }
             },
             logit_bias: self.logit_bias(n_vocab)?,
         };
@@ -201,7 +259,11 @@ impl Options {
             Some(Stop::One(s)) => vec![s.clone()],
             Some(Stop::Many(v)) => v.clone(),
         };
-        if stops.len() > MAX_STOPS || stops.iter().any(|s| s.is_empty() || s.len() > MAX_STOP_BYTES) {
+        if stops.len() > MAX_STOPS
+            || stops
+                .iter()
+                .any(|s| s.is_empty() || s.len() > MAX_STOP_BYTES)
+        {
             return Err(ApiError::invalid(format!(
                 "'stop' takes at most {MAX_STOPS} non-empty strings of up to {MAX_STOP_BYTES} bytes"
             )));
@@ -248,7 +310,13 @@ fn ranged(field: &str, v: Option<f64>, lo: f64, hi: f64, default: f32) -> Result
     }
 }
 
-fn int_ranged(field: &str, v: Option<i64>, lo: i64, hi: i64, default: i64) -> Result<i64, ApiError> {
+fn int_ranged(
+    field: &str,
+    v: Option<i64>,
+    lo: i64,
+    hi: i64,
+    default: i64,
+) -> Result<i64, ApiError> {
     match v {
         None => Ok(default),
         Some(x) if (lo..=hi).contains(&x) => Ok(x),
@@ -340,7 +408,10 @@ mod tests {
             (r#"{"repeat_last_n": -5}"#, "repeat_last_n"),
             (r#"{"n": 2}"#, "'n'"),
             (r#"{"tools": [{"type": "function"}]}"#, "tools"),
-            (r#"{"response_format": {"type": "json_object"}}"#, "response_format"),
+            (
+                r#"{"response_format": {"type": "json_object"}}"#,
+                "response_format",
+            ),
         ] {
             let e = options(json).generate_params(1000, 512, 0).unwrap_err();
             assert_eq!(e.status, 400, "{json}");
@@ -368,19 +439,28 @@ mod tests {
 
     #[test]
     fn content_parts_are_joined_and_other_parts_refused() {
-        let r: ChatRequest = parse(
+        let (r, _): (ChatRequest, _) = parse_with_options(
             br#"{"messages": [{"role": "developer", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]}"#,
         )
         .unwrap();
         let m = chat_messages(&r.messages).unwrap();
-        assert_eq!((m[0].role.as_str(), m[0].content.as_str()), ("system", "ab"));
+        assert_eq!(
+            (m[0].role.as_str(), m[0].content.as_str()),
+            ("system", "ab")
+        );
         let r: ChatRequest = parse(
             br#"{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}"#,
         )
         .unwrap();
-        assert!(chat_messages(&r.messages).unwrap_err().message.contains("image_url"));
+        assert!(chat_messages(&r.messages)
+            .unwrap_err()
+            .message
+            .contains("image_url"));
         let r: ChatRequest = parse(br#"{"messages": [{"role": "tool", "content": "x"}]}"#).unwrap();
-        assert!(chat_messages(&r.messages).unwrap_err().message.contains("tool"));
+        assert!(chat_messages(&r.messages)
+            .unwrap_err()
+            .message
+            .contains("tool"));
     }
 
     #[test]
@@ -393,7 +473,7 @@ mod tests {
             "not json",
             "",
         ] {
-            let e = parse::<ChatRequest>(body.as_bytes()).unwrap_err();
+            let e = parse_with_options::<ChatRequest>(body.as_bytes()).unwrap_err();
             assert_eq!(e.status, 400, "{body}");
         }
     }

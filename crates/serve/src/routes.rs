@@ -15,7 +15,9 @@ use serde_json::json;
 use tessera_runtime::generate::tokenize_chat;
 
 use crate::error::ApiError;
-use crate::request::{self, ChatRequest, CompletionRequest, DetokenizeRequest, Prompt, TokenizeRequest};
+use crate::request::{
+    self, ChatRequest, CompletionRequest, DetokenizeRequest, Prompt, TokenizeRequest,
+};
 use crate::stream::{self, Kind};
 use crate::App;
 
@@ -62,8 +64,8 @@ pub async fn chat_completions(State(app): State<Arc<App>>, body: Body) -> Respon
 }
 
 async fn chat(app: Arc<App>, body: Body) -> Result<Response, ApiError> {
-    let req: ChatRequest = request::parse(&bytes(body)?)?;
-    req.options.check_supported()?;
+    let (req, options): (ChatRequest, _) = request::parse_with_options(&bytes(body)?)?;
+    options.check_supported()?;
     let messages = request::chat_messages(&req.messages)?;
     let loaded = app.registry.get(req.model.as_deref()).await?;
     let template = loaded
@@ -72,7 +74,7 @@ async fn chat(app: Arc<App>, body: Body) -> Result<Response, ApiError> {
         .ok_or_else(|| ApiError::invalid("the model has no chat template: use /v1/completions"))?;
     let prompt = tokenize_chat(loaded.model.tokenizer(), template, &messages)
         .map_err(|e| ApiError::invalid(e.to_string()))?;
-    stream::run(&app, &loaded, prompt, &req.options, Kind::Chat).await
+    stream::run(&app, &loaded, prompt, &options, Kind::Chat).await
 }
 
 pub async fn completions(State(app): State<Arc<App>>, body: Body) -> Response {
@@ -80,14 +82,14 @@ pub async fn completions(State(app): State<Arc<App>>, body: Body) -> Response {
 }
 
 async fn completion(app: Arc<App>, body: Body) -> Result<Response, ApiError> {
-    let req: CompletionRequest = request::parse(&bytes(body)?)?;
-    req.options.check_supported()?;
+    let (req, options): (CompletionRequest, _) = request::parse_with_options(&bytes(body)?)?;
+    options.check_supported()?;
     let loaded = app.registry.get(req.model.as_deref()).await?;
     let prompt = match req.prompt {
         Prompt::Text(text) => loaded.model.tokenizer().encode(&text, true, true),
         Prompt::Tokens(ids) => ids,
     };
-    stream::run(&app, &loaded, prompt, &req.options, Kind::Completion).await
+    stream::run(&app, &loaded, prompt, &options, Kind::Completion).await
 }
 
 pub async fn tokenize(State(app): State<Arc<App>>, body: Body) -> Response {

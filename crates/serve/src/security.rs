@@ -8,6 +8,8 @@
 //!   a public page may reach a loopback address).
 //! - With an API key, every endpoint but `/health` needs `Authorization: Bearer KEY`, compared
 //!   in constant time.
+//! - A declared body over the limit is a 413 at once (the handlers' own limit catches bodies
+//!   that lie about their length or have none declared).
 
 use std::sync::Arc;
 
@@ -26,6 +28,13 @@ pub struct Access {
     pub api_key: Option<String>,
     /// Exact origins (`scheme://host[:port]`) whose pages may call the server.
     pub allowed_origins: Vec<String>,
+}
+
+/// The guard's state: who may call, and the body limit (a `Content-Length` above it is refused
+/// before anything waits for the body).
+pub struct Guard {
+    pub access: Access,
+    pub body_limit: usize,
 }
 
 impl Access {
@@ -49,7 +58,8 @@ impl Access {
 }
 
 /// The middleware (`axum::middleware::from_fn_with_state`).
-pub async fn guard(State(access): State<Arc<Access>>, req: Request, next: Next) -> Response {
+pub async fn guard(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Response {
+    let access = &guard.access;
     let origin = match req.headers().get(header::ORIGIN) {
         None => None,
         Some(v) => match v.to_str() {
@@ -69,8 +79,24 @@ pub async fn guard(State(access): State<Arc<Access>>, req: Request, next: Next) 
             .into_response(),
         };
     }
-    if req.uri().path() != "/health" && !access.key_matches(req.headers()) {
-        let mut res = ApiError::unauthorized().into_response();
+    let refusal = if req.uri().path() != "/health" && !access.key_matches(req.headers()) {
+        Some(ApiError::unauthorized())
+    } else {
+        declared_length(req.headers())
+            .filter(|&n| n > guard.body_limit as u64)
+            .map(|n| {
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "invalid_request_error",
+                    format!(
+                        "the body of {n} bytes is over the limit of {}",
+                        guard.body_limit
+                    ),
+                )
+            })
+    };
+    if let Some(e) = refusal {
+        let mut res = e.into_response();
         if let Some(o) = origin {
             allow_origin(&mut res, o);
         }
@@ -81,6 +107,16 @@ pub async fn guard(State(access): State<Arc<Access>>, req: Request, next: Next) 
         allow_origin(&mut res, o);
     }
     res
+}
+
+/// The `Content-Length` a request declares (`u64::MAX` when it is not a number).
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers.get(header::CONTENT_LENGTH).map(|v| {
+        v.to_str()
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(u64::MAX)
+    })
 }
 
 fn allow_origin(res: &mut Response, origin: HeaderValue) {
@@ -106,6 +142,9 @@ fn preflight(origin: HeaderValue) -> Response {
         "access-control-allow-private-network",
         HeaderValue::from_static("true"),
     );
-    h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
+    h.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static("600"),
+    );
     res
 }

@@ -23,7 +23,10 @@ use crate::error::ApiError;
 #[derive(Debug)]
 pub enum Event {
     /// Which slot runs the request (first event).
-    Started { slot: usize, n_reused: usize },
+    Started {
+        slot: usize,
+        n_reused: usize,
+    },
     Text(String),
     Done(GenerateStats),
     Failed(ApiError),
@@ -159,7 +162,9 @@ fn start_job(slot: &mut Slot, index: usize, job: Job, round: u64, clock: &Instan
             });
         }
         Err(e) => {
-            let _ = job.events.send(Event::Failed(ApiError::invalid(e.to_string())));
+            let _ = job
+                .events
+                .send(Event::Failed(ApiError::invalid(e.to_string())));
         }
     }
 }

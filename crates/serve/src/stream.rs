@@ -142,7 +142,11 @@ pub async fn run(
     let meta = Meta {
         id: format!(
             "{}-{n}",
-            if kind == Kind::Chat { "chatcmpl" } else { "cmpl" }
+            if kind == Kind::Chat {
+                "chatcmpl"
+            } else {
+                "cmpl"
+            }
         ),
         created: clock_seed / 1_000_000_000,
         model: loaded.name.clone(),
@@ -184,7 +188,11 @@ pub async fn run(
                 .into_response());
             }
             Some(Event::Failed(e)) => return Err(e),
-            None => return Err(ApiError::internal("the generation stopped without an answer")),
+            None => {
+                return Err(ApiError::internal(
+                    "the generation stopped without an answer",
+                ))
+            }
         }
     }
 }
@@ -197,7 +205,11 @@ fn sse(meta: Meta, mut rx: mpsc::UnboundedReceiver<Event>, include_usage: bool) 
     tokio::spawn(async move {
         let send = |v: Value| {
             let tx = tx.clone();
-            async move { tx.send(Ok(SseEvent::default().data(v.to_string()))).await.is_ok() }
+            async move {
+                tx.send(Ok(SseEvent::default().data(v.to_string())))
+                    .await
+                    .is_ok()
+            }
         };
         let mut first = true;
         while let Some(event) = rx.recv().await {

@@ -1,7 +1,7 @@
 //! A small blocking HTTP/1.1 client over raw sockets, so that tests can send exactly the bytes
 //! a hostile client would (malformed bodies, lying headers) and read chunked SSE streams.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
@@ -54,20 +54,32 @@ pub fn send_raw(addr: SocketAddr, raw: &[u8]) -> Response {
 }
 
 /// A request with `Connection: close`, the test key unless `headers` has an Authorization.
-pub fn request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Response {
+pub fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Response {
     send_raw(addr, build(method, path, headers, body).as_bytes())
 }
 
 pub fn build(method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> String {
     let mut raw = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
-    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("authorization")) {
+    if !headers
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("authorization"))
+    {
         raw += &format!("Authorization: Bearer {KEY}\r\n");
     }
     for (n, v) in headers {
         raw += &format!("{n}: {v}\r\n");
     }
     if !body.is_empty() || method == "POST" {
-        raw += &format!("Content-Type: application/json\r\nContent-Length: {}\r\n", body.len());
+        raw += &format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        );
     }
     raw + "\r\n" + body
 }
@@ -95,7 +107,12 @@ pub fn read_response(r: &mut impl BufRead) -> Response {
         let (n, v) = l.split_once(':').unwrap();
         headers.push((n.trim().to_string(), v.trim().to_string()));
     }
-    let get = |n: &str| headers.iter().find(|(h, _)| h.eq_ignore_ascii_case(n)).map(|(_, v)| v.clone());
+    let get = |n: &str| {
+        headers
+            .iter()
+            .find(|(h, _)| h.eq_ignore_ascii_case(n))
+            .map(|(_, v)| v.clone())
+    };
     let mut body = Vec::new();
     if get("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
         loop {

@@ -4,6 +4,7 @@
 mod client;
 mod endpoints;
 mod hostile;
+mod presets;
 mod slots;
 
 use std::net::SocketAddr;
@@ -22,6 +23,10 @@ pub struct TestHost;
 
 impl ModelHost for TestHost {
     fn load(&self, spec: &ModelSpec) -> Result<Arc<Model>, String> {
+        let path = tessera_testkit::models_dir().join(&spec.path);
+        if !path.exists() {
+            return Err(format!("{} does not exist", path.display()));
+        }
         Ok(tessera_testkit::load_model(spec.path.to_str().unwrap()))
     }
 

@@ -22,12 +22,18 @@ fn requests_side_by_side_give_what_they_give_alone() {
     let together: Vec<String> = std::thread::scope(|s| {
         let handles: Vec<_> = prompts
             .iter()
-            .map(|p| s.spawn(move || post(addr, "/v1/chat/completions", &chat_body(p, 24, false)).body))
+            .map(|p| {
+                s.spawn(move || post(addr, "/v1/chat/completions", &chat_body(p, 24, false)).body)
+            })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     for (a, t) in alone.iter().zip(&together) {
-        let content = |b: &str| serde_json::from_str::<serde_json::Value>(b).unwrap()["choices"][0]["message"]["content"].clone();
+        let content = |b: &str| {
+            serde_json::from_str::<serde_json::Value>(b).unwrap()["choices"][0]["message"]
+                ["content"]
+                .clone()
+        };
         assert_eq!(content(a), content(t));
     }
 }
@@ -52,7 +58,10 @@ fn the_next_turn_reuses_the_conversation_prefix() {
     let b = post(addr, "/v1/chat/completions", &second.to_string()).json();
     let cached = b["timings"]["cache_n"].as_u64().unwrap();
     let prompt = a["usage"]["prompt_tokens"].as_u64().unwrap();
-    assert!(cached >= prompt, "reused {cached} of the first turn's {prompt} prompt tokens: {b}");
+    assert!(
+        cached >= prompt,
+        "reused {cached} of the first turn's {prompt} prompt tokens: {b}"
+    );
 }
 
 #[test]
@@ -62,7 +71,8 @@ fn a_client_that_goes_away_frees_its_slot() {
     for _ in 0..2 {
         let mut s = TcpStream::connect(addr).unwrap();
         let body = json!({"prompt": "Once upon a time", "max_tokens": 400, "stream": true, "ignore_eos": true});
-        s.write_all(build("POST", "/v1/completions", &[], &body.to_string()).as_bytes()).unwrap();
+        s.write_all(build("POST", "/v1/completions", &[], &body.to_string()).as_bytes())
+            .unwrap();
         let mut r = BufReader::new(s);
         let mut line = String::new();
         while !line.starts_with("data: ") {
@@ -72,7 +82,15 @@ fn a_client_that_goes_away_frees_its_slot() {
     }
     // Both dropped: the next request must not wait for 400-token generations.
     let t = Instant::now();
-    let r = post(addr, "/v1/completions", &json!({"prompt": "Hi", "max_tokens": 4}).to_string());
+    let r = post(
+        addr,
+        "/v1/completions",
+        &json!({"prompt": "Hi", "max_tokens": 4}).to_string(),
+    );
     assert_eq!(r.status, 200, "{}", r.body);
-    assert!(t.elapsed() < Duration::from_secs(20), "waited {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(20),
+        "waited {:?}",
+        t.elapsed()
+    );
 }
