@@ -26,6 +26,7 @@ KINDS = [
     ("cpu-vs-llamacpp", "CPU: Tessera against llama.cpp"),
     ("cpu-before-after", "CPU: the latest change against the commit before it"),
     ("llamacpp-reference", "CPU: llama.cpp's reference figures"),
+    ("moe-vs-llamacpp", "CPU: mixture-of-experts decode against llama.cpp"),
     ("browser-vs-native", "Browser (wasm CPU) against native"),
     ("wllama-reference", "Browser: wllama's reference figures"),
     ("speculative", "Speculative decoding"),

@@ -26,7 +26,7 @@ pub struct QuantizedActs {
 }
 
 impl QuantizedActs {
-    fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         &bytemuck::cast_slice(&self.words)[..self.row_bytes * self.n_rows]
     }
 
@@ -81,13 +81,18 @@ pub fn act_type(w_ty: GgmlType) -> Result<GgmlType, EngineError> {
 }
 
 /// Rows of weights handled together: their bytes stay in L1 while all tokens pass by.
-const ROW_BLOCK: usize = 16;
+pub(crate) const ROW_BLOCK: usize = 16;
 
 /// Output floats per `gemm` call (weight rows × tokens): small batches (decode, speculative
 /// verification) pass up to 256 rows per call, so the kernel's per-call work (arranging the
 /// activations and their scales) is spread over many rows, while the output tile stays in L1/L2;
 /// long batches keep `ROW_BLOCK` rows.
-const CALL_FLOATS: usize = 4096;
+pub(crate) const CALL_FLOATS: usize = 4096;
+
+/// Weight rows per `gemm` call for `n` tokens (see [`CALL_FLOATS`]).
+pub(crate) fn call_rows(n: usize) -> usize {
+    (CALL_FLOATS / n.max(1)).clamp(ROW_BLOCK, 256) / ROW_BLOCK * ROW_BLOCK
+}
 
 /// `out[t][r] = w_row(r) · act_row(t)` for `m` weight rows of length `k`, `acts.n_rows` tokens.
 pub fn mul_mat_quantized(
@@ -105,7 +110,7 @@ pub fn mul_mat_quantized(
     let shared = SharedOut::new(out);
     let n_tasks = (pool.n_threads() * 4).min(m.div_ceil(ROW_BLOCK));
     let act_bytes = &acts.bytes()[..n * acts.row_bytes];
-    let call_rows = (CALL_FLOATS / n.max(1)).clamp(ROW_BLOCK, 256) / ROW_BLOCK * ROW_BLOCK;
+    let call_rows = call_rows(n);
     for_each_chunk(pool, m, n_tasks, ROW_BLOCK, &|rows| {
         SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
