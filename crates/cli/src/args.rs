@@ -36,6 +36,8 @@ pub enum Command {
     BenchSpec(crate::spec_cmds::BenchSpecArgs),
     /// OpenAI-compatible HTTP server (the companion host for web pages on this machine).
     Serve(crate::serve::ServeArgs),
+    /// Concurrent streaming clients against an OpenAI-compatible server: throughput, latency.
+    LoadTest(crate::load_test::LoadTestArgs),
 }
 
 #[derive(Args, Debug, Clone)]

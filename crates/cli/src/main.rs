@@ -9,6 +9,7 @@ mod chat;
 mod clock;
 mod inspect;
 mod load;
+mod load_test;
 mod model_path;
 mod perplexity;
 mod pool;
@@ -34,6 +35,7 @@ fn main() {
         Command::LookupCreate(a) => spec_cmds::lookup_create(a),
         Command::BenchSpec(a) => spec_cmds::bench_spec(a),
         Command::Serve(a) => serve::serve(a),
+        Command::LoadTest(a) => load_test::load_test(a),
     };
     if let Err(e) = result {
         eprintln!("error: {}", one_line(&e));

@@ -348,3 +348,101 @@ fn bench_spec_compares_each_type_with_plain_decoding() {
     assert_eq!((rows[1][1], rows[1][2]), ("ngram-simple", "24"), "{out}");
     assert_eq!(rows[1][8], "yes", "{out}");
 }
+
+/// `tessera serve` on an ephemeral port, driven by `tessera load-test`: streams complete with
+/// no error, and the greedy chat answer is `tessera run --chat`'s text.
+#[test]
+fn serve_answers_as_run_chat_and_under_load() {
+    use std::io::BufRead as _;
+    let path = model(SMOLLM2);
+    let mut server = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args([
+            "serve",
+            "-m",
+            path.to_str().unwrap(),
+            "--port",
+            "0",
+            "-c",
+            "1024",
+            "-np",
+            "2",
+            "-t",
+            "2",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start tessera serve");
+    let mut stderr = std::io::BufReader::new(server.stderr.take().unwrap());
+    let mut line = String::new();
+    let url = loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "the server exited"
+        );
+        if let Some(url) = line.trim().strip_prefix("listening on ") {
+            break url.to_string();
+        }
+    };
+    let out = tessera(&[
+        "load-test",
+        "--url",
+        &url,
+        "--clients",
+        "2",
+        "--duration",
+        "3",
+        "--max-tokens",
+        "8",
+        "--json",
+        "--server-pid",
+        &server.id().to_string(),
+    ]);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["errors"], 0, "{report}");
+    assert!(report["tokens"].as_u64().unwrap() > 0, "{report}");
+    assert!(
+        report["server_rss_mib_after"].as_f64().unwrap() > 0.0,
+        "{report}"
+    );
+    // The server's greedy chat answer is `tessera run --chat`'s.
+    let run = stdout(&tessera(&[
+        "run",
+        "-m",
+        path.to_str().unwrap(),
+        "--chat",
+        "-p",
+        "Name a fruit.",
+        "-n",
+        "12",
+        "--temp",
+        "0",
+        "-c",
+        "512",
+    ]));
+    let body = serde_json::json!({"messages": [{"role": "user", "content": "Name a fruit."}], "max_tokens": 12, "temperature": 0});
+    let answer = post_json(&url, "/v1/chat/completions", &body.to_string());
+    server.kill().unwrap();
+    let _ = server.wait();
+    assert_eq!(
+        answer["choices"][0]["message"]["content"].as_str().unwrap(),
+        run.trim_end_matches('\n')
+    );
+}
+
+/// POSTs `body` to `url` + `path` (HTTP/1.1, `Connection: close`) and parses the JSON answer.
+fn post_json(url: &str, path: &str, body: &str) -> serde_json::Value {
+    use std::io::{Read as _, Write as _};
+    let authority = url.strip_prefix("http://").unwrap();
+    let mut s = std::net::TcpStream::connect(authority).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    s.read_to_string(&mut response).unwrap();
+    let (_, json) = response.split_once("\r\n\r\n").unwrap();
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {response}"))
+}
