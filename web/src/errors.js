@@ -17,6 +17,8 @@ export const ErrorCodes = Object.freeze({
   ABORTED: 'ABORTED',
   UNLOADED: 'UNLOADED',
   WORKER_FAILED: 'WORKER_FAILED',
+  COMPANION_UNAVAILABLE: 'COMPANION_UNAVAILABLE',
+  COMPANION_REFUSED: 'COMPANION_REFUSED',
 });
 
 export class TesseraError extends Error {

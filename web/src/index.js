@@ -2,11 +2,11 @@
 // API. Nothing heavy runs here; every call is a message to the worker.
 
 import { ErrorCodes, TesseraError, abortError, deserializeError } from './errors.js';
+import { createCompanionEngine, createRemoteEngine } from './companion.js';
 
 export { ErrorCodes, TesseraError } from './errors.js';
 
-const BACKENDS = ['auto', 'wasm', 'webgpu'];
-const LATER_BACKENDS = ['companion'];
+const BACKENDS = ['auto', 'wasm', 'webgpu', 'companion', 'remote'];
 
 // The options a generation request may carry to the engine (OpenAI's names).
 const GENERATION_KEYS = [
@@ -288,10 +288,19 @@ class Engine {
  */
 export async function createEngine(options = {}) {
   const { model, backend = 'auto', threads = defaultThreads(), simd = 'auto', contextSize, batchSize, onProgress, signal, cache = true } = options;
-  if (LATER_BACKENDS.includes(backend)) {
-    throw new TesseraError(ErrorCodes.UNSUPPORTED_BACKEND, `backend '${backend}' is not available in this version`);
+  if (!BACKENDS.includes(backend)) throw invalid(`backend must be one of ${BACKENDS.join(', ')}`);
+  if (backend === 'companion') return createCompanionEngine({ ...options, model: options.companionModel });
+  if (backend === 'remote') return createRemoteEngine(options);
+  // 'auto' with a companion URL: the host first, else the in-page engine, saying why.
+  let companionReason;
+  if (backend === 'auto' && options.companionUrl) {
+    try {
+      return await createCompanionEngine({ ...options, model: options.companionModel });
+    } catch (e) {
+      if (e.code === ErrorCodes.ABORTED) throw e;
+      companionReason = `companion host not used (${e.message})`;
+    }
   }
-  if (!BACKENDS.includes(backend)) throw invalid(`backend must be one of ${[...BACKENDS, ...LATER_BACKENDS].join(', ')}`);
   if (!Number.isInteger(threads) || threads < 1) throw invalid('threads must be a positive integer');
   if (simd !== 'auto' && simd !== 'simd128') throw invalid("simd must be 'auto' or 'simd128'");
   for (const [name, v] of [['contextSize', contextSize], ['batchSize', batchSize]]) {
@@ -329,6 +338,7 @@ export async function createEngine(options = {}) {
       },
     );
     const name = typeof source === 'string' ? source.split('/').pop() : Array.isArray(source) ? source[0].split('/').pop() : (model.name ?? 'model');
+    if (companionReason) info.backendReason = `${companionReason}; ${info.backendReason}`;
     return new Engine(client, info, name);
   } catch (e) {
     client.fail(e);

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use tessera_core::sampling::SamplingParams;
 use tessera_runtime::generate::GenerateParams;
+use tessera_runtime::speculative::{SpecParams, SpecType, SpeculativeOptions};
 use tessera_tokenizer::chat_template::ChatMessage;
 
 use crate::error::ApiError;
@@ -132,6 +133,8 @@ pub struct Options {
     pub logit_bias: Option<LogitBias>,
     #[serde(default)]
     pub ignore_eos: bool,
+    /// Draftless speculative decoding, as the JS API takes it (the text stays the same).
+    pub speculative: Option<SpeculativeOptions>,
     // Fields of the OpenAI API that Tessera does not implement: refused rather than ignored,
     // so that a client never silently gets something else than it asked for.
     pub n: Option<Value>,
@@ -251,6 +254,25 @@ impl Options {
             stop: self.stops()?,
             ignore_eos: self.ignore_eos,
         })
+    }
+
+    /// The request's speculative decoding: `None` for none; draft models are the server
+    /// operator's to choose, so a request may only ask for the draftless types.
+    pub fn spec_params(&self) -> Result<Option<SpecParams>, ApiError> {
+        let Some(options) = &self.speculative else {
+            return Ok(None);
+        };
+        let params = options
+            .to_params()
+            .map_err(|e| ApiError::invalid(format!("'speculative': {e}")))?;
+        match params.spec_type {
+            SpecType::None => Ok(None),
+            SpecType::Draft => Err(ApiError::invalid(
+                "'speculative': a request cannot ask for a draft model (use ngram-simple, \
+                 ngram-map-k, ngram-map-k4v or ngram-cache)",
+            )),
+            _ => Ok(Some(params)),
+        }
     }
 
     fn stops(&self) -> Result<Vec<String>, ApiError> {

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use tessera_core::context::Context;
 use tessera_runtime::generate::{Clock, GenerateParams, GenerateStats};
-use tessera_runtime::generation::{Generation, GenerationOptions, Step, PREFILL_STEP};
+use tessera_runtime::generation::{Generation, GenerationOptions, SpecReport, Step, PREFILL_STEP};
+use tessera_runtime::speculative::{SpecParams, SpeculatorChain};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::error::ApiError;
@@ -28,7 +29,8 @@ pub enum Event {
         n_reused: usize,
     },
     Text(String),
-    Done(GenerateStats),
+    /// The statistics, and the speculative decoding's when the request asked for it.
+    Done(GenerateStats, Option<SpecReport>),
     Failed(ApiError),
 }
 
@@ -36,6 +38,8 @@ pub enum Event {
 pub struct Job {
     pub prompt: Vec<u32>,
     pub params: GenerateParams,
+    /// Draftless speculative decoding.
+    pub spec: Option<SpecParams>,
     pub events: UnboundedSender<Event>,
 }
 
@@ -145,8 +149,23 @@ fn best_free_slot(slots: &[Slot], prompt: Option<&[u32]>) -> Option<usize> {
 
 fn start_job(slot: &mut Slot, index: usize, job: Job, round: u64, clock: &InstantClock) {
     slot.last_used = round;
+    let speculator = match job
+        .spec
+        .as_ref()
+        .map(|p| SpeculatorChain::from_params(p, None, None, None))
+    {
+        None => None,
+        Some(Ok(chain)) => Some(chain),
+        Some(Err(e)) => {
+            let _ = job
+                .events
+                .send(Event::Failed(ApiError::invalid(e.to_string())));
+            return;
+        }
+    };
     let options = GenerationOptions {
         prefill_step: PREFILL_STEP,
+        speculator,
         ..GenerationOptions::default()
     };
     match Generation::start(&mut slot.ctx, job.prompt, job.params, options, clock) {
@@ -187,11 +206,15 @@ fn step_slot(slot: &mut Slot, clock: &InstantClock) {
             }
             false
         }
-        Ok(Step::Done { text, stats, .. }) => {
+        Ok(Step::Done {
+            text,
+            stats,
+            speculative,
+        }) => {
             if !text.is_empty() {
                 let _ = running.events.send(Event::Text(text));
             }
-            let _ = running.events.send(Event::Done(stats));
+            let _ = running.events.send(Event::Done(stats, speculative));
             true
         }
         Err(e) => {

@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 use tessera_runtime::generate::{GenerateStats, StopReason};
+use tessera_runtime::generation::SpecReport;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
@@ -87,11 +88,12 @@ fn usage(s: &GenerateStats) -> Value {
     })
 }
 
-/// llama-server's `timings` (milliseconds; `cache_n`: prompt tokens reused from the slot).
-fn timings(s: &GenerateStats) -> Value {
+/// llama-server's `timings` (milliseconds; `cache_n`: prompt tokens reused from the slot;
+/// `draft_n` / `draft_n_accepted` for a speculative request).
+fn timings(s: &GenerateStats, spec: Option<&SpecReport>) -> Value {
     let per_token = |ms: f64, n: usize| if n > 0 { ms / n as f64 } else { 0.0 };
     let (prompt_ms, predicted_ms) = (s.prompt_s * 1e3, s.generate_s * 1e3);
-    json!({
+    let mut t = json!({
         "cache_n": s.n_prompt - s.n_prompt_eval,
         "prompt_n": s.n_prompt_eval,
         "prompt_ms": prompt_ms,
@@ -101,7 +103,12 @@ fn timings(s: &GenerateStats) -> Value {
         "predicted_ms": predicted_ms,
         "predicted_per_token_ms": per_token(predicted_ms, s.n_generated),
         "predicted_per_second": s.generate_tokens_per_s(),
-    })
+    });
+    if let Some(r) = spec {
+        t["draft_n"] = json!(r.n_drafted);
+        t["draft_n_accepted"] = json!(r.n_accepted);
+    }
+    t
 }
 
 /// Runs `prompt` on `loaded`'s slots with the request's options.
@@ -133,10 +140,12 @@ pub async fn run(
             "prompt token {id} is not below the vocabulary size {n_vocab}"
         )));
     }
+    let spec = options.spec_params()?;
     let (events, mut rx) = mpsc::unbounded_channel();
     loaded.slots.submit(Job {
         prompt,
         params,
+        spec,
         events,
     })?;
     let meta = Meta {
@@ -165,7 +174,7 @@ pub async fn run(
         match rx.recv().await {
             Some(Event::Started { slot: s, .. }) => slot = Some(s),
             Some(Event::Text(t)) => text.push_str(&t),
-            Some(Event::Done(stats)) => {
+            Some(Event::Done(stats, spec)) => {
                 let reason = finish_reason(stats.stop);
                 let choice = match kind {
                     Kind::Chat => json!({
@@ -182,7 +191,7 @@ pub async fn run(
                     "model": meta.model,
                     "choices": [choice],
                     "usage": usage(&stats),
-                    "timings": timings(&stats),
+                    "timings": timings(&stats, spec.as_ref()),
                     "id_slot": slot,
                 }))
                 .into_response());
@@ -220,9 +229,9 @@ fn sse(meta: Meta, mut rx: mpsc::UnboundedReceiver<Event>, include_usage: bool) 
                     first = false;
                     ok
                 }
-                Event::Done(stats) => {
+                Event::Done(stats, spec) => {
                     let mut last = meta.chunk(None, first, Some(finish_reason(stats.stop)));
-                    last["timings"] = timings(&stats);
+                    last["timings"] = timings(&stats, spec.as_ref());
                     if include_usage {
                         send(last).await;
                         let mut u = meta.chunk(None, false, None);

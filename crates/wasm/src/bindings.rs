@@ -421,7 +421,7 @@ impl Engine {
         let options: GenerateOptions = from_js("generation options", options)?;
         let params = options.to_params().map_err(js_error)?;
         let spec = match &options.speculative {
-            Some(s) => Some(s.to_params().map_err(js_error)?),
+            Some(s) => Some(s.to_params().map_err(|e| js_error(e.into()))?),
             None => None,
         };
         self.session

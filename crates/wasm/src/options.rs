@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use tessera_core::sampling::SamplingParams;
 use tessera_runtime::generate::GenerateParams;
-use tessera_runtime::speculative::{SpecParams, SpecType};
+use tessera_runtime::speculative::SpeculativeOptions;
 
 use crate::errors::{ErrorCode, WasmError};
 
@@ -45,46 +45,6 @@ pub struct GenerateOptions {
     pub ignore_eos: bool,
     /// Draftless speculative decoding (same output, fewer model passes on repetitive text).
     pub speculative: Option<SpeculativeOptions>,
-}
-
-/// `speculative: { type, ... }`: llama.cpp's `--spec-type` and its options, with its defaults
-/// for absent fields (`ngram_size_n` 12, `ngram_size_m` 48, `ngram_check_rate` 1,
-/// `ngram_min_hits` 1, `draft_max` 16, `draft_min` 0).
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct SpeculativeOptions {
-    /// "none", "ngram-simple", "ngram-map-k", "ngram-map-k4v" or "ngram-cache" (built from
-    /// this generation's text only: cache files are the native host's).
-    #[serde(rename = "type")]
-    pub spec_type: Option<String>,
-    pub ngram_size_n: Option<usize>,
-    pub ngram_size_m: Option<usize>,
-    pub ngram_check_rate: Option<usize>,
-    pub ngram_min_hits: Option<usize>,
-    pub draft_max: Option<usize>,
-    pub draft_min: Option<usize>,
-}
-
-impl SpeculativeOptions {
-    pub fn to_params(&self) -> Result<SpecParams, WasmError> {
-        let d = SpecParams::default();
-        let spec_type = match &self.spec_type {
-            None => SpecType::None,
-            Some(name) => name.parse::<SpecType>()?,
-        };
-        let params = SpecParams {
-            spec_type,
-            n_max: self.draft_max.unwrap_or(d.n_max),
-            n_min: self.draft_min.unwrap_or(d.n_min),
-            ngram_size_n: self.ngram_size_n.unwrap_or(d.ngram_size_n),
-            ngram_size_m: self.ngram_size_m.unwrap_or(d.ngram_size_m),
-            ngram_check_rate: self.ngram_check_rate.unwrap_or(d.ngram_check_rate),
-            ngram_min_hits: self.ngram_min_hits.unwrap_or(d.ngram_min_hits),
-            ..d
-        };
-        params.validate()?;
-        Ok(params)
-    }
 }
 
 pub const DEFAULT_MAX_TOKENS: usize = 256;

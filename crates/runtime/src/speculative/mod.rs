@@ -19,6 +19,7 @@ mod engine_adapter;
 mod ngram_cache;
 mod ngram_map;
 mod ngram_simple;
+mod options;
 mod params;
 mod stats;
 mod verify;
@@ -31,6 +32,7 @@ pub use engine_adapter::{draft_model_speculator, vocabularies_match, ModelCodec}
 pub use ngram_cache::{NgramCache, NgramCacheSpeculator, NGRAM_MAX, NGRAM_STATIC};
 pub use ngram_map::NgramMap;
 pub use ngram_simple::NgramSimple;
+pub use options::SpeculativeOptions;
 pub use params::{SpecParams, SpecType};
 pub use stats::{format_acceptance, SpecStats};
 pub use verify::{verify_draft, Verified};

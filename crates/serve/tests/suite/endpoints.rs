@@ -218,3 +218,23 @@ fn tokenize_and_detokenize_round_trip() {
     let d = post(addr, "/detokenize", &json!({"tokens": ids}).to_string()).json();
     assert_eq!(d["content"], "Hello world");
 }
+
+#[test]
+fn speculative_requests_give_the_plain_text_with_draft_statistics() {
+    let addr = server();
+    let prompt = "a b c d e f g a b c d e f g a b c d e f g a b c d e f g a b";
+    let body = |spec: Value| {
+        json!({"prompt": prompt, "temperature": 0, "max_tokens": 40, "ignore_eos": true, "speculative": spec})
+            .to_string()
+    };
+    let plain = post(addr, "/v1/completions", &body(Value::Null)).json();
+    let spec = post(addr, "/v1/completions", &body(json!({"type": "ngram-simple", "ngram_size_n": 3, "draft_max": 8}))).json();
+    assert_eq!(spec["choices"][0]["text"], plain["choices"][0]["text"]);
+    assert!(plain["timings"].get("draft_n").is_none());
+    let (drafted, accepted) = (spec["timings"]["draft_n"].as_u64().unwrap(), spec["timings"]["draft_n_accepted"].as_u64().unwrap());
+    assert!(accepted > 0 && drafted >= accepted, "{spec}");
+    for bad in [json!({"type": "draft"}), json!({"type": "telepathy"}), json!({"type": "ngram-simple", "ngram_size_n": 0})] {
+        let r = post(addr, "/v1/completions", &body(bad.clone()));
+        assert_eq!(r.status, 400, "{bad}: {}", r.body);
+    }
+}
