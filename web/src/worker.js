@@ -51,6 +51,17 @@ function relaxedSimdValidates() {
   }
 }
 
+// The wasm-bindgen glue of each build, imported by a literal specifier so that bundlers (Vite,
+// webpack) follow it: they emit the glue as a chunk and, through its
+// `new URL('tessera_wasm_bg.wasm', import.meta.url)`, the wasm beside it. (A computed specifier
+// such as `${dir}/tessera_wasm.js` is invisible to them, and the bundled app then fails to load.)
+const GLUE = {
+  st: () => import('../pkg-st/tessera_wasm.js'),
+  'st-relaxed': () => import('../pkg-st-relaxed/tessera_wasm.js'),
+  mt: () => import('../pkg-mt/tessera_wasm.js'),
+  'mt-relaxed': () => import('../pkg-mt-relaxed/tessera_wasm.js'),
+};
+
 // The relaxed-SIMD build (fused multiply-add, relaxed_dot) where the browser has relaxed SIMD and
 // fuses relaxed_madd, so its kernels give the SIMD128 build's bits; else the SIMD128 build.
 // `simd: 'simd128'` asks for the SIMD128 build. The WebGPU backend is in the single-threaded
@@ -60,9 +71,9 @@ async function loadWasm(requested, simd) {
   // that the OS has descheduled holds up every op that waits for its task.
   const threads = Math.min(requested, self.navigator?.hardwareConcurrency || requested);
   const threaded = threads > 1 && self.crossOriginIsolated === true;
-  const base = threaded ? '../pkg-mt' : '../pkg-st';
-  const init = async (dir) => {
-    const module = await import(new URL(`${dir}/tessera_wasm.js`, import.meta.url).href);
+  const base = threaded ? 'mt' : 'st';
+  const init = async (build) => {
+    const module = await GLUE[build]();
     await module.default();
     return module;
   };
@@ -133,7 +144,8 @@ async function load(id, { source, options }) {
 async function receive(id, loader, source, options, loadOptions) {
   try {
     const { fromCache, forget } = await loadSource(source, loader, {
-      useCache: options.cache !== false,
+      cache: options.cache ?? true,
+      revalidate: options.revalidate !== false,
       signal: controllers.get(id).signal,
       onProgress: ({ loaded, total }) => {
         post({ id, type: 'progress', loaded, total, phase: 'download' });
