@@ -178,6 +178,12 @@ export interface EngineInfo {
   has_chat_template: boolean;
   /** Which wasm build runs: 'threads' (cross-origin isolated pages) or 'single'. */
   build: 'threads' | 'single';
+  /**
+   * Why the single-threaded build runs although threads were asked for on a cross-origin
+   * isolated page (its thread pool could not start: e.g. webpack rewrites the URL its helper
+   * workers need); undefined otherwise.
+   */
+  buildReason?: string;
   threads: number;
   /** The backend that runs the model. */
   backend: 'wasm' | 'webgpu';

@@ -71,25 +71,40 @@ async function loadWasm(requested, simd) {
   // that the OS has descheduled holds up every op that waits for its task.
   const threads = Math.min(requested, self.navigator?.hardwareConcurrency || requested);
   const threaded = threads > 1 && self.crossOriginIsolated === true;
-  const base = threaded ? 'mt' : 'st';
+  if (threaded) {
+    try {
+      const module = await loadBuild('mt', simd);
+      // The engine's pool counts this worker as its first thread (crates/wasm/src/rayon_pool.rs).
+      await module.initThreadPool(threads - 1);
+      return module;
+    } catch (e) {
+      // The pool's helper workers re-import the glue by its own URL, which a bundler that
+      // rewrites `import.meta.url` (webpack) breaks: the single-threaded build still runs.
+      buildReason = `the threaded build could not start (${e?.message ?? e}), so the single-threaded build runs`;
+    }
+  }
+  return loadBuild('st', simd);
+}
+
+// Why the build that runs is not the one asked for (undefined when it is).
+let buildReason;
+
+async function loadBuild(base, simd) {
   const init = async (build) => {
     const module = await GLUE[build]();
     await module.default();
     return module;
   };
-  let module = null;
   if (simd !== 'simd128' && relaxedSimdValidates()) {
     try {
-      module = await init(`${base}-relaxed`);
-      if (!module.kernelsExact()) module = null; // relaxed_madd not fused here
+      const module = await init(`${base}-relaxed`);
+      if (module.kernelsExact()) return module;
+      // relaxed_madd not fused here: the SIMD128 build runs
     } catch {
-      module = null; // not built, or the browser rejects it: the SIMD128 build runs
+      // not built, or the browser rejects it: the SIMD128 build runs
     }
   }
-  module ??= await init(base);
-  // The engine's pool counts this worker as its first thread (crates/wasm/src/rayon_pool.rs).
-  if (threaded) await module.initThreadPool(threads - 1);
-  return module;
+  return init(base);
 }
 
 async function load(id, { source, options }) {
@@ -136,7 +151,7 @@ async function load(id, { source, options }) {
   loaded ??= await receive(id, new wasm.ModelLoader(), source, options, loadOptions);
   const { received, fromCache } = loaded;
   post({ id, type: 'progress', loaded: received, total: received, phase: 'ready' });
-  return { ...engine.info(), backendReason: reason, fromCache };
+  return { ...engine.info(), backendReason: reason, buildReason, fromCache };
 }
 
 // Feeds the model into `loader` (a wasm ModelLoader, on the heap or on the GPU) and opens it
