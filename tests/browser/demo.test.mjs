@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 
 import { launch } from './browser.mjs';
-import { repoRoot } from './server.mjs';
+import { modelsDir, repoRoot } from './server.mjs';
 import { startDemoServer } from '../../web/demo/serve.mjs';
 
 let browser;
@@ -105,6 +105,21 @@ describe('the demo page', () => {
     // docs/demo.png is this screenshot; TESSERA_UPDATE_SCREENSHOT=1 rewrites it.
     const path = process.env.TESSERA_UPDATE_SCREENSHOT ? join(repoRoot, 'docs/demo.png') : join(tmpdir(), 'tessera-demo.png');
     await page.screenshot({ path });
+  });
+
+  test('a dropped file that is not a model is explained; an opened local file loads', async () => {
+    await page.evaluate(() => {
+      const data = new DataTransfer();
+      data.items.add(new File(['<html>not a model</html>'], 'page.gguf'));
+      document.body.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
+    });
+    const error = page.getByRole('alert');
+    await error.waitFor({ state: 'visible' });
+    assert.match(await error.textContent(), /not a GGUF model/);
+    await page.locator('#model-file').setInputFiles(join(modelsDir, 'SmolLM2-135M-Instruct.Q4_1.gguf'));
+    await page.waitForFunction(() => !document.getElementById('prompt').disabled, null, { timeout: 120_000 });
+    assert.equal(await error.isHidden(), true);
+    assert.match(await page.locator('#progress-text').textContent(), /loaded/);
   });
 
   test('fits a phone', async () => {

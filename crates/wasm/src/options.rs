@@ -98,7 +98,11 @@ pub const DEFAULT_MAX_TOKENS: usize = 256;
 impl GenerateOptions {
     /// A logit bias for a token the model does not have is a caller's mistake, not a no-op.
     pub fn check_tokens(&self, n_vocab: usize) -> Result<(), WasmError> {
-        let bad = self.logit_bias.iter().flatten().find(|(id, _)| *id as usize >= n_vocab);
+        let bad = self
+            .logit_bias
+            .iter()
+            .flatten()
+            .find(|(id, _)| *id as usize >= n_vocab);
         match bad {
             Some((id, _)) => Err(WasmError::new(
                 ErrorCode::InvalidArgument,
@@ -155,11 +159,23 @@ mod tests {
             ..Default::default()
         };
         let p = o.to_params().unwrap();
-        assert_eq!(p.sampling.logit_bias, vec![(5, 2.5), (7, f32::NEG_INFINITY)]);
+        assert_eq!(
+            p.sampling.logit_bias,
+            vec![(5, 2.5), (7, f32::NEG_INFINITY)]
+        );
         assert_eq!(p.sampling.penalty_last_n, -1);
         assert!(o.check_tokens(8).is_ok());
-        assert_eq!(o.check_tokens(7).unwrap_err().code, ErrorCode::InvalidArgument);
-        let bad = GenerateOptions { repeat_last_n: Some(-2), ..Default::default() };
-        assert_eq!(bad.to_params().unwrap_err().code, ErrorCode::InvalidArgument);
+        assert_eq!(
+            o.check_tokens(7).unwrap_err().code,
+            ErrorCode::InvalidArgument
+        );
+        let bad = GenerateOptions {
+            repeat_last_n: Some(-2),
+            ..Default::default()
+        };
+        assert_eq!(
+            bad.to_params().unwrap_err().code,
+            ErrorCode::InvalidArgument
+        );
     }
 }
