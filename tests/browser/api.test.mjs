@@ -148,6 +148,17 @@ describe('requests', () => {
     assert.equal(before.code, 'ABORTED');
   });
 
+  test('workerUrl starts the worker from the given URL', async () => {
+    const r = await page.evaluate(async (url) => {
+      const e = await window.tessera.createEngine({ model: url, threads: 1, contextSize: 256, cache: false, workerUrl: new URL('/web/src/worker.js', location.href) });
+      const architecture = e.info.architecture;
+      await e.unload();
+      const failed = await window.tessera.createEngine({ model: url, cache: false, workerUrl: '/no/such/worker.js' }).then(() => 'resolved', (err) => err.code);
+      return { architecture, failed };
+    }, MODEL_URL);
+    assert.deepEqual(r, { architecture: 'llama', failed: 'WORKER_FAILED' });
+  });
+
   test('a browser without SIMD128 gets UNSUPPORTED_BACKEND with the reason', async () => {
     const r = await code(async () => {
       const validate = WebAssembly.validate;
