@@ -202,7 +202,7 @@ describe('SmolLM2 in a plain page (single-threaded build)', () => {
         unreachable: await code(window.tessera.createEngine({ model: 'http://127.0.0.1:9/x.gguf' })),
         corrupt: await code(window.tessera.createEngine({ model: '/corrupt.gguf' })),
         notGguf: await code(window.tessera.createEngine({ model: new Blob(['<html>hello</html>']) })),
-        companion: await code(window.tessera.createEngine({ model: '/x.gguf', backend: 'companion' })),
+        companion: await code(window.tessera.createEngine({ backend: 'companion', companionUrl: 'http://127.0.0.1:9' })),
         badOption: await code(window.engine.completions.create({ prompt: 'x', top_p: 7 })),
         tooLong: await code(window.engine.completions.create({ prompt: 'word '.repeat(600) })),
       };
@@ -212,7 +212,7 @@ describe('SmolLM2 in a plain page (single-threaded build)', () => {
       unreachable: 'MODEL_FETCH_FAILED',
       corrupt: 'INVALID_GGUF',
       notGguf: 'INVALID_GGUF',
-      companion: 'UNSUPPORTED_BACKEND',
+      companion: 'COMPANION_UNAVAILABLE',
       badOption: 'INVALID_ARGUMENT',
       tooLong: 'CONTEXT_FULL',
     });

@@ -14,6 +14,7 @@ export const fixturesDir = resolve(process.env.TESSERA_FIXTURES || join(repoRoot
 const TYPES = {
   '.js': 'text/javascript', '.mjs': 'text/javascript', '.html': 'text/html', '.wasm': 'application/wasm',
   '.json': 'application/json', '.gguf': 'application/octet-stream', '.ts': 'text/plain',
+  '.css': 'text/css', '.svg': 'image/svg+xml', '.png': 'image/png',
 };
 
 // URL prefix -> directory served there.
@@ -24,8 +25,10 @@ const ROOTS = [
 ];
 
 /** Extra routes: path -> (req, res) handler. `cors`: files may be fetched from other origins,
- * including cross-origin isolated ones (wasm-bindgen-test's runner). */
-export async function startServer({ isolated, cors = false, routes = {} } = {}) {
+ * including cross-origin isolated ones (wasm-bindgen-test's runner). `roots`: [URL prefix,
+ * directory] pairs served instead of the default ones (a bundled app's dist/, the demo);
+ * a directory's URL serves its index.html. */
+export async function startServer({ isolated, cors = false, routes = {}, roots = ROOTS } = {}) {
   const hits = new Map();
   const server = createServer((req, res) => {
     const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
@@ -40,9 +43,10 @@ export async function startServer({ isolated, cors = false, routes = {} } = {}) 
     }
     res.setHeader('Cache-Control', 'no-store');
     if (routes[path]) return routes[path](req, res);
-    for (const [prefix, dir] of ROOTS) {
+    for (const [prefix, dir] of roots) {
       if (!path.startsWith(prefix)) continue;
-      const file = normalize(join(dir, path.slice(prefix.length)));
+      let file = normalize(join(dir, path.slice(prefix.length)));
+      if (path.endsWith('/')) file = join(file, 'index.html');
       if (!file.startsWith(dir + sep) || !existsSync(file) || !statSync(file).isFile()) break;
       res.writeHead(200, {
         'Content-Type': TYPES[extname(file)] || 'application/octet-stream',

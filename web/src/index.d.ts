@@ -56,8 +56,23 @@ export interface CreateEngineOptions {
   contextSize?: number;
   /** Largest prompt micro-batch. Default 512. */
   batchSize?: number;
-  /** Keep downloaded models in the Cache API (default true). */
-  cache?: boolean;
+  /**
+   * Keep downloaded models between visits: `true` / 'cache-api' (default) in the Cache API,
+   * 'opfs' in the origin private file system (for models larger than the Cache API may hold),
+   * `false`: never. Where the browser offers no such storage the model loads without it.
+   */
+  cache?: boolean | 'cache-api' | 'opfs';
+  /**
+   * Ask the server whether a cached model changed (a HEAD request: ETag, else Last-Modified)
+   * and download it again if so. Offline, or when the server cannot say, the cached copy is
+   * used. Default true.
+   */
+  revalidate?: boolean;
+  /**
+   * The engine's worker script (web/src/worker.js), for setups that serve the package's files
+   * themselves instead of letting a bundler locate it. Default: beside index.js.
+   */
+  workerUrl?: string | URL;
   onProgress?: (p: LoadProgress) => void;
   signal?: AbortSignal;
 }
@@ -73,6 +88,10 @@ export interface SamplingOptions {
   repeat_penalty?: number;
   presence_penalty?: number;
   frequency_penalty?: number;
+  /** Window of the penalties in tokens: 0 → off, -1 → the whole context. Default 64. */
+  repeat_last_n?: number;
+  /** OpenAI's `{ "token id": bias }`: added to the logits before sampling; -Infinity bans a token. */
+  logit_bias?: Record<number | string, number>;
   /** Default: random per request. */
   seed?: number;
   stop?: string | string[];
@@ -103,7 +122,17 @@ export interface SpeculativeOptions {
   draft_min?: number;
 }
 
-export interface ChatMessage { role: 'system' | 'user' | 'assistant' | string; content: string }
+/** A text part of a message's content (other part types reject with INVALID_ARGUMENT). */
+export interface TextContentPart { type: 'text'; text: string }
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | string;
+  /** A string, or text parts (joined with newlines). */
+  content: string | TextContentPart[] | null;
+}
+
+/** The second argument of `create`, as in openai-node. */
+export interface RequestOptions { signal?: AbortSignal }
 
 export type FinishReason = 'stop' | 'length';
 
@@ -149,6 +178,12 @@ export interface EngineInfo {
   has_chat_template: boolean;
   /** Which wasm build runs: 'threads' (cross-origin isolated pages) or 'single'. */
   build: 'threads' | 'single';
+  /**
+   * Why the single-threaded build runs although threads were asked for on a cross-origin
+   * isolated page (its thread pool could not start: e.g. webpack rewrites the URL its helper
+   * workers need); undefined otherwise.
+   */
+  buildReason?: string;
   threads: number;
   /** The backend that runs the model. */
   backend: 'wasm' | 'webgpu';
@@ -172,13 +207,15 @@ export interface Engine {
   readonly backendReason: string;
   chat: {
     completions: {
-      create(req: ChatCompletionRequest & { stream: true }): Promise<AsyncIterableIterator<ChatCompletionChunk>>;
-      create(req: ChatCompletionRequest & { stream?: false }): Promise<ChatCompletion>;
+      create(req: ChatCompletionRequest & { stream: true }, options?: RequestOptions): Promise<AsyncIterableIterator<ChatCompletionChunk>>;
+      create(req: ChatCompletionRequest & { stream?: false }, options?: RequestOptions): Promise<ChatCompletion>;
+      create(req: ChatCompletionRequest & { stream?: boolean }, options?: RequestOptions): Promise<ChatCompletion | AsyncIterableIterator<ChatCompletionChunk>>;
     };
   };
   completions: {
-    create(req: CompletionRequest & { stream: true }): Promise<AsyncIterableIterator<Completion>>;
-    create(req: CompletionRequest & { stream?: false }): Promise<Completion>;
+    create(req: CompletionRequest & { stream: true }, options?: RequestOptions): Promise<AsyncIterableIterator<Completion>>;
+    create(req: CompletionRequest & { stream?: false }, options?: RequestOptions): Promise<Completion>;
+    create(req: CompletionRequest & { stream?: boolean }, options?: RequestOptions): Promise<Completion | AsyncIterableIterator<Completion>>;
   };
   tokenize(text: string, options?: { addSpecial?: boolean; parseSpecial?: boolean }): Promise<number[]>;
   detokenize(ids: number[] | Uint32Array, options?: { special?: boolean }): Promise<string>;
@@ -192,3 +229,21 @@ export interface Engine {
 }
 
 export declare function createEngine(options: CreateEngineOptions): Promise<Engine>;
+
+/** A model file kept between visits (a split model's shards are listed one by one). */
+export interface CachedModel {
+  url: string;
+  /** Its size, when known. */
+  bytes?: number;
+  /** The server's validators when it was downloaded (used to revalidate it). */
+  etag?: string;
+  lastModified?: string;
+  store: 'cache-api' | 'opfs';
+}
+
+/** Every cached model file, in the Cache API and in OPFS. */
+export declare function listCachedModels(): Promise<CachedModel[]>;
+/** Whether the model at `url` (every shard, for a split model's first shard) is cached. */
+export declare function hasCachedModel(url: string | URL): Promise<boolean>;
+/** Removes the model at `url` (every shard) from every cache; true when something was removed. */
+export declare function deleteCachedModel(url: string | URL): Promise<boolean>;

@@ -3,16 +3,14 @@
 
 import { ErrorCodes, TesseraError, abortError, deserializeError } from './errors.js';
 import { createCompanionEngine, createRemoteEngine } from './companion.js';
+import { generationPayload, requestSignal } from './request.js';
+import { missingWasmFeatures } from './capabilities.js';
+import { shardUrls } from './split-gguf.js';
 
 export { ErrorCodes, TesseraError } from './errors.js';
+export { listCachedModels, hasCachedModel, deleteCachedModel } from './model-cache.js';
 
 const BACKENDS = ['auto', 'wasm', 'webgpu', 'companion', 'remote'];
-
-// The options a generation request may carry to the engine (OpenAI's names).
-const GENERATION_KEYS = [
-  'max_tokens', 'temperature', 'top_p', 'top_k', 'min_p', 'seed', 'stop',
-  'repeat_penalty', 'presence_penalty', 'frequency_penalty', 'ignore_eos', 'speculative',
-];
 
 function invalid(message) {
   return new TesseraError(ErrorCodes.INVALID_ARGUMENT, message);
@@ -25,7 +23,11 @@ function normalizeSource(model) {
     if (typeof u !== 'string' && !(u instanceof URL)) throw invalid('model URLs must be strings or URL objects');
     return new URL(u, base).href;
   };
-  if (typeof model === 'string' || model instanceof URL) return { source: resolve(model), transfer: [] };
+  // A split GGUF's first shard (`name-00001-of-00003.gguf`) stands for all of them, as in llama.cpp.
+  if (typeof model === 'string' || model instanceof URL) {
+    const urls = shardUrls(resolve(model));
+    return { source: urls.length > 1 ? urls : urls[0], transfer: [] };
+  }
   if (Array.isArray(model)) {
     if (model.length === 0) throw invalid('model: an empty list of URLs');
     return { source: model.map(resolve), transfer: [] };
@@ -42,14 +44,6 @@ function normalizeSource(model) {
 function defaultThreads() {
   const n = globalThis.navigator?.hardwareConcurrency ?? 1;
   return Math.max(1, Math.min(n, 8));
-}
-
-function pickGenerationOptions(req) {
-  const out = {};
-  for (const k of GENERATION_KEYS) if (req[k] !== undefined && req[k] !== null) out[k] = req[k];
-  // Without a seed every request samples differently, as with OpenAI's API.
-  if (out.seed === undefined) out.seed = Math.floor(Math.random() * 2 ** 32);
-  return out;
 }
 
 class WorkerClient {
@@ -182,25 +176,24 @@ class Engine {
     /** Why that backend runs it (what 'auto' found, or a fallback's cause). */
     this.backendReason = info.backendReason;
     this._model = modelName;
-    this.chat = { completions: { create: (req) => this._create('chat', req) } };
-    this.completions = { create: (req) => this._create('text', req) };
+    this.chat = { completions: { create: (req, options) => this._create('chat', req, options) } };
+    this.completions = { create: (req, options) => this._create('text', req, options) };
   }
 
-  _create(kind, req) {
-    if (!req || typeof req !== 'object') return Promise.reject(invalid('create() needs a request object'));
-    const payload = { options: pickGenerationOptions(req), stream: !!req.stream, returnTokenIds: !!req.return_token_ids };
-    if (kind === 'chat') {
-      if (!Array.isArray(req.messages)) return Promise.reject(invalid('messages must be an array'));
-      payload.messages = req.messages.map((m) => ({ role: String(m.role), content: String(m.content ?? '') }));
-    } else {
-      if (typeof req.prompt !== 'string') return Promise.reject(invalid('prompt must be a string'));
-      payload.prompt = req.prompt;
+  _create(kind, req, options) {
+    let payload;
+    let signal;
+    try {
+      payload = generationPayload(kind, req);
+      signal = requestSignal(req, options);
+    } catch (e) {
+      return Promise.reject(e);
     }
     const id = `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${++completionCounter}`;
     const created = now();
     const model = this._model;
     if (!req.stream) {
-      return this._client.call('generate', payload, { signal: req.signal }).then((r) => {
+      return this._client.call('generate', payload, { signal }).then((r) => {
         const choice = kind === 'chat'
           ? { index: 0, message: { role: 'assistant', content: r.text }, finish_reason: r.finish_reason }
           : { index: 0, text: r.text, finish_reason: r.finish_reason };
@@ -211,7 +204,7 @@ class Engine {
         };
       });
     }
-    return Promise.resolve(this._stream(kind, id, created, payload, req.signal));
+    return Promise.resolve(this._stream(kind, id, created, payload, signal));
   }
 
   _stream(kind, id, created, payload, signal) {
@@ -287,7 +280,10 @@ class Engine {
  * Starts an engine in a Web Worker and loads a model into it. See docs/js-api.md.
  */
 export async function createEngine(options = {}) {
-  const { model, backend = 'auto', threads = defaultThreads(), simd = 'auto', contextSize, batchSize, onProgress, signal, cache = true } = options;
+  const {
+    model, backend = 'auto', threads = defaultThreads(), simd = 'auto', contextSize, batchSize, onProgress, signal,
+    cache = true, revalidate = true, workerUrl,
+  } = options;
   if (!BACKENDS.includes(backend)) throw invalid(`backend must be one of ${BACKENDS.join(', ')}`);
   if (backend === 'companion') return createCompanionEngine({ ...options, model: options.companionModel });
   if (backend === 'remote') return createRemoteEngine(options);
@@ -306,17 +302,29 @@ export async function createEngine(options = {}) {
   for (const [name, v] of [['contextSize', contextSize], ['batchSize', batchSize]]) {
     if (v !== undefined && (!Number.isInteger(v) || v < 0)) throw invalid(`${name} must be a non-negative integer`);
   }
+  if (cache !== true && cache !== false && cache !== 'cache-api' && cache !== 'opfs') {
+    throw invalid("cache must be true, false, 'cache-api' or 'opfs'");
+  }
   if (model === undefined || model === null) throw invalid('model is required');
+  // Every backend runs the engine's wasm (WebGPU's only drives the GPU from it), and every wasm
+  // build needs SIMD128: without it the worker could only fail with a wasm compile error.
+  const missing = missingWasmFeatures();
+  if (missing) throw new TesseraError(ErrorCodes.UNSUPPORTED_BACKEND, missing);
   const { source, transfer } = normalizeSource(model);
   if (signal?.aborted) throw abortError();
 
-  const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'tessera-engine' });
+  // The literal `new Worker(new URL('./worker.js', import.meta.url), ...)` is the form bundlers
+  // (Vite, webpack) recognise: they bundle the worker and rewrite the URL. `workerUrl` is for
+  // setups that copy web/src somewhere themselves.
+  const worker = workerUrl
+    ? new Worker(workerUrl, { type: 'module', name: 'tessera-engine' })
+    : new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'tessera-engine' });
   const client = new WorkerClient(worker);
   let lastLoaded = -1;
   try {
     const info = await client.call(
       'load',
-      { source, options: { backend, threads, simd, contextSize, batchSize, cache } },
+      { source, options: { backend, threads, simd, contextSize, batchSize, cache, revalidate } },
       {
         signal,
         transfer,

@@ -4,26 +4,40 @@
 // twice; a download is written to the cache as it streams (with back-pressure), not afterwards.
 
 import { ErrorCodes, TesseraError, abortError } from './errors.js';
-
-export const CACHE_NAME = 'tessera-models-v1';
-
-async function openCache(useCache) {
-  if (!useCache || typeof caches === 'undefined') return null;
-  try {
-    return await caches.open(CACHE_NAME);
-  } catch {
-    return null; // e.g. an opaque origin or storage disabled: load without a cache
-  }
-}
+import { openStore } from './model-store.js';
 
 function fetchFailed(url, why, cause) {
   return new TesseraError(ErrorCodes.MODEL_FETCH_FAILED, `cannot fetch model ${url}: ${why}`, { cause });
 }
 
-async function openUrl(url, cache, signal) {
-  if (cache) {
-    const hit = await cache.match(url).catch(() => undefined);
-    if (hit) return { response: hit, fromCache: true };
+// Whether a cached copy is still the server's file: a HEAD request (no body, and no CORS
+// preflight) compared by ETag, else by Last-Modified. Offline, or when the server cannot say
+// (an error status, no validators), the cached copy is used: a cache that needed the network
+// would be no use offline.
+async function stillCurrent(url, hit, signal) {
+  if (!hit.etag && !hit.lastModified) return true;
+  let head;
+  try {
+    head = await fetch(url, { method: 'HEAD', signal, cache: 'no-store' });
+  } catch {
+    if (signal?.aborted) throw abortError();
+    return true;
+  }
+  if (!head.ok) return true;
+  const etag = head.headers.get('etag');
+  const lastModified = head.headers.get('last-modified');
+  if (hit.etag && etag) return etag === hit.etag;
+  if (hit.lastModified && lastModified) return lastModified === hit.lastModified;
+  return true;
+}
+
+async function openUrl(url, store, { signal, revalidate }) {
+  if (store) {
+    const hit = await store.match(url);
+    if (hit && (!revalidate || (await stillCurrent(url, hit, signal)))) {
+      return { body: hit.body, length: hit.length, fromCache: true };
+    }
+    if (hit) await hit.body.cancel().catch(() => {}); // changed on the server: download it again
   }
   let response;
   try {
@@ -34,7 +48,13 @@ async function openUrl(url, cache, signal) {
   }
   if (!response.ok) throw fetchFailed(url, `HTTP ${response.status} ${response.statusText}`.trim());
   if (!response.body) throw fetchFailed(url, 'the response has no body');
-  return { response, fromCache: false };
+  return {
+    body: response.body,
+    length: contentLength(response),
+    etag: response.headers.get('etag') ?? undefined,
+    lastModified: response.headers.get('last-modified') ?? undefined,
+    fromCache: false,
+  };
 }
 
 // The body's length when the server says it. A compressed response's Content-Length is the
@@ -71,27 +91,12 @@ async function pump(body, loader, onBytes, signal, cacheWriter) {
   }
 }
 
-// A writable stream whose bytes become the cached response for `url`; `done` settles when the
-// cache has stored it (or failed to, which only costs the cache).
-function cacheSink(cache, url, response) {
-  const { readable, writable } = new TransformStream();
-  const headers = new Headers();
-  const length = contentLength(response);
-  if (length !== undefined) headers.set('content-length', String(length));
-  headers.set('content-type', 'application/octet-stream');
-  const done = cache.put(url, new Response(readable, { headers })).then(
-    () => true,
-    () => false,
-  );
-  return { writer: writable.getWriter(), done };
-}
-
 /**
  * Feeds `source` into `loader` (a wasm ModelLoader). `onProgress({loaded, total})` gets the
  * bytes read so far (monotonic; `total` is undefined when the server sends no length).
  * Returns `{ fromCache }`.
  */
-export async function loadSource(source, loader, { useCache = true, signal, onProgress }) {
+export async function loadSource(source, loader, { cache = true, revalidate = true, signal, onProgress }) {
   let loaded = 0;
   let total;
   const report = (n) => {
@@ -120,33 +125,30 @@ export async function loadSource(source, loader, { useCache = true, signal, onPr
   }
 
   const urls = Array.isArray(source) ? source : [source];
-  const cache = await openCache(useCache);
-  // Every shard's response is opened first so that the total size is known from the start.
+  const store = await openStore(cache === true ? 'cache-api' : cache);
+  // Every shard's response is opened first so that the total size is known from the start:
+  // one progress across a split model's shards.
   const opened = [];
-  for (const url of urls) opened.push(await openUrl(url, cache, signal));
-  const lengths = opened.map((o) => contentLength(o.response));
+  for (const url of urls) opened.push(await openUrl(url, store, { signal, revalidate }));
+  const lengths = opened.map((o) => o.length);
   total = lengths.every((n) => n !== undefined) ? lengths.reduce((a, b) => a + b, 0) : undefined;
 
+  const forget = () => store && Promise.all(urls.map((u) => store.delete(u)));
   for (let i = 0; i < opened.length; i++) {
-    const { response, fromCache } = opened[i];
+    const shard = opened[i];
     loader.beginShard(lengths[i]);
-    const sink = !fromCache && cache ? cacheSink(cache, urls[i], response) : null;
+    const sink = !shard.fromCache && store ? await store.sink(urls[i], shard).catch(() => null) : null;
     try {
-      await pump(response.body, loader, report, signal, sink?.writer);
-      if (sink) {
-        await sink.writer.close().catch(() => {});
-        await sink.done;
-      }
+      await pump(shard.body, loader, report, signal, sink?.writer);
+      await sink?.finish();
     } catch (e) {
-      if (sink) await sink.writer.abort(e).catch(() => {});
+      await sink?.abort(e);
+      for (const later of opened.slice(i + 1)) later.body.cancel().catch(() => {});
       // Drop what may have been stored (a cached file that turned out to be bad); a GPU that
       // cannot take the model says nothing about the file, which the fallback reads again.
-      if (cache && e?.code !== ErrorCodes.BACKEND_ERROR) {
-        await Promise.all(urls.map((u) => cache.delete(u).catch(() => {})));
-      }
+      if (e?.code !== ErrorCodes.BACKEND_ERROR) await forget();
       throw e;
     }
   }
-  const forget = () => cache && Promise.all(urls.map((u) => cache.delete(u).catch(() => {})));
   return { fromCache: opened.every((o) => o.fromCache), forget };
 }

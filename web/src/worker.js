@@ -51,6 +51,17 @@ function relaxedSimdValidates() {
   }
 }
 
+// The wasm-bindgen glue of each build, imported by a literal specifier so that bundlers (Vite,
+// webpack) follow it: they emit the glue as a chunk and, through its
+// `new URL('tessera_wasm_bg.wasm', import.meta.url)`, the wasm beside it. (A computed specifier
+// such as `${dir}/tessera_wasm.js` is invisible to them, and the bundled app then fails to load.)
+const GLUE = {
+  st: () => import('../pkg-st/tessera_wasm.js'),
+  'st-relaxed': () => import('../pkg-st-relaxed/tessera_wasm.js'),
+  mt: () => import('../pkg-mt/tessera_wasm.js'),
+  'mt-relaxed': () => import('../pkg-mt-relaxed/tessera_wasm.js'),
+};
+
 // The relaxed-SIMD build (fused multiply-add, relaxed_dot) where the browser has relaxed SIMD and
 // fuses relaxed_madd, so its kernels give the SIMD128 build's bits; else the SIMD128 build.
 // `simd: 'simd128'` asks for the SIMD128 build. The WebGPU backend is in the single-threaded
@@ -60,25 +71,40 @@ async function loadWasm(requested, simd) {
   // that the OS has descheduled holds up every op that waits for its task.
   const threads = Math.min(requested, self.navigator?.hardwareConcurrency || requested);
   const threaded = threads > 1 && self.crossOriginIsolated === true;
-  const base = threaded ? '../pkg-mt' : '../pkg-st';
-  const init = async (dir) => {
-    const module = await import(new URL(`${dir}/tessera_wasm.js`, import.meta.url).href);
+  if (threaded) {
+    try {
+      const module = await loadBuild('mt', simd);
+      // The engine's pool counts this worker as its first thread (crates/wasm/src/rayon_pool.rs).
+      await module.initThreadPool(threads - 1);
+      return module;
+    } catch (e) {
+      // The pool's helper workers re-import the glue by its own URL, which a bundler that
+      // rewrites `import.meta.url` (webpack) breaks: the single-threaded build still runs.
+      buildReason = `the threaded build could not start (${e?.message ?? e}), so the single-threaded build runs`;
+    }
+  }
+  return loadBuild('st', simd);
+}
+
+// Why the build that runs is not the one asked for (undefined when it is).
+let buildReason;
+
+async function loadBuild(base, simd) {
+  const init = async (build) => {
+    const module = await GLUE[build]();
     await module.default();
     return module;
   };
-  let module = null;
   if (simd !== 'simd128' && relaxedSimdValidates()) {
     try {
-      module = await init(`${base}-relaxed`);
-      if (!module.kernelsExact()) module = null; // relaxed_madd not fused here
+      const module = await init(`${base}-relaxed`);
+      if (module.kernelsExact()) return module;
+      // relaxed_madd not fused here: the SIMD128 build runs
     } catch {
-      module = null; // not built, or the browser rejects it: the SIMD128 build runs
+      // not built, or the browser rejects it: the SIMD128 build runs
     }
   }
-  module ??= await init(base);
-  // The engine's pool counts this worker as its first thread (crates/wasm/src/rayon_pool.rs).
-  if (threaded) await module.initThreadPool(threads - 1);
-  return module;
+  return init(base);
 }
 
 async function load(id, { source, options }) {
@@ -125,7 +151,7 @@ async function load(id, { source, options }) {
   loaded ??= await receive(id, new wasm.ModelLoader(), source, options, loadOptions);
   const { received, fromCache } = loaded;
   post({ id, type: 'progress', loaded: received, total: received, phase: 'ready' });
-  return { ...engine.info(), backendReason: reason, fromCache };
+  return { ...engine.info(), backendReason: reason, buildReason, fromCache };
 }
 
 // Feeds the model into `loader` (a wasm ModelLoader, on the heap or on the GPU) and opens it
@@ -133,7 +159,8 @@ async function load(id, { source, options }) {
 async function receive(id, loader, source, options, loadOptions) {
   try {
     const { fromCache, forget } = await loadSource(source, loader, {
-      useCache: options.cache !== false,
+      cache: options.cache ?? true,
+      revalidate: options.revalidate !== false,
       signal: controllers.get(id).signal,
       onProgress: ({ loaded, total }) => {
         post({ id, type: 'progress', loaded, total, phase: 'download' });

@@ -419,6 +419,9 @@ impl Engine {
     /// Starts a generation after the prompt `ids`; then call `step` until `done`.
     pub fn begin(&mut self, ids: Vec<u32>, options: JsValue) -> Result<(), JsValue> {
         let options: GenerateOptions = from_js("generation options", options)?;
+        options
+            .check_tokens(self.session.model().n_vocab())
+            .map_err(js_error)?;
         let params = options.to_params().map_err(js_error)?;
         let spec = match &options.speculative {
             Some(s) => Some(s.to_params().map_err(|e| js_error(e.into()))?),

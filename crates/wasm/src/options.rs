@@ -40,6 +40,12 @@ pub struct GenerateOptions {
     pub presence_penalty: Option<f32>,
     pub frequency_penalty: Option<f32>,
     pub seed: Option<u64>,
+    /// Window of the penalties in tokens (llama.cpp's `repeat_last_n`): 0 → off, -1 → the
+    /// whole context. Default 64.
+    pub repeat_last_n: Option<i32>,
+    /// `(token id, bias)` pairs added to the logits before sampling (-inf bans a token). The
+    /// JS side turns OpenAI's `{ "id": bias }` object into these pairs.
+    pub logit_bias: Option<Vec<(u32, f32)>>,
     pub stop: Option<StopOption>,
     /// Never end at an end-of-generation token (benchmarks, fixture comparisons).
     pub ignore_eos: bool,
@@ -50,6 +56,22 @@ pub struct GenerateOptions {
 pub const DEFAULT_MAX_TOKENS: usize = 256;
 
 impl GenerateOptions {
+    /// A logit bias for a token the model does not have is a caller's mistake, not a no-op.
+    pub fn check_tokens(&self, n_vocab: usize) -> Result<(), WasmError> {
+        let bad = self
+            .logit_bias
+            .iter()
+            .flatten()
+            .find(|(id, _)| *id as usize >= n_vocab);
+        match bad {
+            Some((id, _)) => Err(WasmError::new(
+                ErrorCode::InvalidArgument,
+                format!("logit_bias: token {id} is not in the vocabulary ({n_vocab} tokens)"),
+            )),
+            None => Ok(()),
+        }
+    }
+
     pub fn to_params(&self) -> Result<GenerateParams, WasmError> {
         let d = SamplingParams::default();
         let sampling = SamplingParams {
@@ -61,7 +83,8 @@ impl GenerateOptions {
             presence_penalty: self.presence_penalty.unwrap_or(d.presence_penalty),
             frequency_penalty: self.frequency_penalty.unwrap_or(d.frequency_penalty),
             seed: self.seed.unwrap_or(d.seed),
-            ..d
+            penalty_last_n: self.repeat_last_n.unwrap_or(d.penalty_last_n),
+            logit_bias: self.logit_bias.clone().unwrap_or_default(),
         };
         sampling.validate()?;
         let stop = match &self.stop {
@@ -81,5 +104,38 @@ impl GenerateOptions {
             stop,
             ignore_eos: self.ignore_eos,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logit_bias_and_repeat_last_n_reach_the_sampler() {
+        let o = GenerateOptions {
+            logit_bias: Some(vec![(5, 2.5), (7, f32::NEG_INFINITY)]),
+            repeat_last_n: Some(-1),
+            ..Default::default()
+        };
+        let p = o.to_params().unwrap();
+        assert_eq!(
+            p.sampling.logit_bias,
+            vec![(5, 2.5), (7, f32::NEG_INFINITY)]
+        );
+        assert_eq!(p.sampling.penalty_last_n, -1);
+        assert!(o.check_tokens(8).is_ok());
+        assert_eq!(
+            o.check_tokens(7).unwrap_err().code,
+            ErrorCode::InvalidArgument
+        );
+        let bad = GenerateOptions {
+            repeat_last_n: Some(-2),
+            ..Default::default()
+        };
+        assert_eq!(
+            bad.to_params().unwrap_err().code,
+            ErrorCode::InvalidArgument
+        );
     }
 }

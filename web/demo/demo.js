@@ -1,0 +1,220 @@
+// The demo page: pick a model (URL, file, drop), load it with a progress bar, chat with
+// streamed answers and their timings, stop an answer. It uses only the package's public API
+// (../src/index.js), so it doubles as an example of it.
+
+import { createEngine } from '../src/index.js';
+import { explainError, formatProgress, formatTimings } from './format.js';
+
+const $ = (id) => document.getElementById(id);
+const ui = {
+  badge: $('backend-badge'), modelForm: $('model-form'), modelUrl: $('model-url'), presets: $('model-presets'),
+  modelFile: $('model-file'), backend: $('backend'), load: $('load'), progress: $('load-progress'),
+  progressBar: $('progress-bar'), progressText: $('progress-text'), systemPrompt: $('system-prompt'),
+  temperature: $('temperature'), maxTokens: $('max-tokens'), speculative: $('speculative'),
+  messages: $('messages'), error: $('error'), composer: $('composer'), prompt: $('prompt'),
+  send: $('send'), stop: $('stop'), newChat: $('new-chat'), dropOverlay: $('drop-overlay'),
+};
+
+// The two test models (scripts/fetch-models.sh puts them in models/; `npm run demo` serves
+// that folder at /models/). ?model=URL preselects another.
+const PRESETS = [
+  ['/models/SmolLM2-135M-Instruct.Q4_1.gguf', 'SmolLM2 135M Instruct (Q4_1, 98 MB)'],
+  ['/models/gemma-3-270m-q4_k_m.gguf', 'Gemma 3 270M (Q4_K_M, 253 MB)'],
+];
+
+let engine = null;
+let history = []; // the conversation sent with each request: [{ role, content }]
+let answering = null; // AbortController of the answer being streamed
+
+function showError(e) {
+  ui.error.textContent = explainError(e);
+  ui.error.hidden = false;
+}
+
+function clearError() {
+  ui.error.hidden = true;
+  ui.error.textContent = '';
+}
+
+function setBusy({ loading = false, streaming = false }) {
+  const ready = engine !== null && !loading;
+  ui.load.disabled = loading || streaming;
+  ui.prompt.disabled = !ready;
+  ui.send.disabled = !ready || streaming;
+  ui.stop.disabled = !streaming;
+}
+
+function setBadge(backend, reason, detail = '') {
+  ui.badge.dataset.backend = backend;
+  const names = { wasm: 'WebAssembly', webgpu: 'WebGPU' };
+  ui.badge.textContent = `${names[backend] ?? backend}${detail ? ` · ${detail}` : ''} — ${reason}`;
+}
+
+async function load(model) {
+  clearError();
+  await engine?.unload();
+  engine = null;
+  history = [];
+  ui.messages.replaceChildren();
+  setBusy({ loading: true });
+  ui.progress.hidden = false;
+  ui.progressBar.value = 0;
+  ui.progressText.textContent = 'Starting…';
+  ui.badge.dataset.backend = 'none';
+  ui.badge.textContent = 'Loading…';
+  try {
+    engine = await createEngine({
+      model,
+      backend: ui.backend.value,
+      contextSize: 4096,
+      onProgress: (p) => {
+        if (p.phase === 'backend') setBadge(p.backend, p.reason);
+        if (p.progress !== undefined) ui.progressBar.value = p.progress;
+        else ui.progressBar.removeAttribute('value'); // no length: an indeterminate bar
+        ui.progressText.textContent = p.phase === 'ready' ? `Loaded: ${formatProgress(p)}` : formatProgress(p);
+      },
+    });
+    const i = engine.info;
+    const build = engine.backend === 'wasm' ? `${i.build === 'threads' ? `${i.threads} threads` : '1 thread'}, ${i.simd}` : i.adapter ?? '';
+    setBadge(engine.backend, engine.backendReason, build);
+    ui.progressText.textContent = `${i.description || i.architecture} loaded${i.fromCache ? ' from this browser\'s cache' : ''}.`;
+    ui.speculative.disabled = engine.backend !== 'wasm';
+    ui.prompt.focus();
+  } catch (e) {
+    engine = null;
+    ui.badge.dataset.backend = 'none';
+    ui.badge.textContent = 'No model loaded';
+    ui.progress.hidden = true;
+    showError(e);
+  } finally {
+    setBusy({});
+  }
+}
+
+function addMessage(role, text) {
+  const li = document.createElement('li');
+  li.className = 'message';
+  li.dataset.role = role;
+  const who = document.createElement('div');
+  who.className = 'role';
+  who.textContent = role === 'user' ? 'You' : 'Model';
+  const body = document.createElement('p');
+  body.className = 'text';
+  body.textContent = text;
+  const stats = document.createElement('p');
+  stats.className = 'stats';
+  li.append(who, body, stats);
+  ui.messages.append(li);
+  li.scrollIntoView({ block: 'end' });
+  return { li, body, stats };
+}
+
+function requestOptions() {
+  const temperature = Number(ui.temperature.value);
+  const maxTokens = Number(ui.maxTokens.value);
+  const options = {
+    temperature: Number.isFinite(temperature) ? temperature : 0.7,
+    max_tokens: Number.isInteger(maxTokens) && maxTokens > 0 ? maxTokens : 256,
+  };
+  if (ui.speculative.checked && !ui.speculative.disabled) {
+    options.speculative = { type: 'ngram-simple', ngram_size_n: 3, draft_max: 16 };
+  }
+  return options;
+}
+
+async function send(text) {
+  clearError();
+  const system = ui.systemPrompt.value.trim();
+  const messages = [...(system ? [{ role: 'system', content: system }] : []), ...history, { role: 'user', content: text }];
+  addMessage('user', text);
+  const answer = addMessage('assistant', '');
+  answer.li.dataset.state = 'streaming';
+  answering = new AbortController();
+  setBusy({ streaming: true });
+  let reply = '';
+  try {
+    const stream = await engine.chat.completions.create({ messages, stream: true, ...requestOptions() }, { signal: answering.signal });
+    for await (const chunk of stream) {
+      reply += chunk.choices[0].delta.content;
+      answer.body.textContent = reply;
+      if (chunk.timings) answer.stats.textContent = formatTimings(chunk.timings, chunk.usage);
+      if (chunk.choices[0].finish_reason === 'length') answer.stats.textContent += ' · cut at the token limit';
+    }
+    answer.li.dataset.state = 'done';
+    history.push({ role: 'user', content: text }, { role: 'assistant', content: reply });
+  } catch (e) {
+    if (e?.code === 'ABORTED') {
+      answer.li.dataset.state = 'stopped';
+      answer.stats.textContent = 'Stopped.';
+      // The partial answer stays in the conversation, as the person saw it.
+      history.push({ role: 'user', content: text }, { role: 'assistant', content: reply });
+    } else {
+      answer.li.dataset.state = 'error';
+      showError(e);
+    }
+  } finally {
+    answering = null;
+    setBusy({});
+  }
+}
+
+// Model choice: presets in the URL box's list, a file, or a dropped file.
+for (const [url, label] of PRESETS) {
+  const option = document.createElement('option');
+  option.value = new URL(url, location.href).href;
+  option.label = label;
+  ui.presets.append(option);
+}
+ui.modelUrl.value = new URLSearchParams(location.search).get('model') ?? new URL(PRESETS[0][0], location.href).href;
+
+ui.modelForm.addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  load(ui.modelUrl.value.trim());
+});
+ui.modelFile.addEventListener('change', () => {
+  const file = ui.modelFile.files?.[0];
+  if (file) load(file);
+});
+
+let dragDepth = 0;
+document.addEventListener('dragenter', (ev) => {
+  if (!ev.dataTransfer?.types.includes('Files')) return;
+  dragDepth++;
+  ui.dropOverlay.hidden = false;
+});
+document.addEventListener('dragleave', () => {
+  dragDepth = Math.max(0, dragDepth - 1);
+  if (dragDepth === 0) ui.dropOverlay.hidden = true;
+});
+document.addEventListener('dragover', (ev) => ev.preventDefault());
+document.addEventListener('drop', (ev) => {
+  ev.preventDefault();
+  dragDepth = 0;
+  ui.dropOverlay.hidden = true;
+  const file = ev.dataTransfer?.files?.[0];
+  if (file) load(file);
+});
+
+// Chat: Enter sends, Shift+Enter is a new line.
+ui.composer.addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const text = ui.prompt.value.trim();
+  if (!text || !engine || answering) return;
+  ui.prompt.value = '';
+  send(text);
+});
+ui.prompt.addEventListener('keydown', (ev) => {
+  if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
+    ev.preventDefault();
+    ui.composer.requestSubmit();
+  }
+});
+ui.stop.addEventListener('click', () => answering?.abort());
+ui.newChat.addEventListener('click', () => {
+  answering?.abort();
+  history = [];
+  ui.messages.replaceChildren();
+  clearError();
+});
+
+setBusy({});
