@@ -9,5 +9,8 @@ export TESSERA_MODELS=${TESSERA_MODELS:-$root/models}
 export TESSERA_FIXTURES=${TESSERA_FIXTURES:-$root/tests/fixtures}
 step() { local start=$SECONDS; "$@"; echo "[test-browser.sh] $(( SECONDS - start )) s: $*" >&2; }
 step scripts/build-wasm.sh all
+# The companion tests run `tessera serve`: the binary the workspace tests built (same profile).
+export TESSERA_BIN=${TESSERA_BIN:-${CARGO_TARGET_DIR:-$root/target}/ci/tessera}
+[ -x "$TESSERA_BIN" ] || step cargo build --profile ci --locked -p tessera
 step node --test --test-concurrency=1 tests/browser/
 step scripts/test-wasm-crate.sh

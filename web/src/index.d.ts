@@ -4,7 +4,7 @@ export type ErrorCode =
   | 'MODEL_FETCH_FAILED' | 'INVALID_GGUF' | 'INVALID_MODEL' | 'UNSUPPORTED_TYPE'
   | 'UNSUPPORTED_ARCHITECTURE' | 'UNSUPPORTED_BACKEND' | 'CONTEXT_FULL' | 'INVALID_ARGUMENT'
   | 'CHAT_TEMPLATE_ERROR' | 'OUT_OF_MEMORY' | 'INVALID_STATE' | 'ABORTED' | 'UNLOADED'
-  | 'WORKER_FAILED' | 'BACKEND_ERROR';
+  | 'WORKER_FAILED' | 'BACKEND_ERROR' | 'COMPANION_UNAVAILABLE' | 'COMPANION_REFUSED';
 
 export declare const ErrorCodes: Readonly<{ [K in ErrorCode]: K }>;
 
@@ -21,9 +21,11 @@ export type ModelSource = string | URL | Array<string | URL> | File | Blob | Arr
  * 'wasm': the CPU build. 'webgpu': the GPU through WebGPU (any adapter, software ones included;
  * rejects UNSUPPORTED_BACKEND without one). 'auto' (default): WebGPU when the browser has a
  * hardware adapter with the limits the kernels need, else wasm (`Engine.backendReason` says why).
- * 'companion' is reserved for a later version (rejects UNSUPPORTED_BACKEND).
+ * 'companion': `tessera serve` on this machine at `companionUrl` (see docs/serve.md); with 'auto'
+ * and a `companionUrl`, the host is tried first. 'remote': any OpenAI-compatible server at
+ * `baseUrl`.
  */
-export type Backend = 'auto' | 'wasm' | 'webgpu' | 'companion';
+export type Backend = 'auto' | 'wasm' | 'webgpu' | 'companion' | 'remote';
 
 export interface LoadProgress {
   /** Bytes of the model read so far (monotonic). */
@@ -44,8 +46,18 @@ export interface LoadProgress {
 }
 
 export interface CreateEngineOptions {
-  model: ModelSource;
+  /** The model to run in the page (required but with 'companion' and 'remote'; with 'remote',
+   * the server's model name). */
+  model?: ModelSource;
   backend?: Backend;
+  /** `tessera serve`'s URL (default http://127.0.0.1:8080 with 'companion'). */
+  companionUrl?: string;
+  /** The companion's model (default: its first). */
+  companionModel?: string;
+  /** 'remote': the server's OpenAI base URL (e.g. https://host/v1). */
+  baseUrl?: string;
+  /** Bearer key for 'companion' or 'remote'. */
+  apiKey?: string;
   /** Threads for the kernels; more than 1 needs a cross-origin isolated page (COOP/COEP). Default: navigator.hardwareConcurrency (at most 8). */
   threads?: number;
   /** 'auto' (default): the relaxed-SIMD build where the browser supports relaxed SIMD and its
@@ -186,7 +198,7 @@ export interface EngineInfo {
   buildReason?: string;
   threads: number;
   /** The backend that runs the model. */
-  backend: 'wasm' | 'webgpu';
+  backend: 'wasm' | 'webgpu' | 'companion' | 'remote';
   /** Why that backend (see `Engine.backendReason`). */
   backendReason: string;
   /** The WebGPU adapter when `backend` is 'webgpu' (name, f16, binding limit). */
@@ -202,7 +214,7 @@ export interface EngineInfo {
 export interface Engine {
   readonly info: EngineInfo;
   /** 'wasm' or 'webgpu': the backend that runs the model. */
-  readonly backend: 'wasm' | 'webgpu';
+  readonly backend: 'wasm' | 'webgpu' | 'companion' | 'remote';
   /** Why: what 'auto' found (no WebGPU, a software or too limited adapter) or a fallback's cause. */
   readonly backendReason: string;
   chat: {
