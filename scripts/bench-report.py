@@ -27,6 +27,7 @@ KINDS = [
     ("cpu-before-after", "CPU: the latest change against the commit before it"),
     ("llamacpp-reference", "CPU: llama.cpp's reference figures"),
     ("moe-vs-llamacpp", "CPU: mixture-of-experts decode against llama.cpp"),
+    ("serve-vs-llama-server", "Server: tessera serve against llama-server"),
     ("browser-vs-native", "Browser (wasm CPU) against native"),
     ("wllama-reference", "Browser: wllama's reference figures"),
     ("speculative", "Speculative decoding"),
