@@ -46,7 +46,7 @@ function setBusy({ loading = false, streaming = false }) {
 
 function setBadge(backend, reason, detail = '') {
   ui.badge.dataset.backend = backend;
-  const names = { wasm: 'WebAssembly', webgpu: 'WebGPU' };
+  const names = { wasm: 'WebAssembly', webgpu: 'WebGPU', companion: 'Companion host' };
   ui.badge.textContent = `${names[backend] ?? backend}${detail ? ` · ${detail}` : ''} — ${reason}`;
 }
 
@@ -66,6 +66,8 @@ async function load(model) {
     engine = await createEngine({
       model,
       backend: ui.backend.value,
+      // Only when asked for: 'auto' means the in-page engine here.
+      ...(ui.backend.value === 'companion' ? { companionUrl: COMPANION_URL, apiKey: COMPANION_KEY } : {}),
       contextSize: 4096,
       onProgress: (p) => {
         if (p.phase === 'backend') setBadge(p.backend, p.reason);
@@ -77,7 +79,9 @@ async function load(model) {
     const i = engine.info;
     const build = engine.backend === 'wasm' ? `${i.build === 'threads' ? `${i.threads} threads` : '1 thread'}, ${i.simd}` : i.adapter ?? '';
     setBadge(engine.backend, engine.backendReason, build);
-    ui.progressText.textContent = `${i.description || i.architecture} loaded${i.fromCache ? ' from this browser\'s cache' : ''}.`;
+    ui.progressText.textContent = engine.backend === 'companion'
+      ? `Connected: ${engine.backendReason}.`
+      : `${i.description || i.architecture} loaded${i.fromCache ? ' from this browser\'s cache' : ''}.`;
     ui.speculative.disabled = engine.backend !== 'wasm';
     ui.prompt.focus();
   } catch (e) {
@@ -157,6 +161,21 @@ async function send(text) {
     setBusy({});
   }
 }
+
+// The companion host (`tessera serve --allowed-origin <this page's origin>`): offered when it
+// answers. `?companion=URL` and `?key=KEY` point the page at another host or give its key.
+const params = new URLSearchParams(location.search);
+const COMPANION_URL = params.get('companion') ?? 'http://127.0.0.1:8080';
+const COMPANION_KEY = params.get('key') ?? undefined;
+fetch(`${COMPANION_URL}/health`, { signal: AbortSignal.timeout(1500) }).then((res) => {
+  if (!res.ok) return;
+  const option = ui.backend.querySelector('option[value="companion"]');
+  option.disabled = false;
+  option.textContent = `Companion (tessera serve at ${COMPANION_URL})`;
+}, () => {
+  const option = ui.backend.querySelector('option[value="companion"]');
+  option.textContent = `Companion (no host at ${COMPANION_URL}: run tessera serve --allowed-origin ${location.origin})`;
+});
 
 // Model choice: presets in the URL box's list, a file, or a dropped file.
 for (const [url, label] of PRESETS) {
