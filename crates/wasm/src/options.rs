@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use tessera_core::sampling::SamplingParams;
 use tessera_runtime::generate::GenerateParams;
-use tessera_runtime::speculative::SpeculativeOptions;
+pub use tessera_runtime::speculative::SpeculativeOptions;
 
 use crate::errors::{ErrorCode, WasmError};
 

@@ -24,6 +24,23 @@ pub mod softcap;
 pub mod swiglu;
 pub mod swiglu_oai;
 
+/// A pool for the kernels' tests: every task, one per call, in reverse order (so that an
+/// order effect or a task writing outside its rows would show).
+#[cfg(test)]
+pub(crate) struct ReversePool(pub usize);
+
+#[cfg(test)]
+impl tessera_core::threading::ThreadPool for ReversePool {
+    fn n_threads(&self) -> usize {
+        self.0
+    }
+    fn run(&self, n: usize, task: &(dyn Fn(usize) + Sync)) {
+        for i in (0..n).rev() {
+            task(i);
+        }
+    }
+}
+
 /// Operands for the kernels' tests.
 #[cfg(test)]
 pub(crate) mod test_rng {

@@ -173,20 +173,8 @@ pub fn mul_mat_reference(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::ReversePool;
     use tessera_core::threading::SequentialPool;
-
-    /// Splits work into one task per call, run in reverse order, to shake out order effects.
-    struct ReversePool(usize);
-    impl ThreadPool for ReversePool {
-        fn n_threads(&self) -> usize {
-            self.0
-        }
-        fn run(&self, n: usize, task: &(dyn Fn(usize) + Sync)) {
-            for i in (0..n).rev() {
-                task(i);
-            }
-        }
-    }
 
     fn data(n: usize, seed: u32) -> Vec<f32> {
         (0..n)

@@ -147,22 +147,10 @@ mod tests {
     use super::*;
     use crate::ops::mul_mat::mul_mat_quantized;
     use crate::ops::test_rng::next;
+    use crate::ops::ReversePool;
     use tessera_core::threading::SequentialPool;
     #[cfg(target_arch = "wasm32")]
     use wasm_bindgen_test::wasm_bindgen_test as test;
-
-    /// Runs every task, one per call, in reverse order (order effects would show).
-    struct ReversePool(usize);
-    impl ThreadPool for ReversePool {
-        fn n_threads(&self) -> usize {
-            self.0
-        }
-        fn run(&self, n: usize, task: &(dyn Fn(usize) + Sync)) {
-            for i in (0..n).rev() {
-                task(i);
-            }
-        }
-    }
 
     fn values(n: usize, state: &mut u64) -> Vec<f32> {
         (0..n)

@@ -8,7 +8,6 @@
 
 use tessera_gguf::Header;
 
-use super::common::FfnWeights;
 use super::llama_like::LlamaLike;
 use super::moe::ExpertActivation;
 use super::Architecture;
@@ -31,15 +30,7 @@ pub fn load(header: &Header, w: &mut WeightStore) -> Result<Box<dyn Architecture
     };
     moe.normalize = false;
     moe.scale = 1.0;
-    if let Some(il) = m
-        .layers
-        .iter()
-        .position(|lw| !matches!(lw.ffn, FfnWeights::Moe(_)))
-    {
-        return Err(EngineError::MissingTensor(format!(
-            "blk.{il}.ffn_gate_inp.weight"
-        )));
-    }
+    m.require_experts_everywhere()?;
     m.require("attn_sinks.weight", |lw| lw.sinks)?;
     Ok(Box::new(m))
 }

@@ -4,8 +4,8 @@
 use tessera_gguf::Header;
 
 use super::common::{
-    attention_block, ffn_block, load_weights, output_head, AttentionSetup, HParams, IoWeights,
-    LayerWeights, Meta,
+    attention_block, ffn_block, load_weights, output_head, AttentionSetup, FfnWeights, HParams,
+    IoWeights, LayerWeights, Meta,
 };
 use crate::backend::KvLayout;
 use crate::error::EngineError;
@@ -82,6 +82,20 @@ impl LlamaLike {
     ) -> Result<(), EngineError> {
         match self.layers.iter().position(|lw| pick(lw).is_none()) {
             Some(il) => Err(EngineError::MissingTensor(format!("blk.{il}.{what}"))),
+            None => Ok(()),
+        }
+    }
+
+    /// Fails unless every block has experts (a router).
+    pub fn require_experts_everywhere(&self) -> Result<(), EngineError> {
+        match self
+            .layers
+            .iter()
+            .position(|lw| !matches!(lw.ffn, FfnWeights::Moe(_)))
+        {
+            Some(il) => Err(EngineError::MissingTensor(format!(
+                "blk.{il}.ffn_gate_inp.weight"
+            ))),
             None => Ok(()),
         }
     }

@@ -5,7 +5,6 @@
 
 use tessera_gguf::Header;
 
-use super::common::FfnWeights;
 use super::llama_like::LlamaLike;
 use super::Architecture;
 use crate::error::EngineError;
@@ -20,15 +19,7 @@ pub fn load(header: &Header, w: &mut WeightStore) -> Result<Box<dyn Architecture
             .ok_or_else(|| EngineError::MissingKey("qwen3moe.expert_count".into()))?;
     // llama.cpp's qwen3moe always normalises, whatever the file says.
     moe.normalize = true;
-    if let Some(il) = m
-        .layers
-        .iter()
-        .position(|lw| !matches!(lw.ffn, FfnWeights::Moe(_)))
-    {
-        return Err(EngineError::MissingTensor(format!(
-            "blk.{il}.ffn_gate_inp.weight"
-        )));
-    }
+    m.require_experts_everywhere()?;
     m.require("attn_q_norm.weight", |lw| lw.q_norm)?;
     m.require("attn_k_norm.weight", |lw| lw.k_norm)?;
     Ok(Box::new(m))

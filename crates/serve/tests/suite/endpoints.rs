@@ -228,12 +228,24 @@ fn speculative_requests_give_the_plain_text_with_draft_statistics() {
             .to_string()
     };
     let plain = post(addr, "/v1/completions", &body(Value::Null)).json();
-    let spec = post(addr, "/v1/completions", &body(json!({"type": "ngram-simple", "ngram_size_n": 3, "draft_max": 8}))).json();
+    let spec = post(
+        addr,
+        "/v1/completions",
+        &body(json!({"type": "ngram-simple", "ngram_size_n": 3, "draft_max": 8})),
+    )
+    .json();
     assert_eq!(spec["choices"][0]["text"], plain["choices"][0]["text"]);
     assert!(plain["timings"].get("draft_n").is_none());
-    let (drafted, accepted) = (spec["timings"]["draft_n"].as_u64().unwrap(), spec["timings"]["draft_n_accepted"].as_u64().unwrap());
+    let (drafted, accepted) = (
+        spec["timings"]["draft_n"].as_u64().unwrap(),
+        spec["timings"]["draft_n_accepted"].as_u64().unwrap(),
+    );
     assert!(accepted > 0 && drafted >= accepted, "{spec}");
-    for bad in [json!({"type": "draft"}), json!({"type": "telepathy"}), json!({"type": "ngram-simple", "ngram_size_n": 0})] {
+    for bad in [
+        json!({"type": "draft"}),
+        json!({"type": "telepathy"}),
+        json!({"type": "ngram-simple", "ngram_size_n": 0}),
+    ] {
         let r = post(addr, "/v1/completions", &body(bad.clone()));
         assert_eq!(r.status, 400, "{bad}: {}", r.body);
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tessera_core::sampling::SamplingParams;
 use tessera_core::{Model, SequentialPool};
 use tessera_runtime::generate::{generate, tokenize_prompt, GenerateParams, NoClock, StopReason};
-use tessera_wasm::errors::ErrorCode;
+use tessera_wasm::errors::{ErrorCode, WasmError};
 use tessera_wasm::loader::ModelLoader;
 use tessera_wasm::options::{GenerateOptions, LoadOptions};
 use tessera_wasm::session::Session;
@@ -378,8 +378,8 @@ fn speculative_steps_give_the_plain_output() {
             ngram_size_n: Some(n),
             ..Default::default()
         };
-        let err = match spec.to_params() {
-            Err(e) => e,
+        let err: WasmError = match spec.to_params() {
+            Err(e) => e.into(),
             Ok(p) => s
                 .begin_with(prompt.clone(), GenerateParams::default(), Some(p), &NoClock)
                 .unwrap_err(),
