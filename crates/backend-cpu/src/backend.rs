@@ -18,7 +18,8 @@ use tessera_core::weights::WeightStore;
 
 pub struct CpuBackend {
     pool: Arc<dyn ThreadPool>,
-    kv: KvCache,
+    /// One KV cache per sequence.
+    kv: Vec<KvCache>,
     slots: Vec<Vec<f32>>,
     /// The last graph run and its buffer plan, reused only for an equal graph.
     plan: Option<(Graph, Plan)>,
@@ -39,7 +40,7 @@ impl CpuBackend {
     pub fn new(pool: Arc<dyn ThreadPool>) -> CpuBackend {
         CpuBackend {
             pool,
-            kv: KvCache::default(),
+            kv: vec![KvCache::default()],
             slots: Vec::new(),
             plan: None,
             acts: QuantizedActs::default(),
@@ -61,8 +62,9 @@ impl CpuBackend {
         self.trace = trace;
     }
 
-    pub fn kv_cache(&self) -> &KvCache {
-        &self.kv
+    /// Sequence `seq`'s KV cache.
+    pub fn kv_cache(&self, seq: usize) -> &KvCache {
+        &self.kv[seq]
     }
 }
 
@@ -77,23 +79,35 @@ impl Backend for CpuBackend {
     }
 
     fn init_kv(&mut self, layout: &KvLayout) -> Result<(), EngineError> {
-        self.kv = KvCache::new(layout)?;
+        self.kv.clear();
+        for _ in 0..layout.n_seq.max(1) {
+            self.kv.push(KvCache::new(layout)?);
+        }
         Ok(())
     }
 
     fn kv_n_ctx(&self) -> usize {
-        self.kv.n_ctx
+        self.kv[0].n_ctx
+    }
+
+    fn kv_n_seq(&self) -> usize {
+        self.kv.len()
+    }
+
+    /// Rope, the KV store and attention run per segment, every other kernel on all rows.
+    fn batches_sequences(&self) -> bool {
+        true
     }
 
     fn kv_shift_checked(
         &mut self,
         weights: &WeightStore,
+        seq: usize,
         n_past: usize,
         n_keep: usize,
         n_discard: usize,
     ) -> Result<(), EngineError> {
-        self.kv
-            .shift(n_past, n_keep, n_discard, |f| f32_weight(weights, f))
+        self.kv[seq].shift(n_past, n_keep, n_discard, |f| f32_weight(weights, f))
     }
 
     fn compute(
@@ -202,28 +216,52 @@ impl Backend for CpuBackend {
                             None => None,
                         };
                         self.rope_scratch.resize(params.n_dims, 0.0);
-                        ops::rope::rope(
-                            input(x),
-                            dst,
-                            ne[0],
-                            ne[1],
-                            batch.pos0,
-                            &params,
-                            factors,
-                            &mut self.rope_scratch,
-                        );
+                        // Each sequence's rows at its own positions.
+                        let per_token = ne[0] * ne[1];
+                        for (row0, seg) in batch.segment_rows() {
+                            let rows = row0 * per_token..(row0 + seg.len) * per_token;
+                            ops::rope::rope(
+                                &input(x)[rows.clone()],
+                                &mut dst[rows],
+                                ne[0],
+                                ne[1],
+                                seg.pos0,
+                                &params,
+                                factors,
+                                &mut self.rope_scratch,
+                            );
+                        }
                     }
                     Op::Attention { q, k, v, params } => {
-                        self.kv.store(params.layer, batch.pos0, input(k), input(v));
+                        // Each sequence's keys and values go to its own cache.
+                        let n_tokens = batch.tokens.len();
+                        let (ks, vs) = (input(k).len() / n_tokens, input(v).len() / n_tokens);
+                        for (row0, seg) in batch.segment_rows() {
+                            let rows = row0..row0 + seg.len;
+                            self.kv[seg.seq].store(
+                                params.layer,
+                                seg.pos0,
+                                &input(k)[rows.start * ks..rows.end * ks],
+                                &input(v)[rows.start * vs..rows.end * vs],
+                            );
+                        }
                         let sinks = match params.sinks {
                             Some(w) => Some(f32_weight(weights, w)?),
                             None => None,
                         };
-                        ops::attention::attention(
+                        let segments: Vec<_> = batch
+                            .segment_rows()
+                            .map(|(row0, seg)| ops::attention::AttentionSegment {
+                                kv: &self.kv[seg.seq].layers[params.layer],
+                                row0,
+                                n_tokens: seg.len,
+                                pos0: seg.pos0,
+                            })
+                            .collect();
+                        ops::attention::attention_segments(
                             pool,
                             input(q),
-                            &self.kv.layers[params.layer],
-                            batch.pos0,
+                            &segments,
                             &params,
                             sinks,
                             dst,

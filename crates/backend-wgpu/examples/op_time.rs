@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tessera_backend_wgpu::WgpuBackend;
-use tessera_core::backend::{Backend, Batch, KvLayout};
+use tessera_core::backend::{Backend, Batch, KvLayout, Segment};
 use tessera_core::graph::GraphBuilder;
 use tessera_core::weights::WeightStore;
 
@@ -46,6 +46,7 @@ fn main() {
     backend
         .init_kv(&KvLayout {
             n_ctx: 64,
+            n_seq: 1,
             layers: vec![],
         })
         .unwrap();
@@ -68,7 +69,11 @@ fn main() {
             let rows: Vec<usize> = (0..n_tokens).collect();
             let batch = Batch {
                 tokens: &tokens,
-                pos0: 0,
+                segments: &[Segment {
+                    seq: 0,
+                    pos0: 0,
+                    len: tokens.len(),
+                }],
                 output_rows: &rows,
             };
             let mut out = vec![0.0; d.ne[1] * n_tokens];

@@ -2,7 +2,7 @@
 
 use std::task::Poll;
 
-use tessera_core::backend::{Backend, Batch, KvLayout};
+use tessera_core::backend::{Backend, Batch, KvLayout, Segment};
 use tessera_core::graph::Graph;
 use tessera_core::sampling::{DeviceSampling, SamplingError};
 use tessera_core::weights::WeightStore;
@@ -42,7 +42,7 @@ struct PendingStep {
 #[derive(PartialEq)]
 struct StepKey {
     graph: Graph,
-    pos0: usize,
+    segments: Vec<Segment>,
     tokens: Vec<u32>,
     output_rows: Vec<usize>,
     readout: Readout,
@@ -94,7 +94,7 @@ impl WgpuBackend {
     ) -> Result<Poll<()>, EngineError> {
         let key = StepKey {
             graph: graph.clone(),
-            pos0: batch.pos0,
+            segments: batch.segments.to_vec(),
             tokens: batch.tokens.to_vec(),
             output_rows: batch.output_rows.to_vec(),
             readout,
@@ -170,7 +170,14 @@ impl Backend for WgpuBackend {
         "wgpu"
     }
 
+    /// One sequence only: the recordings bind the one cache's buffers.
     fn init_kv(&mut self, layout: &KvLayout) -> Result<(), EngineError> {
+        if layout.n_seq > 1 {
+            return Err(EngineError::NotSupported(format!(
+                "a KV cache of {} sequences on the WebGPU backend (one context per sequence)",
+                layout.n_seq
+            )));
+        }
         self.drop_pending();
         self.recordings.clear();
         self.kv = GpuKv::default();
@@ -185,6 +192,7 @@ impl Backend for WgpuBackend {
         weights: &WeightStore,
         out: &mut [f32],
     ) -> Result<Poll<()>, EngineError> {
+        batch.single()?;
         self.check_batch(graph, batch, weights)?;
         let i = self.recording(graph, weights)?;
         if self.async_read_back {
@@ -203,6 +211,7 @@ impl Backend for WgpuBackend {
         weights: &WeightStore,
         ids: &mut [u32],
     ) -> Result<Poll<()>, EngineError> {
+        batch.single()?;
         self.check_batch(graph, batch, weights)?;
         let i = self.recording(graph, weights)?;
         if self.async_read_back {
@@ -228,6 +237,7 @@ impl Backend for WgpuBackend {
         let Some(spec) = spec_words(step) else {
             return Ok(Poll::Ready(None));
         };
+        batch.single()?;
         self.check_batch(graph, batch, weights)?;
         if graph.n_outputs == 0 {
             return Err(EngineError::InvalidArgument(
@@ -261,6 +271,7 @@ impl Backend for WgpuBackend {
     fn kv_shift_checked(
         &mut self,
         weights: &WeightStore,
+        _seq: usize,
         n_past: usize,
         n_keep: usize,
         n_discard: usize,

@@ -317,9 +317,14 @@ impl Recording {
                 "batch does not match the recording".into(),
             ));
         }
+        let [segment] = batch.segments else {
+            return Err(WgpuError::Unsupported(
+                "a batch of several sequences".into(),
+            ));
+        };
         let mut words = Vec::with_capacity(4 + self.n_tokens + self.n_outputs);
         words.extend_from_slice(&[
-            batch.pos0 as u32,
+            segment.pos0 as u32,
             self.n_tokens as u32,
             self.n_outputs as u32,
             0,

@@ -24,7 +24,7 @@ use tessera_backend_cpu::CpuBackend;
 use tessera_backend_wgpu::pipelines::PipelineKey;
 use tessera_backend_wgpu::shaders::{kernel_files, Define};
 use tessera_backend_wgpu::{Gpu, WgpuBackend};
-use tessera_core::backend::{Backend, Batch, KvLayerLayout, KvLayout};
+use tessera_core::backend::{Backend, Batch, KvLayerLayout, KvLayout, Segment};
 use tessera_core::graph::{
     AttentionParams, Graph, GraphBuilder, NodeId, RopeMode, RopeParams, Yarn,
 };
@@ -332,6 +332,7 @@ async fn run(case: &Case<'_>) -> f64 {
     let mut wgpu = backend(g);
     let kv = case.kv.clone().unwrap_or(KvLayout {
         n_ctx: 512,
+        n_seq: 1,
         layers: vec![],
     });
     cpu.init_kv(&kv).unwrap();
@@ -345,7 +346,11 @@ async fn run(case: &Case<'_>) -> f64 {
         let n = graph.node(graph.output).n_elements();
         let batch = Batch {
             tokens: &st.tokens,
-            pos0: st.pos0,
+            segments: &[Segment {
+                seq: 0,
+                pos0: st.pos0,
+                len: st.tokens.len(),
+            }],
             output_rows: &st.outputs,
         };
         let (mut want, mut got) = (vec![0.0f32; n], vec![f32::NAN; n]);
@@ -380,10 +385,10 @@ async fn run(case: &Case<'_>) -> f64 {
         let n_past = st.pos0 + st.tokens.len();
         if let Some((after, keep, discard)) = case.shift {
             if after == i {
-                cpu.kv_shift(&store, n_past, keep, discard).unwrap();
-                wgpu.kv_shift(&store, n_past, keep, discard).unwrap();
+                cpu.kv_shift(&store, 0, n_past, keep, discard).unwrap();
+                wgpu.kv_shift(&store, 0, n_past, keep, discard).unwrap();
                 if let Some(b) = &mut f32_path {
-                    b.kv_shift(&store, n_past, keep, discard).unwrap();
+                    b.kv_shift(&store, 0, n_past, keep, discard).unwrap();
                 }
             }
         }
@@ -707,6 +712,7 @@ async fn attention_steps(c: AttentionCase) {
     };
     let kv = KvLayout {
         n_ctx: 96,
+        n_seq: 1,
         layers: vec![KvLayerLayout {
             n_head_kv: n_kv,
             head_dim_k: hd,
@@ -808,6 +814,7 @@ async fn argmax_on_the_gpu_matches_the_logits_case() {
     cpu.set_reference_matmul(true);
     let kv = KvLayout {
         n_ctx: 64,
+        n_seq: 1,
         layers: vec![],
     };
     gpu_backend.init_kv(&kv).unwrap();
@@ -817,7 +824,11 @@ async fn argmax_on_the_gpu_matches_the_logits_case() {
         let g = graph(&store, &ids, &st, &build);
         let batch = Batch {
             tokens: &st.tokens,
-            pos0: 0,
+            segments: &[Segment {
+                seq: 0,
+                pos0: 0,
+                len: st.tokens.len(),
+            }],
             output_rows: &st.outputs,
         };
         let mut logits = vec![0.0; 72 * tokens.len()];
@@ -907,11 +918,16 @@ async fn graphs_of_one_shape_get_their_own_recording_case() {
     let (rows, scaled) = (graph_with_output(false), graph_with_output(true));
     let batch = Batch {
         tokens: &[3, 5],
-        pos0: 0,
+        segments: &[Segment {
+            seq: 0,
+            pos0: 0,
+            len: 2,
+        }],
         output_rows: &[0, 1],
     };
     let kv = KvLayout {
         n_ctx: 8,
+        n_seq: 1,
         layers: vec![],
     };
     let mut shared = backend(gpu().await);

@@ -69,12 +69,28 @@ pub fn context_on(
     threads: Arc<dyn ThreadPool>,
     backend: &str,
 ) -> anyhow::Result<Context> {
+    sequences_on(model, params, 1, threads, backend)
+}
+
+/// [`context_on`] for a context of `n_seq` sequences (`Context::with_sequences`), which the
+/// CPU backend batches together; the WebGPU backend holds one sequence per context.
+pub fn sequences_on(
+    model: &Arc<Model>,
+    params: ContextParams,
+    n_seq: usize,
+    threads: Arc<dyn ThreadPool>,
+    backend: &str,
+) -> anyhow::Result<Context> {
     match backend {
-        "cpu" => Ok(Context::new(
+        "cpu" => Ok(Context::with_sequences(
             model.clone(),
             params,
+            n_seq,
             Box::new(CpuBackend::new(threads)),
         )?),
+        "wgpu" if n_seq > 1 => {
+            anyhow::bail!("the WebGPU backend holds one sequence per context")
+        }
         "wgpu" => {
             let mut gpu =
                 tessera_backend_wgpu::WgpuBackend::new().context("cannot open a WebGPU device")?;

@@ -11,7 +11,7 @@ use tessera_core::{Context, ContextParams, Model, ThreadPool};
 use tessera_serve::preset::{self, Defaults};
 use tessera_serve::{Access, ModelHost, ModelSpec, Registry};
 
-use crate::load::{context_on, load_model, thread_pool};
+use crate::load::{load_model, sequences_on, thread_pool};
 use crate::model_path;
 
 #[derive(Args, Debug)]
@@ -67,12 +67,19 @@ impl ModelHost for Host {
         load_model(&spec.path).map_err(|e| format!("{e:#}"))
     }
 
-    fn context(&self, _: &ModelSpec, model: &Arc<Model>, n_ctx: usize) -> Result<Context, String> {
+    fn context(
+        &self,
+        _: &ModelSpec,
+        model: &Arc<Model>,
+        n_ctx: usize,
+        n_seq: usize,
+    ) -> Result<Context, String> {
         let params = ContextParams {
             n_ctx,
             n_batch: self.batch_size,
         };
-        context_on(model, params, self.pool.clone(), &self.backend).map_err(|e| format!("{e:#}"))
+        sequences_on(model, params, n_seq, self.pool.clone(), &self.backend)
+            .map_err(|e| format!("{e:#}"))
     }
 }
 

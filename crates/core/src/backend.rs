@@ -16,13 +16,49 @@ use crate::graph::{Graph, Op, RopeParams};
 use crate::sampling::{DeviceSampling, SamplingError};
 use crate::weights::WeightStore;
 
-/// Per-step inputs of a micro-batch of one sequence: token `i` is at position `pos0 + i`.
+/// Consecutive rows of a batch that belong to one sequence: `len` tokens of sequence `seq`
+/// (its own KV cache) at positions `pos0 ..`. Rope, the KV store and attention run per
+/// segment; every other op treats rows independently, so one forward pass serves them all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub seq: usize,
+    pub pos0: usize,
+    pub len: usize,
+}
+
+/// Per-step inputs of a micro-batch: the tokens of one or several sequences, each sequence's
+/// rows one [`Segment`], in row order. A single-sequence batch is one segment.
 #[derive(Clone, Copy, Debug)]
 pub struct Batch<'a> {
     pub tokens: &'a [u32],
-    pub pos0: usize,
+    /// The sequences' rows, in order, covering `tokens` (each sequence at most once).
+    pub segments: &'a [Segment],
     /// Indices (into `tokens`, increasing) of the tokens whose outputs are wanted.
     pub output_rows: &'a [usize],
+}
+
+impl Batch<'_> {
+    /// The batch's only segment, for a backend that computes one sequence per batch: a
+    /// multi-sequence batch is refused with [`EngineError::NotSupported`] (the caller decodes
+    /// its sequences one at a time instead).
+    pub fn single(&self) -> Result<Segment, EngineError> {
+        match self.segments {
+            [one] => Ok(*one),
+            _ => Err(EngineError::NotSupported(format!(
+                "a batch of {} sequences on this backend",
+                self.segments.len()
+            ))),
+        }
+    }
+
+    /// Each segment with the index of its first row.
+    pub fn segment_rows(&self) -> impl Iterator<Item = (usize, Segment)> + '_ {
+        self.segments.iter().scan(0, |row, s| {
+            let first = *row;
+            *row += s.len;
+            Some((first, *s))
+        })
+    }
 }
 
 /// Shape of one layer's KV cache entry (per position).
@@ -35,10 +71,12 @@ pub struct KvLayerLayout {
     pub rope: RopeParams,
 }
 
-/// The KV cache a model needs: `n_ctx` positions for each layer.
+/// The KV cache a model needs: `n_ctx` positions for each layer, for each of `n_seq`
+/// sequences (independent caches that one batch may read and write together).
 #[derive(Clone, Debug, PartialEq)]
 pub struct KvLayout {
     pub n_ctx: usize,
+    pub n_seq: usize,
     pub layers: Vec<KvLayerLayout>,
 }
 
@@ -63,19 +101,32 @@ pub trait Backend: Send {
     /// Allocates (or re-allocates) the KV cache, empty.
     fn init_kv(&mut self, layout: &KvLayout) -> Result<(), EngineError>;
 
-    /// Positions the KV cache holds (0 before [`Backend::init_kv`]).
+    /// Positions the KV cache holds per sequence (0 before [`Backend::init_kv`]).
     fn kv_n_ctx(&self) -> usize;
 
+    /// Sequences the KV cache holds. A backend that holds one answers `NotSupported` to an
+    /// [`Backend::init_kv`] of more; this default says one.
+    fn kv_n_seq(&self) -> usize {
+        1
+    }
+
+    /// Whether [`Backend::compute`] takes batches of several segments (sequences). A backend
+    /// that does not (this default) refuses them with [`EngineError::NotSupported`].
+    fn batches_sequences(&self) -> bool {
+        false
+    }
+
     /// Checks that `batch` fits `graph` and the KV cache, before a backend runs anything:
-    /// its token and output-row counts are the graph's, its positions fit the cache, its
-    /// output rows are rows of the batch and its token ids are rows of every embedding table.
+    /// its token and output-row counts are the graph's, its segments cover its tokens, name
+    /// distinct sequences of the cache and fit their positions, its output rows are rows of
+    /// the batch and its token ids are rows of every embedding table.
     fn check_batch(
         &self,
         graph: &Graph,
         batch: &Batch,
         weights: &WeightStore,
     ) -> Result<(), EngineError> {
-        check_batch(graph, batch, weights, self.kv_n_ctx())
+        check_batch(graph, batch, weights, self.kv_n_ctx(), self.kv_n_seq())
     }
 
     /// Runs `graph` for `batch`, storing the batch's keys and values in the KV cache, and
@@ -135,42 +186,51 @@ pub trait Backend: Send {
         Ok(Poll::Ready(None))
     }
 
-    /// Drops the keys and values at positions `n..`: later steps overwrite them. This default
-    /// does nothing, which is right for a cache whose slot index is the position.
-    fn kv_truncate(&mut self, _n: usize) {}
+    /// Drops sequence `seq`'s keys and values at positions `n..`: later steps overwrite them.
+    /// This default does nothing, which is right for a cache whose slot index is the position.
+    fn kv_truncate(&mut self, _seq: usize, _n: usize) {}
 
-    /// Drops positions `n_keep .. n_keep + n_discard` of the first `n_past`, moves the rest
-    /// down by `n_discard` and re-rotates their keys to their new positions. This default
-    /// checks the arguments and runs [`Backend::kv_shift_checked`].
+    /// In sequence `seq`: drops positions `n_keep .. n_keep + n_discard` of the first
+    /// `n_past`, moves the rest down by `n_discard` and re-rotates their keys to their new
+    /// positions. This default checks the arguments and runs [`Backend::kv_shift_checked`].
     /// `weights` are the model's (the rope's frequency factors live there).
     fn kv_shift(
         &mut self,
         weights: &WeightStore,
+        seq: usize,
         n_past: usize,
         n_keep: usize,
         n_discard: usize,
     ) -> Result<(), EngineError> {
         check_shift(n_past, n_keep, n_discard, self.kv_n_ctx())?;
-        self.kv_shift_checked(weights, n_past, n_keep, n_discard)
+        if seq >= self.kv_n_seq() {
+            return Err(EngineError::InvalidArgument(format!(
+                "shift: sequence {seq} of {}",
+                self.kv_n_seq()
+            )));
+        }
+        self.kv_shift_checked(weights, seq, n_past, n_keep, n_discard)
     }
 
-    /// [`Backend::kv_shift`] with arguments already checked: `n_keep + n_discard <= n_past`
-    /// and `n_past` within the cache.
+    /// [`Backend::kv_shift`] with arguments already checked: `seq` is a sequence of the
+    /// cache, `n_keep + n_discard <= n_past` and `n_past` within the cache.
     fn kv_shift_checked(
         &mut self,
         weights: &WeightStore,
+        seq: usize,
         n_past: usize,
         n_keep: usize,
         n_discard: usize,
     ) -> Result<(), EngineError>;
 }
 
-/// [`Backend::check_batch`] for a KV cache of `n_ctx` positions.
+/// [`Backend::check_batch`] for a KV cache of `n_seq` sequences of `n_ctx` positions.
 pub fn check_batch(
     graph: &Graph,
     batch: &Batch,
     weights: &WeightStore,
     n_ctx: usize,
+    n_seq: usize,
 ) -> Result<(), EngineError> {
     let n_tokens = batch.tokens.len();
     if n_tokens != graph.n_tokens || batch.output_rows.len() != graph.n_outputs {
@@ -178,12 +238,7 @@ pub fn check_batch(
             "batch does not match the graph's shape".into(),
         ));
     }
-    if batch.pos0 + n_tokens > n_ctx {
-        return Err(EngineError::ContextFull {
-            needed: batch.pos0 + n_tokens,
-            n_ctx,
-        });
-    }
+    check_segments(batch.segments, n_tokens, n_ctx, n_seq)?;
     if let Some(&r) = batch.output_rows.iter().find(|&&r| r >= n_tokens) {
         return Err(EngineError::InvalidArgument(format!(
             "output row {r} of a batch of {n_tokens}"
@@ -198,6 +253,37 @@ pub fn check_batch(
                     n_vocab: n_rows,
                 });
             }
+        }
+    }
+    Ok(())
+}
+
+/// Segments cover `n_tokens` rows, none empty, each of a distinct sequence below `n_seq`
+/// and within its `n_ctx` positions.
+fn check_segments(
+    segments: &[Segment],
+    n_tokens: usize,
+    n_ctx: usize,
+    n_seq: usize,
+) -> Result<(), EngineError> {
+    let covered: usize = segments.iter().map(|s| s.len).sum();
+    if covered != n_tokens || segments.iter().any(|s| s.len == 0) {
+        return Err(EngineError::InvalidArgument(format!(
+            "segments of {covered} rows for a batch of {n_tokens}"
+        )));
+    }
+    for (i, s) in segments.iter().enumerate() {
+        if s.seq >= n_seq || segments[..i].iter().any(|o| o.seq == s.seq) {
+            return Err(EngineError::InvalidArgument(format!(
+                "segment of sequence {} (the cache holds {n_seq}, each once per batch)",
+                s.seq
+            )));
+        }
+        if s.pos0 + s.len > n_ctx {
+            return Err(EngineError::ContextFull {
+                needed: s.pos0 + s.len,
+                n_ctx,
+            });
         }
     }
     Ok(())

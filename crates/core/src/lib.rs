@@ -5,8 +5,9 @@
 //!   which every backend uses.
 //! - [`backend`]: the [`Backend`] trait a device implements (CPU, WebGPU, ...).
 //! - [`models`]: the architectures, one file each, and their registry.
-//! - [`Model`]: a loaded model (weights, architecture, tokenizer); [`Context`]: one sequence's
-//!   KV cache on a backend, fed tokens in micro-batches.
+//! - [`Model`]: a loaded model (weights, architecture, tokenizer); [`Context`]: the KV caches
+//!   of one or several sequences on a backend, fed tokens in micro-batches (several
+//!   sequences' tokens in one batch: [`Context::decode_together`]).
 //! - [`sampling`]: the sampling chain, which backends may run on their device.
 //! - [`threading`]: the thread-pool trait the hosts provide.
 //!
@@ -25,8 +26,8 @@ pub mod tensor;
 pub mod threading;
 pub mod weights;
 
-pub use backend::{Backend, Batch, KvLayout};
-pub use context::{Context, ContextParams};
+pub use backend::{Backend, Batch, KvLayout, Segment};
+pub use context::{Context, ContextParams, SeqTokens};
 pub use error::EngineError;
 pub use model::Model;
 pub use threading::{SequentialPool, ThreadPool};

@@ -26,14 +26,18 @@ pub struct ModelSpec {
     pub load_on_startup: bool,
 }
 
-/// What the host provides: loading a model file, and a context (with its backend) per slot.
+/// What the host provides: loading a model file, and the slots' contexts (with their backend).
 pub trait ModelHost: Send + Sync + 'static {
     fn load(&self, spec: &ModelSpec) -> Result<Arc<Model>, String>;
+    /// A context of `n_seq` sequences of `n_ctx` positions each (`Context::with_sequences`).
+    /// The server asks for one context holding every slot first (its slots then share one
+    /// batch per step), and where that fails for one context per slot.
     fn context(
         &self,
         spec: &ModelSpec,
         model: &Arc<Model>,
         n_ctx: usize,
+        n_seq: usize,
     ) -> Result<Context, String>;
 }
 
@@ -199,9 +203,18 @@ impl Registry {
                 spec.n_ctx
             ));
         }
-        let contexts = (0..parallel)
-            .map(|_| self.host.context(spec, &model, n_ctx_slot))
-            .collect::<Result<Vec<_>, _>>()?;
+        // All slots in one context, batched together, where the backend holds several
+        // sequences; else (WebGPU) one context per slot, stepped in turn.
+        let shared = match parallel {
+            1 => None,
+            _ => self.host.context(spec, &model, n_ctx_slot, parallel).ok(),
+        };
+        let contexts = match shared {
+            Some(ctx) => vec![ctx],
+            None => (0..parallel)
+                .map(|_| self.host.context(spec, &model, n_ctx_slot, 1))
+                .collect::<Result<Vec<_>, _>>()?,
+        };
         Ok(Loaded {
             name: spec.name.clone(),
             model,

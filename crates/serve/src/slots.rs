@@ -1,8 +1,14 @@
-//! The slots of one model: a thread that owns the model's contexts (one per slot, each with its
-//! own KV cache) and steps every running generation in turn, one [`Step`] each per round, so a
-//! new request starts at the next round and a long prompt is decoded in slices between the
-//! other slots' tokens. A request whose client went away (its event receiver dropped) is
-//! cancelled at its next step, which frees its slot.
+//! The slots of one model: a thread that owns the model's contexts and steps every running
+//! generation, one [`Step`] each per round, so a new request starts at the next round and a
+//! long prompt is decoded in slices between the other slots' tokens. A request whose client
+//! went away (its event receiver dropped) is cancelled at its next round, which frees its slot.
+//!
+//! Each slot is one sequence (its own KV cache) of a context. Where the backend batches
+//! sequences (the CPU) all slots are sequences of one context and a round is one forward pass
+//! ([`step_together`]: every running slot's decode token and at most one prompt slice, up to
+//! `n_batch` tokens): the weights are read once per round, not once per slot, and each
+//! request gets exactly the tokens it gets alone. Otherwise (WebGPU) each slot has a context of
+//! its own and the slots step one after another.
 //!
 //! A request goes to the free slot whose KV cache shares the longest prefix with its prompt (a
 //! conversation's next turn re-sends the history; only the new part is decoded), else to the
@@ -13,8 +19,11 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError
 use std::time::{Duration, Instant};
 
 use tessera_core::context::Context;
+use tessera_runtime::generate::GenerateError;
 use tessera_runtime::generate::{Clock, GenerateParams, GenerateStats};
-use tessera_runtime::generation::{Generation, GenerationOptions, SpecReport, Step, PREFILL_STEP};
+use tessera_runtime::generation::{
+    step_together, Generation, GenerationOptions, SpecReport, Step, PREFILL_STEP,
+};
 use tessera_runtime::speculative::{SpecParams, SpeculatorChain};
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -69,7 +78,9 @@ impl Clock for InstantClock {
 }
 
 struct Slot {
-    ctx: Context,
+    /// The context, and its sequence, that hold this slot's KV cache.
+    ctx: usize,
+    seq: usize,
     running: Option<Running>,
     /// Round of the last request, to pick the least recently used free slot.
     last_used: u64,
@@ -80,25 +91,29 @@ struct Running {
     events: UnboundedSender<Event>,
 }
 
-/// Starts the slot thread over `contexts` (one per slot); `queue` requests may wait for a slot.
+/// Starts the slot thread over `contexts`, one slot per sequence of each (a context of several
+/// sequences steps them together); `queue` requests may wait for a slot.
 pub fn start(contexts: Vec<Context>, queue: usize) -> SlotsHandle {
     let (jobs, inbox) = mpsc::sync_channel(queue);
     let slots: Vec<Slot> = contexts
-        .into_iter()
-        .map(|ctx| Slot {
+        .iter()
+        .enumerate()
+        .flat_map(|(ctx, c)| (0..c.n_seq()).map(move |seq| (ctx, seq)))
+        .map(|(ctx, seq)| Slot {
             ctx,
+            seq,
             running: None,
             last_used: 0,
         })
         .collect();
     std::thread::Builder::new()
         .name("tessera-slots".into())
-        .spawn(move || run(slots, inbox))
+        .spawn(move || run(contexts, slots, inbox))
         .expect("cannot start the slots thread");
     SlotsHandle { jobs }
 }
 
-fn run(mut slots: Vec<Slot>, inbox: Receiver<Job>) {
+fn run(mut contexts: Vec<Context>, mut slots: Vec<Slot>, inbox: Receiver<Job>) {
     let clock = InstantClock(Instant::now());
     let mut waiting: VecDeque<Job> = VecDeque::new();
     let mut round = 0u64;
@@ -117,27 +132,29 @@ fn run(mut slots: Vec<Slot>, inbox: Receiver<Job>) {
             waiting.push_back(job);
         }
         waiting.retain(|job| !job.events.is_closed());
-        while let Some(i) = best_free_slot(&slots, waiting.front().map(|j| &j.prompt[..])) {
+        while let Some(i) =
+            best_free_slot(&contexts, &slots, waiting.front().map(|j| &j.prompt[..]))
+        {
             let job = waiting.pop_front().expect("a waiting job");
-            start_job(&mut slots[i], i, job, round, &clock);
+            let ctx = &mut contexts[slots[i].ctx];
+            start_job(ctx, &mut slots[i], i, job, round, &clock);
         }
-        for slot in slots.iter_mut() {
-            step_slot(slot, &clock);
+        for (c, ctx) in contexts.iter_mut().enumerate() {
+            step_context(ctx, c, &mut slots, &clock);
         }
     }
 }
 
 /// The free slot for `prompt`: the longest shared prefix, else the least recently used.
-fn best_free_slot(slots: &[Slot], prompt: Option<&[u32]>) -> Option<usize> {
+fn best_free_slot(contexts: &[Context], slots: &[Slot], prompt: Option<&[u32]>) -> Option<usize> {
     let prompt = prompt?;
     slots
         .iter()
         .enumerate()
         .filter(|(_, s)| s.running.is_none())
         .max_by_key(|(_, s)| {
-            let shared = s
-                .ctx
-                .tokens()
+            let shared = contexts[s.ctx]
+                .seq_tokens(s.seq)
                 .iter()
                 .zip(prompt)
                 .take_while(|(a, b)| a == b)
@@ -147,7 +164,14 @@ fn best_free_slot(slots: &[Slot], prompt: Option<&[u32]>) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
-fn start_job(slot: &mut Slot, index: usize, job: Job, round: u64, clock: &InstantClock) {
+fn start_job(
+    ctx: &mut Context,
+    slot: &mut Slot,
+    index: usize,
+    job: Job,
+    round: u64,
+    clock: &InstantClock,
+) {
     slot.last_used = round;
     let speculator = match job
         .spec
@@ -168,9 +192,13 @@ fn start_job(slot: &mut Slot, index: usize, job: Job, round: u64, clock: &Instan
         speculator,
         ..GenerationOptions::default()
     };
-    match Generation::start(&mut slot.ctx, job.prompt, job.params, options, clock) {
+    let started = ctx
+        .select(slot.seq)
+        .map_err(GenerateError::from)
+        .and_then(|()| Generation::start(ctx, job.prompt, job.params, options, clock));
+    match started {
         Ok(generation) => {
-            let n_reused = slot.ctx.n_past();
+            let n_reused = ctx.n_past();
             let _ = job.events.send(Event::Started {
                 slot: index,
                 n_reused,
@@ -188,17 +216,39 @@ fn start_job(slot: &mut Slot, index: usize, job: Job, round: u64, clock: &Instan
     }
 }
 
-/// One step of the slot's generation; ends it when done, failed or abandoned by its client.
-fn step_slot(slot: &mut Slot, clock: &InstantClock) {
-    let Some(running) = slot.running.as_mut() else {
-        return;
-    };
-    if running.events.is_closed() {
-        running.generation.cancel(clock);
-        slot.running = None;
-        return;
+/// One round of context `c`'s slots: clients that went away are cancelled (freeing their
+/// slots), and the running generations step together.
+fn step_context(ctx: &mut Context, c: usize, slots: &mut [Slot], clock: &InstantClock) {
+    let mut mine: Vec<&mut Slot> = slots
+        .iter_mut()
+        .filter(|s| s.ctx == c && s.running.is_some())
+        .collect();
+    mine.retain_mut(|slot| {
+        let running = slot.running.as_mut().expect("running slots only");
+        if running.events.is_closed() {
+            running.generation.cancel(clock);
+            slot.running = None;
+            return false;
+        }
+        true
+    });
+    let mut generations: Vec<&mut Generation> = mine
+        .iter_mut()
+        .map(|s| &mut s.running.as_mut().expect("running slots only").generation)
+        .collect();
+    let steps = step_together(ctx, &mut generations, clock);
+    drop(generations);
+    for (slot, step) in mine.into_iter().zip(steps) {
+        if let Some(step) = step {
+            report_step(ctx, slot, step);
+        }
     }
-    let finished = match running.generation.step(&mut slot.ctx, clock) {
+}
+
+/// Sends what a slot's step produced; ends the request when done or failed.
+fn report_step(ctx: &mut Context, slot: &mut Slot, step: Result<Step, GenerateError>) {
+    let running = slot.running.as_mut().expect("a stepped slot runs");
+    let finished = match step {
         Ok(Step::Pending | Step::Prefilled { .. }) => false,
         Ok(Step::Tokens { text, .. }) => {
             if !text.is_empty() {
@@ -222,7 +272,9 @@ fn step_slot(slot: &mut Slot, clock: &InstantClock) {
                 .events
                 .send(Event::Failed(ApiError::internal(e.to_string())));
             // The KV cache may hold a half-decoded step: start the next request afresh.
-            slot.ctx.clear();
+            if ctx.select(slot.seq).is_ok() {
+                ctx.clear();
+            }
             true
         }
     };

@@ -6,13 +6,13 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use tessera_backend_cpu::CpuBackend;
-use tessera_core::backend::{Backend, Batch, KvLayout};
+use tessera_core::backend::{Backend, Batch, KvLayout, Segment};
 use tessera_core::graph::Graph;
 use tessera_core::weights::WeightStore;
 use tessera_core::{EngineError, SequentialPool};
 
-/// A step: (first position, tokens, output rows, greedy readout).
-type StepKey = (usize, Vec<u32>, Vec<usize>, bool);
+/// A step: (segments, tokens, output rows, greedy readout).
+type StepKey = (Vec<Segment>, Vec<u32>, Vec<usize>, bool);
 
 pub struct AsyncCpuBackend {
     inner: CpuBackend,
@@ -32,7 +32,12 @@ impl AsyncCpuBackend {
 
     /// Ready when this step is the one submitted last; otherwise submits it.
     fn submit(&mut self, b: &Batch, greedy: bool) -> Poll<()> {
-        let key = (b.pos0, b.tokens.to_vec(), b.output_rows.to_vec(), greedy);
+        let key = (
+            b.segments.to_vec(),
+            b.tokens.to_vec(),
+            b.output_rows.to_vec(),
+            greedy,
+        );
         if self.submitted.take() == Some(key.clone()) {
             return Poll::Ready(());
         }
@@ -77,8 +82,8 @@ impl Backend for AsyncCpuBackend {
         }
         self.inner.compute_greedy(graph, batch, weights, ids)
     }
-    fn kv_truncate(&mut self, n: usize) {
-        self.inner.kv_truncate(n)
+    fn kv_truncate(&mut self, seq: usize, n: usize) {
+        self.inner.kv_truncate(seq, n)
     }
     fn kv_n_ctx(&self) -> usize {
         self.inner.kv_n_ctx()
@@ -86,10 +91,12 @@ impl Backend for AsyncCpuBackend {
     fn kv_shift_checked(
         &mut self,
         weights: &WeightStore,
+        seq: usize,
         n_past: usize,
         keep: usize,
         discard: usize,
     ) -> Result<(), EngineError> {
-        self.inner.kv_shift_checked(weights, n_past, keep, discard)
+        self.inner
+            .kv_shift_checked(weights, seq, n_past, keep, discard)
     }
 }

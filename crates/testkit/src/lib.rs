@@ -1,13 +1,16 @@
 //! Test support shared by Tessera's crates: where the test models (`scripts/fetch-models.sh`)
 //! and llama.cpp's reference outputs (`tests/fixtures/`) are, loading them, fixture readers,
 //! and a thread pool on rayon's global threads; [`AsyncCpuBackend`], a backend double whose
-//! steps are pending once before they complete. Native only: the wasm tests fetch what they
+//! steps are pending once before they complete; [`CountedCpuBackend`], which counts forward passes
+//! and the sequences per batch. Native only: the wasm tests fetch what they
 //! need.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod async_backend;
+mod counted_backend;
 
 pub use async_backend::AsyncCpuBackend;
+pub use counted_backend::{BatchCounts, CountedCpuBackend};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -71,6 +74,24 @@ pub fn context(model: &Arc<Model>, n_ctx: usize, n_batch: usize, threads: usize)
     Context::new(
         model.clone(),
         ContextParams { n_ctx, n_batch },
+        Box::new(CpuBackend::new(pool(threads))),
+    )
+    .expect("context")
+}
+
+/// A context of `n_seq` sequences (`n_ctx` positions each) on the CPU backend with `threads`
+/// rayon threads.
+pub fn multi_context(
+    model: &Arc<Model>,
+    n_ctx: usize,
+    n_batch: usize,
+    threads: usize,
+    n_seq: usize,
+) -> Context {
+    Context::with_sequences(
+        model.clone(),
+        ContextParams { n_ctx, n_batch },
+        n_seq,
         Box::new(CpuBackend::new(pool(threads))),
     )
     .expect("context")

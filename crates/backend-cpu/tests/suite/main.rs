@@ -6,4 +6,5 @@ mod batch_independence;
 mod fidelity_gemma3;
 mod fidelity_smollm2;
 mod fidelity_synth;
+mod multi_sequence;
 mod plan_reuse;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use tessera_backend_cpu::CpuBackend;
-use tessera_core::backend::{Backend, Batch, KvLayout};
+use tessera_core::backend::{Backend, Batch, KvLayout, Segment};
 use tessera_core::graph::{Graph, GraphBuilder, NodeId};
 use tessera_core::weights::WeightStore;
 use tessera_core::SequentialPool;
@@ -44,7 +44,11 @@ fn graph(
 fn run(backend: &mut CpuBackend, g: &Graph, store: &WeightStore) -> Vec<f32> {
     let batch = Batch {
         tokens: &[3, 5],
-        pos0: 0,
+        segments: &[Segment {
+            seq: 0,
+            pos0: 0,
+            len: 2,
+        }],
         output_rows: &[0, 1],
     };
     let mut out = vec![0.0; WIDTH * 2];
@@ -59,6 +63,7 @@ fn backend() -> CpuBackend {
     let mut b = CpuBackend::new(Arc::new(SequentialPool));
     b.init_kv(&KvLayout {
         n_ctx: 8,
+        n_seq: 1,
         layers: vec![],
     })
     .unwrap();

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use tessera_backend_wgpu::{WgpuBackend, WgpuError};
-use tessera_core::backend::{Backend, Batch, KvLayerLayout, KvLayout};
+use tessera_core::backend::{Backend, Batch, KvLayerLayout, KvLayout, Segment};
 use tessera_core::graph::{GraphBuilder, RopeMode, RopeParams};
 use tessera_core::weights::WeightStore;
 use tessera_core::EngineError;
@@ -27,6 +27,7 @@ fn store() -> WeightStore {
 fn layout(n_ctx: usize) -> KvLayout {
     KvLayout {
         n_ctx,
+        n_seq: 1,
         layers: vec![KvLayerLayout {
             n_head_kv: 8,
             head_dim_k: 256,
@@ -62,7 +63,11 @@ fn a_lost_device_is_a_typed_error_and_a_new_backend_works() {
         let mut out = vec![0.0; 128];
         let batch = Batch {
             tokens: &[1, 7],
-            pos0: 0,
+            segments: &[Segment {
+                seq: 0,
+                pos0: 0,
+                len: 2,
+            }],
             output_rows: &[0, 1],
         };
         let progress = backend.compute(&g, &batch, s, &mut out)?;

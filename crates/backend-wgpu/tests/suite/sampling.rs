@@ -10,7 +10,7 @@
 use std::sync::{Arc, OnceLock};
 
 use tessera_backend_wgpu::{Gpu, WgpuBackend};
-use tessera_core::backend::{Backend, Batch, KvLayout};
+use tessera_core::backend::{Backend, Batch, KvLayout, Segment};
 use tessera_core::graph::GraphBuilder;
 use tessera_core::sampling::{Sampler, SamplingError, SamplingParams};
 use tessera_core::weights::{WeightId, WeightStore};
@@ -94,6 +94,7 @@ impl Rig {
         backend
             .init_kv(&KvLayout {
                 n_ctx: 8,
+                n_seq: 1,
                 layers: vec![],
             })
             .unwrap();
@@ -118,7 +119,11 @@ impl Rig {
         let graph = b.finish(out);
         let batch = Batch {
             tokens: &[row],
-            pos0: 0,
+            segments: &[Segment {
+                seq: 0,
+                pos0: 0,
+                len: 1,
+            }],
             output_rows: &[0],
         };
         match self

@@ -224,6 +224,7 @@ impl HParams {
     pub fn kv_layout(&self, n_ctx: usize, rope_of: impl Fn(usize) -> RopeParams) -> KvLayout {
         KvLayout {
             n_ctx,
+            n_seq: 1,
             layers: (0..self.n_layer)
                 .map(|il| KvLayerLayout {
                     n_head_kv: self.n_head_kv,

@@ -60,16 +60,21 @@ impl Generation {
         if progress.is_pending() {
             return Ok(Step::Pending);
         }
-        self.phase = if last {
+        Ok(self.prefilled(to, clock))
+    }
+
+    /// The prompt is in the context up to `to`: the first token is picked next once it all is.
+    pub(super) fn prefilled(&mut self, to: usize, clock: &dyn Clock) -> Step {
+        self.phase = if to == self.prompt.len() {
             self.t_prompt_done = clock.now_s();
             Phase::FirstToken
         } else {
             Phase::Prefill(to)
         };
-        Ok(Step::Prefilled {
+        Step::Prefilled {
             n_decoded: to,
             n_prompt: self.prompt.len(),
-        })
+        }
     }
 
     /// Decodes `tokens` and picks the next token as `self.picking` says: on the device into

@@ -15,6 +15,7 @@
 
 mod decode;
 mod output;
+mod shared;
 mod speculation;
 
 use std::collections::VecDeque;
@@ -33,6 +34,7 @@ use crate::stop::StopMatcher;
 use decode::Picking;
 use speculation::Speculation;
 
+pub use shared::step_together;
 pub use speculation::SpecReport;
 
 /// Prompt tokens an interactive host decodes per step: small enough that an abort is heard
@@ -125,13 +127,18 @@ pub struct Generation {
     t_start: f64,
     t_prompt_done: f64,
     spec: Option<Speculation>,
+    /// The context's sequence this generation runs on (the one selected at its start).
+    seq: usize,
+    /// Tokens of the step [`Generation::wants`] handed to a shared batch.
+    planned: Option<usize>,
 }
 
 impl Generation {
-    /// Starts generating after `prompt` in `ctx`. The longest prefix the KV cache shares with
-    /// `prompt` is kept (chat turns re-send the whole history) and only the rest is decoded,
-    /// at least one token for fresh logits. The context must be the one passed to every
-    /// [`Generation::step`].
+    /// Starts generating after `prompt` in `ctx`, on its selected sequence
+    /// ([`Context::select`]). The longest prefix the KV cache shares with `prompt` is kept
+    /// (chat turns re-send the whole history) and only the rest is decoded, at least one token
+    /// for fresh logits. The context must be the one passed to every [`Generation::step`]
+    /// (which selects the generation's sequence again).
     pub fn start(
         ctx: &mut Context,
         prompt: Vec<u32>,
@@ -177,13 +184,19 @@ impl Generation {
             t_start: now,
             t_prompt_done: now,
             spec,
+            seq: ctx.selected(),
+            planned: None,
         })
     }
 
     /// Advances by one slice of the prompt, one token, or one verified draft. After
     /// [`Step::Done`] or an error the generation is over and further steps are refused.
     pub fn step(&mut self, ctx: &mut Context, clock: &dyn Clock) -> Result<Step, GenerateError> {
-        let result = self.advance(ctx, clock);
+        self.planned = None;
+        let result = ctx
+            .select(self.seq)
+            .map_err(GenerateError::from)
+            .and_then(|()| self.advance(ctx, clock));
         if result.is_err() {
             self.phase = Phase::Finished;
         }
@@ -206,6 +219,11 @@ impl Generation {
     /// True once the generation has ended (done, cancelled or failed).
     pub fn is_finished(&self) -> bool {
         matches!(self.phase, Phase::Finished)
+    }
+
+    /// The context's sequence this generation runs on.
+    pub fn sequence(&self) -> usize {
+        self.seq
     }
 
     /// The tokens committed so far.
@@ -250,6 +268,12 @@ impl Generation {
             }
             Phase::FirstToken => {}
         }
+        self.pick_next(ctx, clock)
+    }
+
+    /// The end of a step whose logits are in the context (or whose token the device picked):
+    /// picks the next token and hands it out.
+    fn pick_next(&mut self, ctx: &Context, clock: &dyn Clock) -> Result<Step, GenerateError> {
         if self.max_tokens_reached() {
             return Ok(self.done(StopReason::MaxTokens, String::new(), clock));
         }

@@ -7,5 +7,6 @@ mod generation_steps;
 mod nan_logits;
 mod perplexity;
 mod sampling;
+mod shared_batch;
 mod speculative_models;
 mod speculative_parts;

@@ -42,11 +42,12 @@ impl Backend for NanBackend {
     fn kv_shift_checked(
         &mut self,
         weights: &WeightStore,
+        seq: usize,
         n_past: usize,
         keep: usize,
         discard: usize,
     ) -> Result<(), EngineError> {
-        self.0.kv_shift_checked(weights, n_past, keep, discard)
+        self.0.kv_shift_checked(weights, seq, n_past, keep, discard)
     }
 }
 

@@ -30,8 +30,14 @@ impl ModelHost for TestHost {
         Ok(tessera_testkit::load_model(spec.path.to_str().unwrap()))
     }
 
-    fn context(&self, _: &ModelSpec, model: &Arc<Model>, n_ctx: usize) -> Result<Context, String> {
-        Ok(tessera_testkit::context(model, n_ctx, 512, 2))
+    fn context(
+        &self,
+        _: &ModelSpec,
+        model: &Arc<Model>,
+        n_ctx: usize,
+        n_seq: usize,
+    ) -> Result<Context, String> {
+        Ok(tessera_testkit::multi_context(model, n_ctx, 512, 2, n_seq))
     }
 }
 

@@ -28,8 +28,9 @@ impl ModelHost for GatedHost {
         spec: &ModelSpec,
         model: &Arc<Model>,
         n_ctx: usize,
+        n_seq: usize,
     ) -> Result<Context, String> {
-        TestHost.context(spec, model, n_ctx)
+        TestHost.context(spec, model, n_ctx, n_seq)
     }
 }
 

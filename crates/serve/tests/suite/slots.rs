@@ -1,15 +1,112 @@
-//! The slots: requests side by side give what they give alone, a conversation's next turn
-//! reuses its slot's KV cache, and a client that goes away frees its slot.
+//! The slots: requests side by side give what they give alone (and share one batch per
+//! step), a conversation's next turn reuses its slot's KV cache, and a client that goes away
+//! frees its slot.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use tessera_core::{Context, ContextParams, Model};
+use tessera_serve::{Access, ModelHost, ModelSpec, Registry};
+use tessera_testkit::{BatchCounts, CountedCpuBackend};
 
-use crate::client::{build, post};
+use crate::client::{build, post, wait_healthy};
 use crate::endpoints::chat_body;
-use crate::server;
+use crate::{server, smollm2_spec, start, TestHost, ALLOWED, KEY};
+
+/// The test host, its contexts counting forward passes and the sequences in each batch.
+struct CountingHost(Arc<BatchCounts>);
+
+impl ModelHost for CountingHost {
+    fn load(&self, spec: &ModelSpec) -> Result<Arc<Model>, String> {
+        TestHost.load(spec)
+    }
+
+    fn context(
+        &self,
+        _: &ModelSpec,
+        model: &Arc<Model>,
+        n_ctx: usize,
+        n_seq: usize,
+    ) -> Result<Context, String> {
+        let backend = CountedCpuBackend::new(2, self.0.clone(), true);
+        let params = ContextParams {
+            n_ctx,
+            n_batch: 512,
+        };
+        Context::with_sequences(model.clone(), params, n_seq, Box::new(backend))
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// Continuous batching end to end: three requests at once (greedy, seeded sampling, a chat)
+/// run in one batch per step, and each gives exactly what it gives alone.
+#[test]
+fn requests_side_by_side_share_batches_and_give_what_they_give_alone() {
+    let counts = Arc::new(BatchCounts::default());
+    let registry = Registry::new(
+        vec![smollm2_spec(3)],
+        Arc::new(CountingHost(counts.clone())),
+        8,
+    );
+    registry.load_startup_models();
+    let access = Access {
+        api_key: Some(KEY.into()),
+        allowed_origins: vec![ALLOWED.into()],
+    };
+    let addr = start(registry, access);
+    wait_healthy(addr);
+    let requests = [
+        (
+            "/v1/completions",
+            json!({"prompt": "Once upon a time", "max_tokens": 32, "temperature": 0,
+                   "ignore_eos": true})
+            .to_string(),
+        ),
+        (
+            "/v1/completions",
+            json!({"prompt": "The best way to learn a language is", "max_tokens": 32,
+                   "temperature": 0.9, "seed": 7, "ignore_eos": true})
+            .to_string(),
+        ),
+        (
+            "/v1/chat/completions",
+            chat_body("Name three rivers in Europe.", 32, false),
+        ),
+    ];
+    let text = |body: &str| {
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        let choice = &v["choices"][0];
+        match choice["message"]["content"].as_str() {
+            Some(t) => t.to_string(),
+            None => choice["text"].as_str().unwrap().to_string(),
+        }
+    };
+    let alone: Vec<String> = requests
+        .iter()
+        .map(|(path, body)| text(&post(addr, path, body).body))
+        .collect();
+    assert_eq!(
+        counts.most_sequences(),
+        1,
+        "one request at a time: {counts:?}"
+    );
+    counts.reset();
+    let together: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = requests
+            .iter()
+            .map(|(path, body)| s.spawn(move || text(&post(addr, path, body).body)))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(alone, together);
+    assert!(
+        counts.most_sequences() >= 2,
+        "the requests never shared a batch: {counts:?}"
+    );
+}
 
 #[test]
 fn requests_side_by_side_give_what_they_give_alone() {

@@ -383,14 +383,51 @@ pub fn attention(
     out: &mut [f32],
 ) {
     let n_tokens = q.len() / (p.head_dim * p.n_head);
+    let segment = AttentionSegment {
+        kv,
+        row0: 0,
+        n_tokens,
+        pos0,
+    };
+    attention_segments(pool, q, &[segment], p, sinks, out);
+}
+
+/// One sequence's query tokens in a batch of several: `n_tokens` tokens from token `row0`
+/// on, at positions `pos0 ..`, attending over that sequence's cache `kv`.
+#[derive(Clone, Copy)]
+pub struct AttentionSegment<'a> {
+    pub kv: &'a LayerKv,
+    pub row0: usize,
+    pub n_tokens: usize,
+    pub pos0: usize,
+}
+
+/// [`attention`] for a batch of several sequences' tokens (q and out hold all of them, in
+/// segment order), in one pass over the thread pool. Every (token, head) row is computed alone
+/// against its own sequence's keys, so each row is what [`attention`] gives its sequence alone.
+pub fn attention_segments(
+    pool: &dyn ThreadPool,
+    q: &[f32],
+    segments: &[AttentionSegment],
+    p: &AttentionParams,
+    sinks: Option<&[f32]>,
+    out: &mut [f32],
+) {
+    let n_tokens: usize = segments.iter().map(|s| s.n_tokens).sum();
     let group = p.n_head / p.n_head_kv;
-    // Work items: `tokens` consecutive tokens × `heads` heads of one KV head, at most
-    // MAX_ROWS rows; halved while that leaves fewer than four items per thread (decoding, and
-    // speculative verify batches, where a few equal items would leave a thread idle).
+    // Work items: `tokens` consecutive tokens (of one segment) × `heads` heads of one KV
+    // head, at most MAX_ROWS rows; halved while that leaves fewer than four items per thread
+    // (decoding, and speculative verify batches, where a few equal items would leave a
+    // thread idle).
     let mut heads = group.min(MAX_ROWS);
     let mut tokens = (MAX_ROWS / heads).min(TOKEN_BLOCK).min(n_tokens).max(1);
     let items = |tokens: usize, heads: usize| {
-        n_tokens.div_ceil(tokens) * p.n_head_kv * group.div_ceil(heads)
+        segments
+            .iter()
+            .map(|s| s.n_tokens.div_ceil(tokens))
+            .sum::<usize>()
+            * p.n_head_kv
+            * group.div_ceil(heads)
     };
     while items(tokens, heads) < 4 * pool.n_threads() && tokens * heads > 1 {
         if tokens > 1 {
@@ -400,28 +437,37 @@ pub fn attention(
         }
     }
     let chunks = group.div_ceil(heads);
+    let per_block = p.n_head_kv * chunks;
     let shared = SharedOut::new(out);
     let n_items = items(tokens, heads);
     // One task per item, the last tokens (the most keys) first, so that the threads finish
     // together.
     pool.run(n_items, &|task| {
-        let item = n_items - 1 - task;
-        let per_block = p.n_head_kv * chunks;
+        let mut item = n_items - 1 - task;
+        let mut seg = &segments[0];
+        for s in segments {
+            seg = s;
+            let n = s.n_tokens.div_ceil(tokens) * per_block;
+            if item < n {
+                break;
+            }
+            item -= n;
+        }
         let (t0, rest) = ((item / per_block) * tokens, item % per_block);
         let (kv_head, chunk) = (rest / chunks, rest % chunks);
         let h0 = kv_head * group + chunk * heads;
         let h1 = (h0 + heads).min((kv_head + 1) * group);
         let mut rows = [QueryRow::default(); MAX_ROWS];
         let mut n = 0;
-        for t in t0..(t0 + tokens).min(n_tokens) {
-            let pos = pos0 + t;
+        for t in t0..(t0 + tokens).min(seg.n_tokens) {
+            let pos = seg.pos0 + t;
             let lo = match p.window {
                 Some(w) => (pos + 1).saturating_sub(w),
                 None => 0,
             };
             for h in h0..h1 {
                 rows[n] = QueryRow {
-                    row: t * p.n_head + h,
+                    row: (seg.row0 + t) * p.n_head + h,
                     lo,
                     hi: pos,
                     sink: sinks.map(|s| s[h]),
@@ -432,7 +478,7 @@ pub fn attention(
         attend_rows(&RowGroup {
             q,
             rows: &rows[..n],
-            kv,
+            kv: seg.kv,
             kv_head,
             scale: p.scale,
             softcap: p.softcap,

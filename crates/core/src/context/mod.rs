@@ -1,9 +1,18 @@
-//! An inference context: one sequence's KV cache on a backend, fed tokens in micro-batches.
+//! An inference context: the KV caches of one or several sequences on one backend, fed
+//! tokens in micro-batches.
+//!
+//! The single-sequence calls ([`Context::decode`] and its kin, [`Context::truncate`], ...)
+//! act on the selected sequence ([`Context::select`]; the only one in a context made with
+//! [`Context::new`]). [`Context::decode_together`] decodes several sequences' tokens in one
+//! forward pass: the weights are read once for all of them, each sequence attends over its own
+//! KV cache at its own positions, and each gets the logits it would get alone.
+
+mod together;
 
 use std::sync::Arc;
 use std::task::Poll;
 
-use crate::backend::{check_shift, Backend, Batch};
+use crate::backend::{check_shift, Backend, Batch, Segment};
 use crate::error::EngineError;
 use crate::graph::{Graph, GraphBuilder};
 use crate::model::Model;
@@ -29,13 +38,30 @@ impl Default for ContextParams {
 /// Graphs kept for reuse, keyed by (n_tokens, n_outputs): decode steps all share one.
 const GRAPH_CACHE: usize = 4;
 
+/// One sequence of a context: the tokens in its KV cache and its last decoded token's logits
+/// (kept per sequence: a sequence may sample them a step later, after others decoded).
+struct Sequence {
+    tokens: Vec<u32>,
+    logits: Vec<f32>,
+}
+
+/// One sequence's part of a [`Context::decode_together`]: `tokens` appended to sequence
+/// `seq`; with `logits`, its last token's logits are wanted.
+#[derive(Clone, Copy, Debug)]
+pub struct SeqTokens<'a> {
+    pub seq: usize,
+    pub tokens: &'a [u32],
+    pub logits: bool,
+}
+
 pub struct Context {
     model: Arc<Model>,
     n_ctx: usize,
     n_batch: usize,
     backend: Box<dyn Backend>,
-    tokens: Vec<u32>,
-    logits: Vec<f32>,
+    seqs: Vec<Sequence>,
+    /// The sequence the single-sequence calls act on.
+    active: usize,
     all_logits: Vec<f32>,
     graphs: Vec<((usize, usize), Graph)>,
     output_rows: Vec<usize>,
@@ -43,12 +69,29 @@ pub struct Context {
 
 impl Context {
     /// A context for `model` on `backend` (e.g. `tessera_backend_cpu::CpuBackend`), its KV
-    /// cache allocated for `params.n_ctx` positions.
+    /// cache allocated for `params.n_ctx` positions of one sequence.
     pub fn new(
         model: Arc<Model>,
         params: ContextParams,
+        backend: Box<dyn Backend>,
+    ) -> Result<Context, EngineError> {
+        Context::with_sequences(model, params, 1, backend)
+    }
+
+    /// A context of `n_seq` sequences, each with a KV cache of `params.n_ctx` positions, on
+    /// one backend. A backend that holds one sequence only answers
+    /// [`EngineError::NotSupported`] for more (the caller makes one context per sequence).
+    pub fn with_sequences(
+        model: Arc<Model>,
+        params: ContextParams,
+        n_seq: usize,
         mut backend: Box<dyn Backend>,
     ) -> Result<Context, EngineError> {
+        if n_seq == 0 {
+            return Err(EngineError::InvalidArgument(
+                "a context needs at least one sequence".into(),
+            ));
+        }
         let n_ctx = if params.n_ctx == 0 {
             model.n_ctx_train()
         } else {
@@ -64,19 +107,73 @@ impl Context {
                 "n_ctx {n_ctx} is too large"
             )));
         }
-        backend.init_kv(&model.architecture().kv_layout(n_ctx))?;
+        let mut layout = model.architecture().kv_layout(n_ctx);
+        layout.n_seq = n_seq;
+        backend.init_kv(&layout)?;
         let n_vocab = model.n_vocab();
+        let seqs = (0..n_seq)
+            .map(|_| Sequence {
+                tokens: Vec::with_capacity(n_ctx),
+                logits: vec![0.0; n_vocab],
+            })
+            .collect();
         Ok(Context {
             model,
             n_ctx,
             n_batch: params.n_batch,
             backend,
-            tokens: Vec::with_capacity(n_ctx),
-            logits: vec![0.0; n_vocab],
+            seqs,
+            active: 0,
             all_logits: Vec::new(),
             graphs: Vec::new(),
             output_rows: Vec::new(),
         })
+    }
+
+    /// Sequences in the context.
+    pub fn n_seq(&self) -> usize {
+        self.seqs.len()
+    }
+
+    /// The sequence the single-sequence calls act on.
+    pub fn selected(&self) -> usize {
+        self.active
+    }
+
+    /// Makes the single-sequence calls act on sequence `seq`.
+    pub fn select(&mut self, seq: usize) -> Result<(), EngineError> {
+        if seq >= self.seqs.len() {
+            return Err(EngineError::InvalidArgument(format!(
+                "sequence {seq} of a context of {}",
+                self.seqs.len()
+            )));
+        }
+        self.active = seq;
+        Ok(())
+    }
+
+    /// Whether [`Context::decode_together`] runs several sequences in one batch on this
+    /// backend ([`Backend::batches_sequences`]).
+    pub fn batches_sequences(&self) -> bool {
+        self.seqs.len() > 1 && self.backend.batches_sequences()
+    }
+
+    /// The graph for a micro-batch of `n_tokens` tokens and `n_outputs` outputs, built once
+    /// and kept among the last few.
+    fn graph_index(&mut self, n_tokens: usize, n_outputs: usize) -> Result<usize, EngineError> {
+        let key = (n_tokens, n_outputs);
+        if let Some(i) = self.graphs.iter().position(|(k, _)| *k == key) {
+            return Ok(i);
+        }
+        let model = &self.model;
+        let mut b = GraphBuilder::new(model.weights(), n_tokens, n_outputs);
+        b.n_ctx = self.n_ctx;
+        let out = model.architecture().build(&mut b)?;
+        if self.graphs.len() == GRAPH_CACHE {
+            self.graphs.remove(0);
+        }
+        self.graphs.push((key, b.finish(out)));
+        Ok(self.graphs.len() - 1)
     }
 
     pub fn model(&self) -> &Arc<Model> {
@@ -189,7 +286,7 @@ impl Context {
         }
         Ok(Poll::Ready(match sampled {
             Some(result) => result,
-            None => step.sample_cpu(&self.logits[..self.model.n_vocab()]),
+            None => step.sample_cpu(&self.seqs[self.active].logits[..self.model.n_vocab()]),
         }))
     }
 
@@ -207,7 +304,7 @@ impl Context {
         if tokens.is_empty() {
             return Err(EngineError::InvalidArgument("decode of no tokens".into()));
         }
-        let needed = self.tokens.len() + tokens.len();
+        let needed = self.seqs[self.active].tokens.len() + tokens.len();
         if needed > self.n_ctx {
             return Err(EngineError::ContextFull {
                 needed,
@@ -234,23 +331,16 @@ impl Context {
             self.output_rows
                 .extend(first_kept.saturating_sub(chunk_start).min(chunk.len())..chunk.len());
             let key = (chunk.len(), self.output_rows.len());
-            let gi = match self.graphs.iter().position(|(k, _)| *k == key) {
-                Some(i) => i,
-                None => {
-                    let model = &self.model;
-                    let mut b = GraphBuilder::new(model.weights(), key.0, key.1);
-                    b.n_ctx = self.n_ctx;
-                    let out = model.architecture().build(&mut b)?;
-                    if self.graphs.len() == GRAPH_CACHE {
-                        self.graphs.remove(0);
-                    }
-                    self.graphs.push((key, b.finish(out)));
-                    self.graphs.len() - 1
-                }
-            };
+            let gi = self.graph_index(key.0, key.1)?;
+            let seq = &mut self.seqs[self.active];
+            let segments = [Segment {
+                seq: self.active,
+                pos0: seq.tokens.len(),
+                len: chunk.len(),
+            }];
             let batch = Batch {
                 tokens: chunk,
-                pos0: self.tokens.len(),
+                segments: &segments,
                 output_rows: &self.output_rows,
             };
             let graph = &self.graphs[gi].1;
@@ -286,7 +376,7 @@ impl Context {
                 let out: &mut [f32] = if keep_rows {
                     &mut self.all_logits[kept_so_far * n_vocab..(kept_so_far + key.1) * n_vocab]
                 } else {
-                    &mut self.logits[..key.1 * n_vocab]
+                    &mut seq.logits[..key.1 * n_vocab]
                 };
                 self.backend
                     .compute(graph, &batch, self.model.weights(), out)?
@@ -296,18 +386,30 @@ impl Context {
                 return Ok(Poll::Pending);
             }
             kept_so_far += key.1;
-            self.tokens.extend_from_slice(chunk);
+            seq.tokens.extend_from_slice(chunk);
         }
         if keep_rows {
             let n = self.all_logits.len();
-            self.logits.copy_from_slice(&self.all_logits[n - n_vocab..]);
+            self.seqs[self.active]
+                .logits
+                .copy_from_slice(&self.all_logits[n - n_vocab..]);
         }
         Ok(Poll::Ready(()))
     }
 
-    /// The last decoded token's logits (`n_vocab`).
+    /// The selected sequence's last decoded token's logits (`n_vocab`).
     pub fn logits(&self) -> &[f32] {
-        &self.logits
+        &self.seqs[self.active].logits
+    }
+
+    /// Sequence `seq`'s last decoded token's logits (`n_vocab`).
+    pub fn seq_logits(&self, seq: usize) -> &[f32] {
+        &self.seqs[seq].logits
+    }
+
+    /// The tokens in sequence `seq`'s KV cache.
+    pub fn seq_tokens(&self, seq: usize) -> &[u32] {
+        &self.seqs[seq].tokens
     }
 
     /// Every token's logits from the last `decode(.., true)` (`tokens.len() * n_vocab`), or the
@@ -316,37 +418,42 @@ impl Context {
         &self.all_logits
     }
 
-    /// Positions in the KV cache.
+    /// Positions in the selected sequence's KV cache.
     pub fn n_past(&self) -> usize {
-        self.tokens.len()
+        self.seqs[self.active].tokens.len()
     }
 
-    /// The tokens in the KV cache.
+    /// The tokens in the selected sequence's KV cache.
     pub fn tokens(&self) -> &[u32] {
-        &self.tokens
+        &self.seqs[self.active].tokens
     }
 
-    /// Keeps the first `n` positions (no-op when `n >= n_past`).
+    /// Keeps the first `n` positions of the selected sequence (no-op when `n >= n_past`).
     pub fn truncate(&mut self, n: usize) {
-        if n < self.tokens.len() {
-            self.tokens.truncate(n);
-            self.backend.kv_truncate(n);
+        let tokens = &mut self.seqs[self.active].tokens;
+        if n < tokens.len() {
+            tokens.truncate(n);
+            self.backend.kv_truncate(self.active, n);
         }
     }
 
+    /// Empties the selected sequence.
     pub fn clear(&mut self) {
         self.truncate(0);
     }
 
     /// Frees room like llama.cpp's context shift: keeps the first `n_keep` positions, drops the
     /// next `n_discard`, and moves the rest down (their keys re-rotated to the new positions).
+    /// Acts on the selected sequence.
     pub fn shift(&mut self, n_keep: usize, n_discard: usize) -> Result<(), EngineError> {
-        let n_past = self.tokens.len();
+        let n_past = self.n_past();
         // Checked here too, not only by the backend's default: the drain below needs it.
         check_shift(n_past, n_keep, n_discard, self.n_ctx)?;
         self.backend
-            .kv_shift(self.model.weights(), n_past, n_keep, n_discard)?;
-        self.tokens.drain(n_keep..n_keep + n_discard);
+            .kv_shift(self.model.weights(), self.active, n_past, n_keep, n_discard)?;
+        self.seqs[self.active]
+            .tokens
+            .drain(n_keep..n_keep + n_discard);
         Ok(())
     }
 }
