@@ -16,6 +16,7 @@ import re
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -34,6 +35,8 @@ def start(cmd, pattern):
             break
     if url is None:
         raise SystemExit(f"{cmd[0]} did not start")
+    # Keep reading its log: a full pipe would block the server.
+    threading.Thread(target=lambda: [None for _ in p.stderr], daemon=True).start()
     for _ in range(600):
         try:
             if urllib.request.urlopen(url + "/health", timeout=2).status == 200:

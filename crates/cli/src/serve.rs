@@ -50,6 +50,10 @@ pub struct ServeArgs {
     /// Threads (default: every core).
     #[arg(short = 't', long = "threads")]
     pub threads: Option<usize>,
+    /// When a slot's context fills during an answer, drop half of it (keeping the BOS) and go
+    /// on, instead of ending the answer.
+    #[arg(long = "context-shift")]
+    pub context_shift: bool,
     /// Compute backend: cpu, or wgpu (WebGPU natively: Vulkan).
     #[arg(long = "backend", default_value = "cpu", value_parser = ["cpu", "wgpu"])]
     pub backend: String,
@@ -96,6 +100,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         bail!("the API key is empty");
     }
     let defaults = Defaults {
+        context_shift: args.context_shift,
         n_ctx: args.ctx_size.unwrap_or(4096),
         n_ctx_explicit: args.ctx_size.is_some(),
         parallel: args.parallel.unwrap_or(1),
@@ -126,6 +131,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 n_ctx: defaults.n_ctx,
                 parallel: defaults.parallel,
                 load_on_startup: true,
+                context_shift: defaults.context_shift,
             }]
         }
     };

@@ -24,6 +24,9 @@ pub struct ModelSpec {
     pub n_ctx: usize,
     pub parallel: usize,
     pub load_on_startup: bool,
+    /// When a slot's context fills, drop half of it (keeping the BOS) and go on, as
+    /// llama-server's `--context-shift`; otherwise the answer ends (`finish_reason: "length"`).
+    pub context_shift: bool,
 }
 
 /// What the host provides: loading a model file, and the slots' contexts (with their backend).
@@ -49,6 +52,8 @@ pub struct Loaded {
     pub slots: SlotsHandle,
     /// Positions of each slot's context.
     pub n_ctx_slot: usize,
+    /// Positions a context shift keeps, when the model is served with one.
+    pub shift_keep: Option<usize>,
 }
 
 #[derive(Clone)]
@@ -217,6 +222,9 @@ impl Registry {
         };
         Ok(Loaded {
             name: spec.name.clone(),
+            shift_keep: spec
+                .context_shift
+                .then(|| model.tokenizer().add_bos() as usize),
             model,
             template,
             slots: slots::start(contexts, self.queue),

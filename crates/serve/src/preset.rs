@@ -11,6 +11,8 @@ use crate::models::ModelSpec;
 /// The command line's values: defaults, and which were given explicitly (those override).
 #[derive(Clone, Debug)]
 pub struct Defaults {
+    /// `--context-shift` on the command line (a preset's `context-shift = true` also turns it on).
+    pub context_shift: bool,
     pub n_ctx: usize,
     pub n_ctx_explicit: bool,
     pub parallel: usize,
@@ -92,6 +94,7 @@ pub fn parse(
             n_ctx: d.n_ctx,
             parallel: d.parallel,
             load_on_startup: false,
+            context_shift: d.context_shift,
         };
         for (line, key, value) in global.iter().chain(&keys) {
             let number = || {
@@ -106,24 +109,22 @@ pub fn parse(
                         )
                     })
             };
+            let flag = || match value.to_ascii_lowercase().as_str() {
+                "true" | "1" | "yes" | "on" => Ok(true),
+                "false" | "0" | "no" | "off" => Ok(false),
+                _ => Err(syntax(
+                    *line,
+                    format!("{key}: expected true or false, got {value:?}"),
+                )),
+            };
             match key.as_str() {
                 "version" => {}
                 "model" | "m" => spec.path = PathBuf::from(value),
                 "ctx-size" | "c" if !d.n_ctx_explicit => spec.n_ctx = number()?,
                 "parallel" | "np" if !d.parallel_explicit => spec.parallel = number()?,
                 "ctx-size" | "c" | "parallel" | "np" => {}
-                "load-on-startup" => {
-                    spec.load_on_startup = match value.to_ascii_lowercase().as_str() {
-                        "true" | "1" | "yes" | "on" => true,
-                        "false" | "0" | "no" | "off" => false,
-                        _ => {
-                            return Err(syntax(
-                                *line,
-                                format!("load-on-startup: expected true or false, got {value:?}"),
-                            ))
-                        }
-                    }
-                }
+                "load-on-startup" => spec.load_on_startup = flag()?,
+                "context-shift" => spec.context_shift |= flag()?,
                 other => warnings.push(format!(
                     "{shown}:{line}: option {other:?} is not used by tessera serve"
                 )),
@@ -146,6 +147,7 @@ mod tests {
 
     fn defaults() -> Defaults {
         Defaults {
+            context_shift: false,
             n_ctx: 4096,
             n_ctx_explicit: false,
             parallel: 1,

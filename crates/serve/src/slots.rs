@@ -49,6 +49,8 @@ pub struct Job {
     pub params: GenerateParams,
     /// Draftless speculative decoding.
     pub spec: Option<SpecParams>,
+    /// Context shift: the positions it keeps.
+    pub shift_keep: Option<usize>,
     pub events: UnboundedSender<Event>,
 }
 
@@ -190,6 +192,7 @@ fn start_job(
     let options = GenerationOptions {
         prefill_step: PREFILL_STEP,
         speculator,
+        context_shift: job.shift_keep,
         ..GenerationOptions::default()
     };
     let started = ctx

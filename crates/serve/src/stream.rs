@@ -146,6 +146,7 @@ pub async fn run(
         prompt,
         params,
         spec,
+        shift_keep: loaded.shift_keep,
         events,
     })?;
     let meta = Meta {

@@ -54,6 +54,10 @@ pub struct GenerationOptions {
     /// Speculative decoding with this chain (the output stays that of plain decoding). Its
     /// verification reads logits back, so tokens are then picked on the CPU.
     pub speculator: Option<SpeculatorChain>,
+    /// Context shift (llama.cpp's): when the context is full, keep the first `n_keep`
+    /// positions, drop half of the rest and go on, instead of ending with
+    /// [`StopReason::ContextFull`]. Not with a speculator.
+    pub context_shift: Option<usize>,
 }
 
 impl Default for GenerationOptions {
@@ -63,6 +67,7 @@ impl Default for GenerationOptions {
             device_sampling: true,
             prefill_step: usize::MAX,
             speculator: None,
+            context_shift: None,
         }
     }
 }
@@ -127,6 +132,8 @@ pub struct Generation {
     t_start: f64,
     t_prompt_done: f64,
     spec: Option<Speculation>,
+    /// Positions a context shift keeps (see [`GenerationOptions::context_shift`]).
+    shift_keep: Option<usize>,
     /// The context's sequence this generation runs on (the one selected at its start).
     seq: usize,
     /// Tokens of the step [`Generation::wants`] handed to a shared batch.
@@ -183,6 +190,7 @@ impl Generation {
             draw: None,
             t_start: now,
             t_prompt_done: now,
+            shift_keep: options.context_shift.filter(|_| spec.is_none()),
             spec,
             seq: ctx.selected(),
             planned: None,
@@ -254,7 +262,17 @@ impl Generation {
             Phase::Prefill(from) => return self.prefill(ctx, from, clock),
             Phase::Decode(token) => {
                 if ctx.n_past() + 1 > ctx.n_ctx() {
-                    return Ok(self.done(StopReason::ContextFull, String::new(), clock));
+                    match self.shift_keep {
+                        // As llama.cpp: keep n_keep, drop half of what follows.
+                        Some(keep) => {
+                            let n_past = ctx.n_past();
+                            let keep = keep.min(n_past - 1);
+                            ctx.shift(keep, ((n_past - keep) / 2).max(1))?;
+                        }
+                        None => {
+                            return Ok(self.done(StopReason::ContextFull, String::new(), clock))
+                        }
+                    }
                 }
                 if let Some(step) = self.speculative_step(ctx, token, clock)? {
                     return Ok(step);

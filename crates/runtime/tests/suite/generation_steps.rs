@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use tessera_core::sampling::SamplingParams;
 use tessera_core::{Context, ContextParams};
-use tessera_runtime::generate::{generate, tokenize_prompt, GenerateParams, NoClock};
+use tessera_runtime::generate::{generate, tokenize_prompt, GenerateParams, NoClock, StopReason};
 use tessera_runtime::generation::{Generation, GenerationOptions, Step, PREFILL_STEP};
 use tessera_testkit::*;
 
@@ -100,4 +100,46 @@ fn pending_steps_end_with_the_synchronous_generation() {
             "an ended generation"
         );
     }
+}
+
+/// With a context shift, a generation that fills its context drops half of what follows the
+/// kept positions and goes on to its token limit; without, it ends at the full context.
+#[test]
+fn a_context_shift_lets_a_generation_go_past_a_full_context() {
+    let model = load_model(SMOLLM2);
+    let prompt = tokenize_prompt(model.tokenizer(), "Once upon a time");
+    let params = GenerateParams {
+        max_tokens: Some(80),
+        sampling: SamplingParams::greedy(),
+        stop: vec![],
+        ignore_eos: true,
+    };
+    let run = |shift: Option<usize>| {
+        let mut ctx = context(&model, 48, 16, 1);
+        let options = GenerationOptions {
+            context_shift: shift,
+            ..GenerationOptions::default()
+        };
+        let mut generation =
+            Generation::start(&mut ctx, prompt.clone(), params.clone(), options, &NoClock).unwrap();
+        loop {
+            if let Step::Done { stats, .. } = generation.step(&mut ctx, &NoClock).unwrap() {
+                assert!(ctx.n_past() <= 48);
+                // The kept positions are the prompt's first tokens.
+                assert_eq!(ctx.tokens()[..1], prompt[..1]);
+                return stats;
+            }
+        }
+    };
+    let full = run(None);
+    assert_eq!(full.stop, StopReason::ContextFull);
+    assert!(full.n_generated < 48);
+    let shifted = run(Some(1));
+    assert_eq!(shifted.stop, StopReason::MaxTokens);
+    assert_eq!(shifted.n_generated, 80);
+    // Up to the first shift both generate the same tokens.
+    assert_eq!(
+        shifted.tokens[..full.tokens.len() - 1],
+        full.tokens[..full.tokens.len() - 1]
+    );
 }

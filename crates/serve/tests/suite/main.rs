@@ -48,6 +48,7 @@ pub fn smollm2_spec(parallel: usize) -> ModelSpec {
         n_ctx: N_CTX_SLOT * parallel,
         parallel,
         load_on_startup: true,
+        context_shift: false,
     }
 }
 

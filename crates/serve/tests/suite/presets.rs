@@ -55,6 +55,7 @@ fn startup_and_on_demand_models() {
         tessera_testkit::SMOLLM2
     );
     let defaults = Defaults {
+        context_shift: false,
         n_ctx: 4096,
         n_ctx_explicit: false,
         parallel: 1,

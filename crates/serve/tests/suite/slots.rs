@@ -191,3 +191,29 @@ fn a_client_that_goes_away_frees_its_slot() {
         t.elapsed()
     );
 }
+
+/// With `--context-shift` an answer goes on past its slot's full context; without, it ends
+/// there (`finish_reason: "length"` either way).
+#[test]
+fn a_context_shift_lets_an_answer_outgrow_its_slot() {
+    use std::sync::Arc;
+    use tessera_serve::{Access, ModelSpec, Registry};
+    let completion_tokens = |shift: bool| {
+        let spec = ModelSpec {
+            n_ctx: 64,
+            parallel: 1,
+            context_shift: shift,
+            ..crate::smollm2_spec(1)
+        };
+        let registry = Registry::new(vec![spec], Arc::new(crate::TestHost), 4);
+        registry.load_startup_models();
+        let addr = crate::start(registry, Access::default());
+        crate::client::wait_healthy(addr);
+        let body = json!({"prompt": "Once upon a time", "max_tokens": 62, "ignore_eos": true, "temperature": 0});
+        let v = post(addr, "/v1/completions", &body.to_string()).json();
+        assert_eq!(v["choices"][0]["finish_reason"], "length", "{v}");
+        v["usage"]["completion_tokens"].as_u64().unwrap()
+    };
+    assert!(completion_tokens(false) < 62);
+    assert_eq!(completion_tokens(true), 62);
+}
