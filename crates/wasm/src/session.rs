@@ -199,6 +199,8 @@ impl Session {
             device_sampling: self.device_sampling,
             prefill_step: PREFILL_STEP,
             speculator,
+            // A page's context ends its answers (llama.cpp's default).
+            context_shift: None,
         };
         let generation = Generation::start(&mut self.ctx, prompt, params, options, clock)?;
         self.active = Some(generation);
