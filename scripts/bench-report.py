@@ -28,6 +28,7 @@ KINDS = [
     ("llamacpp-reference", "CPU: llama.cpp's reference figures"),
     ("moe-vs-llamacpp", "CPU: mixture-of-experts decode against llama.cpp"),
     ("serve-vs-llama-server", "Server: tessera serve against llama-server"),
+    ("serve-soak", "Server: a long load"),
     ("browser-vs-native", "Browser (wasm CPU) against native"),
     ("wllama-reference", "Browser: wllama's reference figures"),
     ("speculative", "Speculative decoding"),

@@ -50,6 +50,8 @@ const EXPLANATIONS = {
   UNLOADED: 'The model was unloaded. Load it again.',
   WORKER_FAILED: 'The engine stopped working. Load the model again.',
   BACKEND_ERROR: 'The GPU failed while running the model. Try the WebAssembly backend.',
+  COMPANION_UNAVAILABLE: 'The companion host (tessera serve) did not answer. Is it running on this machine?',
+  COMPANION_REFUSED: 'The companion host refused this page: start it with --allowed-origin for this page, and give its API key.',
   INVALID_STATE: 'Something went wrong inside the engine. Load the model again.',
 };
 

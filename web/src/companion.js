@@ -63,21 +63,27 @@ class HttpClient {
   }
 }
 
-// The `data:` payloads of a server-sent event stream, as they arrive.
+// The `data:` payloads of a server-sent event stream, as they arrive. Leaving early (a
+// `break` in the caller's for-await) cancels the response, which frees the server's slot.
 async function* sseData(body, signal) {
   const reader = body.getReader();
   const decoder = new TextDecoder();
   let buffer = '';
+  let ended = false;
   try {
     for (;;) {
       let step;
       try {
         step = await reader.read();
       } catch (e) {
+        ended = true;
         if (signal?.aborted) throw abortError();
         throw new TesseraError(ErrorCodes.COMPANION_UNAVAILABLE, `the stream broke: ${e?.message ?? e}`);
       }
-      if (step.done) return;
+      if (step.done) {
+        ended = true;
+        return;
+      }
       buffer += decoder.decode(step.value, { stream: true });
       let end;
       while ((end = buffer.indexOf('\n\n')) >= 0) {
@@ -88,8 +94,25 @@ async function* sseData(body, signal) {
       }
     }
   } finally {
+    if (!ended) await reader.cancel().catch(() => {});
     reader.releaseLock?.();
   }
+}
+
+// The in-page engine's `timings` names next to llama-server's, so that a page reads the same
+// fields whichever engine answered.
+function withEngineTimings(response) {
+  const t = response?.timings;
+  if (t && t.predicted_per_second !== undefined) {
+    Object.assign(t, {
+      prompt_tokens_evaluated: t.prompt_n,
+      prompt_ms: t.prompt_ms,
+      generation_ms: t.predicted_ms,
+      prompt_tokens_per_second: t.prompt_per_second,
+      generation_tokens_per_second: t.predicted_per_second,
+    });
+  }
+  return response;
 }
 
 export class RemoteEngine {
@@ -113,19 +136,17 @@ export class RemoteEngine {
     const body = { model: this._model, ...req };
     for (const k of LOCAL_ONLY) delete body[k];
     const res = await this._client.fetch(path, { method: 'POST', body, signal });
-    if (!req.stream) return res.json();
+    if (!req.stream) return withEngineTimings(await res.json());
     return this._chunks(res, signal);
   }
 
   async *_chunks(res, signal) {
-    const controller = new AbortController();
     for await (const data of sseData(res.body, signal)) {
       if (data === '[DONE]') return;
       const chunk = JSON.parse(data);
       if (chunk.error) throw errorOfStatus(chunk.error.code ?? 500, chunk);
-      yield chunk;
+      yield withEngineTimings(chunk);
     }
-    controller.abort();
   }
 
   /** Token ids of `text` (the companion's /tokenize; a remote server may not have it). */
