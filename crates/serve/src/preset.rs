@@ -33,6 +33,9 @@ pub enum PresetError {
     Empty { path: String },
 }
 
+/// One `key = value` line: its number, key and value.
+type Setting = (usize, String, String);
+
 /// The models of preset file `path` (`text` its contents), and warnings about ignored keys.
 /// Relative model paths are relative to the current directory, as in llama-server.
 pub fn parse(
@@ -46,8 +49,8 @@ pub fn parse(
         line,
         why,
     };
-    let mut global: Vec<(usize, String, String)> = Vec::new();
-    let mut sections: Vec<(String, Vec<(usize, String, String)>)> = Vec::new();
+    let mut global: Vec<Setting> = Vec::new();
+    let mut sections: Vec<(String, Vec<Setting>)> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim();
         if line.is_empty() || line.starts_with(';') || line.starts_with('#') {
