@@ -119,6 +119,20 @@ describe('the companion backend', () => {
     assert.ok(r.ms < 10_000, `the next request waited ${r.ms} ms`);
   });
 
+  test("'remote' takes any OpenAI-compatible base URL (here the host's /v1)", async () => {
+    const r = await page.evaluate(async ({ url, key }) => {
+      const engine = await window.tessera.createEngine({ backend: 'remote', baseUrl: `${url}/v1`, apiKey: key });
+      const c = await engine.completions.create({ prompt: 'The capital of France is', max_tokens: 6, temperature: 0 });
+      const bad = await window.tessera.createEngine({ backend: 'remote', baseUrl: 'not a url' }).then(() => 'resolved', (e) => e.code);
+      return { backend: engine.backend, model: engine.info.model, text: c.choices[0].text, bad };
+    }, { url: companionUrl, key: KEY });
+    const want = (await direct('/v1/completions', { prompt: 'The capital of France is', max_tokens: 6, temperature: 0 })).choices[0].text;
+    assert.equal(r.backend, 'remote');
+    assert.ok(r.model, 'the first model of /v1/models');
+    assert.equal(r.text, want);
+    assert.equal(r.bad, 'INVALID_ARGUMENT');
+  });
+
   test('a wrong key and an unknown page are refused', async () => {
     const wrongKey = await page.evaluate(async (url) => {
       const engine = await window.tessera.createEngine({ backend: 'companion', companionUrl: url, apiKey: 'nope' }).catch((e) => e);
