@@ -14,6 +14,7 @@ pub mod blocks;
 pub mod dequantize;
 pub mod isa;
 pub mod quantize;
+pub mod repack;
 pub mod vec_dot;
 
 pub use blocks::*;

@@ -89,7 +89,7 @@ pub fn kernel_isa() -> &'static str {
 
 /// Views row bytes as blocks. GGUF data and the engine's buffers are aligned; a misaligned slice
 /// (not expected) is copied rather than rejected. A trailing partial block is ignored.
-fn blocks<B: Pod>(bytes: &[u8]) -> Cow<'_, [B]> {
+pub(crate) fn blocks<B: Pod>(bytes: &[u8]) -> Cow<'_, [B]> {
     let size = std::mem::size_of::<B>();
     let whole = &bytes[..bytes.len() / size * size];
     debug_assert_eq!(bytes.len() % size, 0, "row is not a whole number of blocks");

@@ -1,0 +1,322 @@
+//! Repacked weights: rows interleaved in groups of 8 at load time, so one kernel pass turns a
+//! block of activations into 8 outputs (llama.cpp's "8x8" CPU layouts; [`layout`]).
+//!
+//! The repacked kernels are a numerics family of their own, defined by [`reference::dot`]:
+//! exact integer sums per block, one unfused float step per block. They are not ggml's
+//! vec_dot bits (whose AVX2 kernels keep 8 float lanes per dot product); like llama.cpp's own
+//! repacked kernels they round less. Every output element still depends only on its weight row
+//! and activation row, so a token gets the same bits alone or in any batch, and every ISA
+//! gives the same bits.
+//!
+//! Kernels exist for x86-64 (AVX2, AVX-VNNI, AVX-512 VNNI; [`x86`]). Where none runs,
+//! [`RepackedMatrix::new`] returns `None` and callers keep ggml's layout and kernels.
+
+pub mod layout;
+pub mod reference;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+use crate::blocks::*;
+use crate::isa;
+use crate::QuantError;
+use layout::ROWS;
+use std::ops::Range;
+use tessera_gguf::GgmlType;
+
+/// The weight types with a repacked layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
+pub enum Kind {
+    Q4_0,
+    Q4_1,
+    Q5_0,
+    Q8_0,
+    Q4_K,
+    Q5_K,
+    Q6_K,
+}
+
+impl Kind {
+    pub fn of(ty: GgmlType) -> Option<Kind> {
+        Some(match ty {
+            GgmlType::Q4_0 => Kind::Q4_0,
+            GgmlType::Q4_1 => Kind::Q4_1,
+            GgmlType::Q5_0 => Kind::Q5_0,
+            GgmlType::Q8_0 => Kind::Q8_0,
+            GgmlType::Q4_K => Kind::Q4_K,
+            GgmlType::Q5_K => Kind::Q5_K,
+            GgmlType::Q6_K => Kind::Q6_K,
+            _ => return None,
+        })
+    }
+
+    /// Whether the kernels need each activation block's Σa (to take the weights' offset off).
+    fn needs_act_sums(self) -> bool {
+        matches!(self, Kind::Q4_0 | Kind::Q5_0)
+    }
+}
+
+/// The x86 kernel builds; every one gives the same bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isa {
+    Avx2,
+    AvxVnni,
+    Avx512Vnni,
+}
+
+impl Isa {
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Avx2 => "avx2",
+            Isa::AvxVnni => "avx-vnni",
+            Isa::Avx512Vnni => "avx512-vnni",
+        }
+    }
+
+    /// Whether this CPU runs the build.
+    pub fn runs_here(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let f = isa::detected();
+            f.level.has_avx2()
+                && match self {
+                    Isa::Avx2 => true,
+                    Isa::AvxVnni => std::arch::is_x86_feature_detected!("avxvnni"),
+                    Isa::Avx512Vnni => f.level == isa::Level::Avx512 && f.avx512_vnni,
+                }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = self;
+            false
+        }
+    }
+}
+
+/// The build the dispatch level allows: the widest integer dot product at AVX-512, AVX-VNNI
+/// or plain AVX2 at the AVX2 level, none at the scalar level (which keeps ggml's kernels).
+pub fn isa() -> Option<Isa> {
+    match isa::level() {
+        isa::Level::Avx512 if Isa::Avx512Vnni.runs_here() => Some(Isa::Avx512Vnni),
+        isa::Level::Avx512 | isa::Level::Avx2 if Isa::AvxVnni.runs_here() => Some(Isa::AvxVnni),
+        isa::Level::Avx512 | isa::Level::Avx2 => Some(Isa::Avx2),
+        _ => None,
+    }
+}
+
+/// A weight matrix in the repacked layout: `n_groups` groups of 8 rows (the last padded with
+/// zero rows), each `nb` group blocks.
+pub struct RepackedMatrix {
+    kind: Kind,
+    n: usize,
+    n_rows: usize,
+    nb: usize,
+    group_block_bytes: usize,
+    /// 8-byte words keep every block field aligned.
+    words: Vec<u64>,
+}
+
+impl RepackedMatrix {
+    /// Repacks `n_rows` ggml rows of `n` elements (`rows`: their bytes, contiguous). `None`
+    /// when `ty` has no layout or this CPU no kernel for it.
+    pub fn new(
+        ty: GgmlType,
+        n: usize,
+        n_rows: usize,
+        rows: &[u8],
+    ) -> Result<Option<RepackedMatrix>, QuantError> {
+        let Some(kind) = Kind::of(ty) else {
+            return Ok(None);
+        };
+        if isa().is_none() {
+            return Ok(None);
+        }
+        Self::with_kind(kind, ty, n, n_rows, rows).map(Some)
+    }
+
+    fn with_kind(
+        kind: Kind,
+        ty: GgmlType,
+        n: usize,
+        n_rows: usize,
+        rows: &[u8],
+    ) -> Result<RepackedMatrix, QuantError> {
+        let row_bytes = crate::row_bytes(ty, n)?;
+        let expected = row_bytes.saturating_mul(n_rows);
+        if rows.len() != expected {
+            return Err(QuantError::BadLength {
+                ty,
+                expected,
+                got: rows.len(),
+                what: "weight rows",
+            });
+        }
+        let nb = n / ty.block_size() as usize;
+        let group_block_bytes = group_block_bytes(kind);
+        let n_groups = n_rows.div_ceil(ROWS);
+        let total = n_groups * nb * group_block_bytes;
+        let mut words = vec![0u64; total.div_ceil(8)];
+        let out: &mut [u8] = &mut bytemuck::cast_slice_mut(&mut words)[..total];
+        let zero_row = vec![0u8; row_bytes];
+        for (gi, dst) in out.chunks_exact_mut(nb * group_block_bytes).enumerate() {
+            let row = |i: usize| {
+                let r = gi * ROWS + i;
+                if r < n_rows {
+                    &rows[r * row_bytes..(r + 1) * row_bytes]
+                } else {
+                    &zero_row[..]
+                }
+            };
+            let group: [&[u8]; ROWS] = std::array::from_fn(row);
+            for (b, dst) in dst.chunks_exact_mut(group_block_bytes).enumerate() {
+                pack_block(kind, group, b, dst);
+            }
+        }
+        Ok(RepackedMatrix {
+            kind,
+            n,
+            n_rows,
+            nb,
+            group_block_bytes,
+            words,
+        })
+    }
+
+    pub fn n_rows(&self) -> usize {
+        self.n_rows
+    }
+
+    /// Elements per row.
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    pub fn n_groups(&self) -> usize {
+        self.n_rows.div_ceil(ROWS)
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.words.len() * 8
+    }
+
+    /// The rows of `groups` (8 per group, padding rows included) × `n_acts` activation rows
+    /// of [`crate::vec_dot_type`] (`acts`: contiguous rows): `out[t * 8 * groups.len() + i]`.
+    /// Every element has [`reference::dot`]'s bits.
+    pub fn gemm(&self, groups: Range<usize>, acts: &[u8], n_acts: usize, out: &mut [f32]) {
+        let isa = isa().expect("RepackedMatrix exists only where kernels run");
+        self.gemm_with(isa, groups, acts, n_acts, out)
+    }
+
+    /// [`Self::gemm`] with a given kernel build (tests and benches compare them).
+    ///
+    /// # Panics
+    /// If this CPU cannot run `isa`, or on lengths that do not fit.
+    pub fn gemm_with(
+        &self,
+        isa: Isa,
+        groups: Range<usize>,
+        acts: &[u8],
+        n_acts: usize,
+        out: &mut [f32],
+    ) {
+        assert!(isa.runs_here(), "this CPU cannot run {}", isa.name());
+        assert!(groups.end <= self.n_groups());
+        assert!(out.len() >= n_acts * ROWS * groups.len());
+        let act_ty = crate::vec_dot_type(self.ty()).expect("repacked types have one");
+        let act_row = crate::row_bytes(act_ty, self.n).expect("whole blocks");
+        assert!(acts.len() >= act_row * n_acts);
+        let gb = self.nb * self.group_block_bytes;
+        let bytes: &[u8] = bytemuck::cast_slice(&self.words);
+        let w = &bytes[groups.start * gb..groups.end * gb];
+        ACT_SUMS.with(|sums| {
+            let mut sums = sums.borrow_mut();
+            sums.clear();
+            if self.kind.needs_act_sums() {
+                let blocks: &[BlockQ8_0] = bytemuck::cast_slice(&acts[..act_row * n_acts]);
+                sums.extend(
+                    blocks
+                        .iter()
+                        .map(|b| b.qs.iter().map(|&q| q as i32).sum::<i32>()),
+                );
+            }
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `runs_here` checked the features; lengths asserted above.
+            unsafe {
+                let a = &acts[..act_row * n_acts];
+                match isa {
+                    Isa::Avx2 => x86::avx2::gemm(self.kind, self.nb, w, a, n_acts, &sums, out),
+                    Isa::AvxVnni => {
+                        x86::avx_vnni::gemm(self.kind, self.nb, w, a, n_acts, &sums, out)
+                    }
+                    Isa::Avx512Vnni => {
+                        x86::avx512_vnni::gemm(self.kind, self.nb, w, a, n_acts, &sums, out)
+                    }
+                }
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            let _ = (w, &sums, out);
+        });
+    }
+
+    fn ty(&self) -> GgmlType {
+        match self.kind {
+            Kind::Q4_0 => GgmlType::Q4_0,
+            Kind::Q4_1 => GgmlType::Q4_1,
+            Kind::Q5_0 => GgmlType::Q5_0,
+            Kind::Q8_0 => GgmlType::Q8_0,
+            Kind::Q4_K => GgmlType::Q4_K,
+            Kind::Q5_K => GgmlType::Q5_K,
+            Kind::Q6_K => GgmlType::Q6_K,
+        }
+    }
+}
+
+thread_local! {
+    /// Per-thread activation block sums of one `gemm` call.
+    static ACT_SUMS: std::cell::RefCell<Vec<i32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn group_block_bytes(kind: Kind) -> usize {
+    use layout::*;
+    use std::mem::size_of;
+    match kind {
+        Kind::Q4_0 => size_of::<Q4_0x8>(),
+        Kind::Q4_1 => size_of::<Q4_1x8>(),
+        Kind::Q5_0 => size_of::<Q5_0x8>(),
+        Kind::Q8_0 => size_of::<Q8_0x8>(),
+        Kind::Q4_K => size_of::<Q4Kx8>(),
+        Kind::Q5_K => size_of::<Q5Kx8>(),
+        Kind::Q6_K => size_of::<Q6Kx8>(),
+    }
+}
+
+/// Block `b` of 8 rows, repacked into `dst`.
+fn pack_block(kind: Kind, rows: [&[u8]; ROWS], b: usize, dst: &mut [u8]) {
+    use layout::*;
+    fn nth<B: bytemuck::Pod>(rows: [&[u8]; ROWS], b: usize) -> [B; ROWS] {
+        let size = std::mem::size_of::<B>();
+        rows.map(|r| bytemuck::pod_read_unaligned(&r[b * size..(b + 1) * size]))
+    }
+    fn put<G: bytemuck::Pod>(g: G, dst: &mut [u8]) {
+        dst.copy_from_slice(bytemuck::bytes_of(&g));
+    }
+    macro_rules! pack {
+        ($B:ty, $f:ident) => {{
+            let blocks = nth::<$B>(rows, b);
+            put($f(std::array::from_fn(|r| &blocks[r])), dst)
+        }};
+    }
+    match kind {
+        Kind::Q4_0 => pack!(BlockQ4_0, pack_q4_0),
+        Kind::Q4_1 => pack!(BlockQ4_1, pack_q4_1),
+        Kind::Q5_0 => pack!(BlockQ5_0, pack_q5_0),
+        Kind::Q8_0 => pack!(BlockQ8_0, pack_q8_0),
+        Kind::Q4_K => pack!(BlockQ4K, pack_q4_k),
+        Kind::Q5_K => pack!(BlockQ5K, pack_q5_k),
+        Kind::Q6_K => pack!(BlockQ6K, pack_q6_k),
+    }
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests;

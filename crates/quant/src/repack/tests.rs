@@ -1,0 +1,139 @@
+//! Every kernel build against the reference, bit for bit; the reference against float math.
+
+use super::*;
+use rand::{Rng, SeedableRng};
+
+const TYPES: [GgmlType; 7] = [
+    GgmlType::Q4_0,
+    GgmlType::Q4_1,
+    GgmlType::Q5_0,
+    GgmlType::Q8_0,
+    GgmlType::Q4_K,
+    GgmlType::Q5_K,
+    GgmlType::Q6_K,
+];
+
+fn floats(rng: &mut rand::rngs::StdRng, n: usize) -> Vec<f32> {
+    (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect()
+}
+
+fn quantize(ty: GgmlType, x: &[f32], n: usize) -> Vec<u8> {
+    let rb = crate::row_bytes(ty, n).unwrap();
+    let mut out = vec![0u8; rb * (x.len() / n)];
+    for (src, dst) in x.chunks(n).zip(out.chunks_mut(rb)) {
+        crate::quantize_row(ty, src, dst).unwrap();
+    }
+    out
+}
+
+/// Random bytes in every quant field (extremes included: Q8_0 -128, Q6_K scale -128), with
+/// small finite f16 scales so sums stay finite.
+fn random_rows(rng: &mut rand::rngs::StdRng, ty: GgmlType, n: usize, n_rows: usize) -> Vec<u8> {
+    let rb = crate::row_bytes(ty, n).unwrap();
+    let mut w: Vec<u8> = (0..rb * n_rows).map(|_| rng.random()).collect();
+    let bs = ty.type_size() as usize;
+    let scale_offsets: &[usize] = match ty {
+        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => &[0],
+        GgmlType::Q4_1 => &[0, 2],
+        GgmlType::Q4_K | GgmlType::Q5_K => &[0, 2],
+        GgmlType::Q6_K => &[208],
+        _ => unreachable!(),
+    };
+    for block in w.chunks_exact_mut(bs) {
+        for &o in scale_offsets {
+            let v = half::f16::from_f32(rng.random_range(-0.01f32..0.01));
+            block[o..o + 2].copy_from_slice(&v.to_le_bytes());
+        }
+    }
+    w
+}
+
+fn check_all_isas(ty: GgmlType, n: usize, w: &[u8], n_rows: usize, acts: &[u8], n_acts: usize) {
+    let m = RepackedMatrix::with_kind(Kind::of(ty).unwrap(), ty, n, n_rows, w).unwrap();
+    let rb = w.len() / n_rows;
+    let ab = acts.len() / n_acts;
+    let width = m.n_groups() * ROWS;
+    for isa in [Isa::Avx2, Isa::AvxVnni, Isa::Avx512Vnni] {
+        if !isa.runs_here() {
+            eprintln!("skipping {} (not on this CPU)", isa.name());
+            continue;
+        }
+        let mut out = vec![f32::NAN; width * n_acts];
+        m.gemm_with(isa, 0..m.n_groups(), acts, n_acts, &mut out);
+        for t in 0..n_acts {
+            for r in 0..n_rows {
+                let want = reference::dot(ty, n, &w[r * rb..(r + 1) * rb], &acts[t * ab..(t + 1) * ab]);
+                let got = out[t * width + r];
+                assert_eq!(got.to_bits(), want.to_bits(), "{ty} {} row {r} act {t}: {got} vs {want}", isa.name());
+            }
+            for r in n_rows..width {
+                assert_eq!(out[t * width + r], 0.0, "{ty} padding row {r}");
+            }
+        }
+        // A sub-range of groups gives the same values as the whole matrix.
+        if m.n_groups() > 1 {
+            let mut part = vec![f32::NAN; ROWS * n_acts];
+            m.gemm_with(isa, 1..2, acts, n_acts, &mut part);
+            for t in 0..n_acts {
+                assert_eq!(part[t * ROWS..(t + 1) * ROWS], out[t * width + ROWS..t * width + 2 * ROWS]);
+            }
+        }
+    }
+}
+
+#[test]
+fn every_isa_gives_the_reference_bits_on_quantized_weights() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let n = 512;
+    for ty in TYPES {
+        for (n_rows, n_acts) in [(8, 1), (13, 5), (19, 4), (3, 9)] {
+            let w = quantize(ty, &floats(&mut rng, n * n_rows), n);
+            let act_ty = crate::vec_dot_type(ty).unwrap();
+            let acts = quantize(act_ty, &floats(&mut rng, n * n_acts), n);
+            check_all_isas(ty, n, &w, n_rows, &acts, n_acts);
+        }
+    }
+}
+
+#[test]
+fn every_isa_gives_the_reference_bits_on_random_bytes() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let n = 256;
+    for ty in TYPES {
+        let n_rows = 17;
+        let w = random_rows(&mut rng, ty, n, n_rows);
+        let act_ty = crate::vec_dot_type(ty).unwrap();
+        let acts = quantize(act_ty, &floats(&mut rng, n * 6), n);
+        check_all_isas(ty, n, &w, n_rows, &acts, 6);
+    }
+}
+
+#[test]
+fn the_reference_is_the_float_dot_product_up_to_rounding() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+    let n = 1024;
+    for ty in TYPES {
+        let w = quantize(ty, &floats(&mut rng, n), n);
+        let act_ty = crate::vec_dot_type(ty).unwrap();
+        let acts = quantize(act_ty, &floats(&mut rng, n), n);
+        let (mut wf, mut af) = (vec![0.0f32; n], vec![0.0f32; n]);
+        crate::dequantize_row(ty, &w, &mut wf).unwrap();
+        crate::dequantize_row(act_ty, &acts, &mut af).unwrap();
+        let want: f64 = wf.iter().zip(&af).map(|(&a, &b)| a as f64 * b as f64).sum();
+        let got = reference::dot(ty, n, &w, &acts) as f64;
+        let ggml = crate::vec_dot(ty, n, &w, &acts) as f64;
+        let scale = wf.iter().zip(&af).map(|(&a, &b)| (a as f64 * b as f64).abs()).sum::<f64>();
+        // Q8_1 keeps its Σa rounded to f16, so Q4_1 sits a little further from the float sum.
+        assert!((got - want).abs() < 2e-3 * scale, "{ty}: {got} vs {want}");
+        // ggml's kernel rounds differently, never by more than the same small margin.
+        assert!((got - ggml).abs() < 1e-5 * scale, "{ty}: {got} vs ggml {ggml}");
+    }
+}
+
+#[test]
+fn a_wrong_length_is_an_error() {
+    let err = RepackedMatrix::with_kind(Kind::Q8_0, GgmlType::Q8_0, 64, 3, &[0u8; 100]);
+    assert!(matches!(err, Err(QuantError::BadLength { .. })));
+    let err = RepackedMatrix::with_kind(Kind::Q4_K, GgmlType::Q4_K, 100, 3, &[]);
+    assert!(matches!(err, Err(QuantError::PartialBlock { .. })));
+}
