@@ -30,6 +30,7 @@ pub struct CpuBackend {
     mul_mat_id_scratch: ops::mul_mat_id::MulMatIdScratch,
     trace: Option<TraceFn>,
     reference_matmul: bool,
+    repacked: crate::repacked::RepackedWeights,
 }
 
 /// Called after every node with its index, the node and its output (debugging aid, like
@@ -49,12 +50,19 @@ impl CpuBackend {
             mul_mat_id_scratch: Default::default(),
             trace: None,
             reference_matmul: false,
+            repacked: crate::repacked::RepackedWeights::new(),
         }
     }
 
     /// Uses the slow float reference for matmuls (dequantized weights, f32 activations).
     pub fn set_reference_matmul(&mut self, on: bool) {
         self.reference_matmul = on;
+    }
+
+    /// Repacks quantized weights into 8-row groups on first use (the default; see
+    /// `repacked.rs`), or keeps every weight in its file layout with ggml's kernels.
+    pub fn set_repack(&mut self, on: bool) {
+        self.repacked.set_enabled(on);
     }
 
     /// Installs a callback that sees every node's output.
@@ -199,15 +207,23 @@ impl Backend for CpuBackend {
                             self.acts.quantize(pool, act_ty, xs, k)?;
                             self.acts_of = Some((root, act_ty));
                         }
-                        ops::mul_mat::mul_mat_quantized(
-                            pool,
-                            d.ty,
-                            weights.bytes(w),
-                            k,
-                            m,
-                            &self.acts,
-                            dst,
-                        );
+                        match self.repacked.get(graph, weights, w)? {
+                            Some(packed) => {
+                                if packed.needs_act_sums() {
+                                    self.acts.ensure_sums();
+                                }
+                                ops::mul_mat::mul_mat_repacked(pool, &packed, &self.acts, dst)
+                            }
+                            None => ops::mul_mat::mul_mat_quantized(
+                                pool,
+                                d.ty,
+                                weights.bytes(w),
+                                k,
+                                m,
+                                &self.acts,
+                                dst,
+                            ),
+                        }
                     }
                     Op::Rope { x, params } => {
                         let ne = node.ne;

@@ -6,6 +6,7 @@ mod backend;
 pub mod kv_cache;
 pub mod ops;
 pub mod parallel;
+mod repacked;
 pub mod spin_pool;
 
 pub use backend::{CpuBackend, TraceFn};

@@ -271,6 +271,10 @@ pub struct BenchArgs {
     /// Repetitions of each test.
     #[arg(short = 'r', long = "repetitions", default_value_t = 5)]
     pub repetitions: usize,
+    /// Also measure the memory read bandwidth with each thread count and show every decode
+    /// test against it (bytes per token × t/s; the decode roofline), on stderr.
+    #[arg(long = "roofline")]
+    pub roofline: bool,
     /// Output format: md or json.
     #[arg(short = 'o', long = "output", default_value = "md", value_parser = ["md", "json"])]
     pub output: String,

@@ -94,6 +94,9 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
         let model = load_model(path)?;
         for &t in &threads {
             let pool = thread_pool(Some(t))?;
+            let bandwidth = args
+                .roofline
+                .then(|| crate::roofline::read_bandwidth(pool.as_ref()));
             let tests = args
                 .n_prompt
                 .iter()
@@ -131,6 +134,13 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
                             r.test_name(),
                             r.avg_ts,
                             r.stddev_ts
+                        );
+                    }
+                    if let (Some(bw), true) = (bandwidth, n_gen > 0) {
+                        let test = r.test_name();
+                        eprintln!(
+                            "{}",
+                            crate::roofline::line(&test, r.model_size, r.avg_ts, bw)
                         );
                     }
                     results.push(r);

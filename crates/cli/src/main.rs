@@ -13,6 +13,7 @@ mod load_test;
 mod model_path;
 mod perplexity;
 mod pool;
+mod roofline;
 mod run;
 mod serve;
 mod spec_cmds;

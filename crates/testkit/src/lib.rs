@@ -79,6 +79,19 @@ pub fn context(model: &Arc<Model>, n_ctx: usize, n_batch: usize, threads: usize)
     .expect("context")
 }
 
+/// [`context`] with every weight in its file layout and ggml's kernels (no repacking): the
+/// arithmetic of llama.cpp's plain (`_norepack`) reference outputs.
+pub fn plain_context(model: &Arc<Model>, n_ctx: usize, n_batch: usize, threads: usize) -> Context {
+    let mut backend = CpuBackend::new(pool(threads));
+    backend.set_repack(false);
+    Context::new(
+        model.clone(),
+        ContextParams { n_ctx, n_batch },
+        Box::new(backend),
+    )
+    .expect("context")
+}
+
 /// A context of `n_seq` sequences (`n_ctx` positions each) on the CPU backend with `threads`
 /// rayon threads.
 pub fn multi_context(

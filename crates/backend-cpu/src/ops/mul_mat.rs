@@ -9,6 +9,7 @@
 //! many tokens share the batch.
 
 use tessera_gguf::GgmlType;
+use tessera_quant::repack::{layout::ROWS, RepackedMatrix};
 use tessera_quant::vec_dot::{gemm, vec_dot_type};
 
 use crate::parallel::{for_each_chunk, SharedOut};
@@ -23,6 +24,9 @@ pub struct QuantizedActs {
     pub ty: Option<GgmlType>,
     pub row_bytes: usize,
     pub n_rows: usize,
+    /// Each Q8_0 block's Σq for the repacked kernels, made on demand ([`Self::ensure_sums`]).
+    sums: Vec<i32>,
+    sums_ready: bool,
 }
 
 impl QuantizedActs {
@@ -32,6 +36,16 @@ impl QuantizedActs {
 
     pub fn row(&self, r: usize) -> &[u8] {
         &self.bytes()[r * self.row_bytes..(r + 1) * self.row_bytes]
+    }
+
+    /// Computes the block sums [`mul_mat_repacked`] needs, once per quantization.
+    pub fn ensure_sums(&mut self) {
+        if !self.sums_ready {
+            let mut sums = std::mem::take(&mut self.sums);
+            tessera_quant::repack::act_block_sums(self.bytes(), &mut sums);
+            self.sums = sums;
+            self.sums_ready = true;
+        }
     }
 
     /// Quantizes `x` (rows of `k` floats) to `ty`, reusing the buffer.
@@ -49,6 +63,7 @@ impl QuantizedActs {
             self.words.resize(n_words, 0);
         }
         self.ty = Some(ty);
+        self.sums_ready = false;
         self.row_bytes = row_bytes;
         self.n_rows = n_rows;
         let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut self.words);
@@ -138,6 +153,49 @@ pub fn mul_mat_quantized(
                         .copy_from_slice(&tile[t * nr..(t + 1) * nr]);
                 }
                 r0 = r1;
+            }
+        });
+    });
+}
+
+/// `out[t][r] = w_row(r) · act_row(t)` with the weights repacked in 8-row groups
+/// (`tessera_quant::repack`): threads split the groups; each element has the repacked
+/// kernels' reference bits whatever the split or batch.
+pub fn mul_mat_repacked(
+    pool: &dyn ThreadPool,
+    w: &RepackedMatrix,
+    acts: &QuantizedActs,
+    out: &mut [f32],
+) {
+    debug_assert!(!w.needs_act_sums() || acts.sums_ready);
+    let (m, n) = (w.n_rows(), acts.n_rows);
+    debug_assert_eq!(out.len(), n * m);
+    let shared = SharedOut::new(out);
+    let n_groups = w.n_groups();
+    let group_block = ROW_BLOCK / ROWS;
+    let n_tasks = (pool.n_threads() * 4).min(n_groups.div_ceil(group_block));
+    let act_bytes = &acts.bytes()[..n * acts.row_bytes];
+    let call_groups = call_rows(n) / ROWS;
+    for_each_chunk(pool, n_groups, n_tasks, group_block, &|groups| {
+        SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            if scratch.len() < call_groups * ROWS * n {
+                scratch.resize(call_groups * ROWS * n, 0.0);
+            }
+            let mut g0 = groups.start;
+            while g0 < groups.end {
+                let g1 = (g0 + call_groups).min(groups.end);
+                let width = (g1 - g0) * ROWS;
+                let tile = &mut scratch[..width * n];
+                w.gemm(g0..g1, act_bytes, n, &acts.sums, tile);
+                // The last group's padding rows are dropped here.
+                let (r0, nr) = (g0 * ROWS, width.min(m - g0 * ROWS));
+                for t in 0..n {
+                    shared
+                        .slice(t * m + r0, nr)
+                        .copy_from_slice(&tile[t * width..t * width + nr]);
+                }
+                g0 = g1;
             }
         });
     });
@@ -257,6 +315,66 @@ mod tests {
             }
             // Only the activation quantization separates the two (normalized MSE).
             assert!(err / norm < 5e-4, "{ty}: nmse {}", err / norm);
+        }
+    }
+
+    fn run_repacked(
+        pool: &dyn ThreadPool,
+        m: &RepackedMatrix,
+        ty: GgmlType,
+        x: &[f32],
+        k: usize,
+    ) -> Vec<f32> {
+        let mut acts = QuantizedActs::default();
+        acts.quantize(pool, act_type(ty).unwrap(), x, k).unwrap();
+        acts.ensure_sums();
+        let mut out = vec![f32::NAN; (x.len() / k) * m.n_rows()];
+        mul_mat_repacked(pool, m, &acts, &mut out);
+        out
+    }
+
+    /// Repacked weights: each element is the repack reference's, alone or in any batch and
+    /// thread split, with a row count that leaves a partial group.
+    #[test]
+    fn repacked_weights_give_the_reference_bits_in_any_batch_and_split() {
+        let (k, m, n) = (512, 45, 7);
+        let w = data(k * m, 5);
+        let x = data(k * n, 6);
+        for ty in [
+            GgmlType::Q4_0,
+            GgmlType::Q5_0,
+            GgmlType::Q8_0,
+            GgmlType::Q4_K,
+            GgmlType::Q5_K,
+            GgmlType::Q6_K,
+        ] {
+            let wq = quantize_weights(ty, &w, k);
+            let Some(packed) = RepackedMatrix::new(ty, k, m, &wq).unwrap() else {
+                eprintln!("no repacked kernels on this CPU");
+                return;
+            };
+            let batch = run_repacked(&ReversePool(3), &packed, ty, &x, k);
+            let mut acts = QuantizedActs::default();
+            acts.quantize(&SequentialPool, act_type(ty).unwrap(), &x, k)
+                .unwrap();
+            let rb = wq.len() / m;
+            for t in 0..n {
+                let alone = run_repacked(&SequentialPool, &packed, ty, &x[t * k..(t + 1) * k], k);
+                assert_eq!(alone, batch[t * m..(t + 1) * m], "{ty} token {t}");
+                for r in 0..m {
+                    let want = tessera_quant::repack::reference::dot(
+                        ty,
+                        k,
+                        &wq[r * rb..(r + 1) * rb],
+                        acts.row(t),
+                    );
+                    assert_eq!(
+                        batch[t * m + r].to_bits(),
+                        want.to_bits(),
+                        "{ty} row {r} token {t}"
+                    );
+                }
+            }
         }
     }
 

@@ -1,9 +1,11 @@
 //! Gemma 3 270M (Q4_K_M) against llama.cpp's outputs. llama.cpp itself moves by up to ~0.4
-//! logprob with its weight repacking on this model (fixtures README), so the checks against the
-//! repacked reference are tolerant (first 8 greedy tokens identical, top-10 within 0.45), while
-//! the plain (`_norepack`) reference is matched exactly: 64-token greedy continuations
-//! identical, top-10 logprobs equal to the printed digits, forced-decoding top-1 agreement
-//! ≥ 95 % (in fact 100 %). How: docs/backend-cpu.md, "Fidelity".
+//! logprob with its weight repacking on this model (fixtures README), and so does Tessera's
+//! (its repacked kernels round differently from ggml's). Tessera as it runs (weights repacked)
+//! is held to the fixtures' tolerances: first 8 greedy tokens identical to both references,
+//! top-10 within 0.45 / 0.35, forced-decoding top-1 agreement ≥ 95 %. With repacking off
+//! (`plain_context`: file layouts, ggml's kernels) it matches the plain (`_norepack`) reference
+//! exactly: 64-token greedy continuations identical, top-10 logprobs equal to the printed
+//! digits. How: docs/backend-cpu.md, "Fidelity".
 
 use tessera_testkit::*;
 
@@ -27,7 +29,7 @@ fn first_greedy_tokens_match_llama_cpp() {
 #[test]
 fn greedy_continuations_equal_the_plain_reference() {
     let model = load_model(GEMMA3);
-    let mut ctx = context(&model, 256, 512, 2);
+    let mut ctx = plain_context(&model, 256, 512, 2);
     for case in fixture("greedy_gemma3_norepack.jsonl") {
         let prompt = ids(&case["prompt_ids"]);
         let want = ids(&case["gen_ids"]);
@@ -65,26 +67,31 @@ fn forced_decoding_top1_agreement_at_least_95_percent() {
 /// Issue 3's bound on the plain (no-repack) reference.
 #[test]
 fn top10_logprobs_within_tolerance() {
-    top10_within(&["logits_top10_gemma3_norepack.jsonl"], 0.35);
+    top10_within(&["logits_top10_gemma3_norepack.jsonl"], 0.35, true);
 }
 
 /// In fact equal to the plain reference's printed digits (6 decimals): every node matches the
 /// reference build bit for bit (docs/backend-cpu.md, "Fidelity").
 #[test]
 fn top10_logprobs_equal_the_plain_reference() {
-    top10_within(&["logits_top10_gemma3_norepack.jsonl"], 1e-4);
+    top10_within(&["logits_top10_gemma3_norepack.jsonl"], 1e-4, false);
 }
 
 /// The repacked reference differs from llama.cpp's own plain one by up to 0.42 on this model
 /// (one entry of "def add": we equal the plain reference there), so it gets a wider bound.
 #[test]
 fn top10_logprobs_near_the_repacked_reference() {
-    top10_within(&["logits_top10_gemma3.jsonl"], 0.45);
+    top10_within(&["logits_top10_gemma3.jsonl"], 0.45, true);
 }
 
-fn top10_within(files: &[&str], tolerance: f64) {
+/// `repacked`: Tessera's default CPU path, else file layouts and ggml's kernels.
+fn top10_within(files: &[&str], tolerance: f64, repacked: bool) {
     let model = load_model(GEMMA3);
-    let mut ctx = context(&model, 256, 512, 2);
+    let mut ctx = if repacked {
+        context(&model, 256, 512, 2)
+    } else {
+        plain_context(&model, 256, 512, 2)
+    };
     for &file in files {
         let mut worst = 0.0f64;
         for case in fixture(file) {

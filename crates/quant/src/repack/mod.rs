@@ -203,9 +203,17 @@ impl RepackedMatrix {
     /// The rows of `groups` (8 per group, padding rows included) × `n_acts` activation rows
     /// of [`crate::vec_dot_type`] (`acts`: contiguous rows): `out[t * 8 * groups.len() + i]`.
     /// Every element has [`reference::dot`]'s bits.
-    pub fn gemm(&self, groups: Range<usize>, acts: &[u8], n_acts: usize, out: &mut [f32]) {
+    /// `sums`: [`act_block_sums`] of `acts` where [`Self::needs_act_sums`], else unused.
+    pub fn gemm(
+        &self,
+        groups: Range<usize>,
+        acts: &[u8],
+        n_acts: usize,
+        sums: &[i32],
+        out: &mut [f32],
+    ) {
         let isa = isa().expect("RepackedMatrix exists only where kernels run");
-        self.gemm_with(isa, groups, acts, n_acts, out)
+        self.gemm_with(isa, groups, acts, n_acts, sums, out)
     }
 
     /// [`Self::gemm`] with a given kernel build (tests and benches compare them).
@@ -218,6 +226,7 @@ impl RepackedMatrix {
         groups: Range<usize>,
         acts: &[u8],
         n_acts: usize,
+        sums: &[i32],
         out: &mut [f32],
     ) {
         assert!(isa.runs_here(), "this CPU cannot run {}", isa.name());
@@ -229,34 +238,30 @@ impl RepackedMatrix {
         let gb = self.nb * self.group_block_bytes;
         let bytes: &[u8] = bytemuck::cast_slice(&self.words);
         let w = &bytes[groups.start * gb..groups.end * gb];
-        ACT_SUMS.with(|sums| {
-            let mut sums = sums.borrow_mut();
-            sums.clear();
-            if self.kind.needs_act_sums() {
-                let blocks: &[BlockQ8_0] = bytemuck::cast_slice(&acts[..act_row * n_acts]);
-                sums.extend(
-                    blocks
-                        .iter()
-                        .map(|b| b.qs.iter().map(|&q| q as i32).sum::<i32>()),
-                );
+        let a = &acts[..act_row * n_acts];
+        if self.needs_act_sums() {
+            assert!(
+                sums.len() >= n_acts * self.nb,
+                "gemm: activation sums missing"
+            );
+        }
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `runs_here` checked the features; lengths asserted above.
+        unsafe {
+            let (kind, nb) = (self.kind, self.nb);
+            match isa {
+                Isa::Avx2 => x86::avx2::gemm(kind, nb, w, a, n_acts, sums, out),
+                Isa::AvxVnni => x86::avx_vnni::gemm(kind, nb, w, a, n_acts, sums, out),
+                Isa::Avx512Vnni => x86::avx512_vnni::gemm(kind, nb, w, a, n_acts, sums, out),
             }
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: `runs_here` checked the features; lengths asserted above.
-            unsafe {
-                let a = &acts[..act_row * n_acts];
-                match isa {
-                    Isa::Avx2 => x86::avx2::gemm(self.kind, self.nb, w, a, n_acts, &sums, out),
-                    Isa::AvxVnni => {
-                        x86::avx_vnni::gemm(self.kind, self.nb, w, a, n_acts, &sums, out)
-                    }
-                    Isa::Avx512Vnni => {
-                        x86::avx512_vnni::gemm(self.kind, self.nb, w, a, n_acts, &sums, out)
-                    }
-                }
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            let _ = (w, &sums, out);
-        });
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (w, a, sums, out);
+    }
+
+    /// Whether [`Self::gemm`] needs the activation blocks' sums ([`act_block_sums`]).
+    pub fn needs_act_sums(&self) -> bool {
+        self.kind.needs_act_sums()
     }
 
     fn ty(&self) -> GgmlType {
@@ -272,9 +277,16 @@ impl RepackedMatrix {
     }
 }
 
-thread_local! {
-    /// Per-thread activation block sums of one `gemm` call.
-    static ACT_SUMS: std::cell::RefCell<Vec<i32>> = const { std::cell::RefCell::new(Vec::new()) };
+/// Each Q8_0 activation block's Σq, in order: what [`RepackedMatrix::gemm`] takes for the
+/// types whose weights carry an offset (computed once per activation matrix, not per call).
+pub fn act_block_sums(acts: &[u8], out: &mut Vec<i32>) {
+    let blocks: &[BlockQ8_0] = bytemuck::cast_slice(&acts[..acts.len() / 34 * 34]);
+    out.clear();
+    out.extend(
+        blocks
+            .iter()
+            .map(|b| b.qs.iter().map(|&q| q as i32).sum::<i32>()),
+    );
 }
 
 fn group_block_bytes(kind: Kind) -> usize {

@@ -109,9 +109,7 @@ fn k4(ty: GgmlType, n: usize, w: &[u8], a: &[u8]) -> f32 {
         let (mut isum, mut msum) = (0i32, 0i32);
         for j in 0..8 {
             let (sc, m) = k4_scale_min(&scales, j);
-            let dot: i32 = (32 * j..32 * j + 32)
-                .map(|i| q[i] * act.qs[i] as i32)
-                .sum();
+            let dot: i32 = (32 * j..32 * j + 32).map(|i| q[i] * act.qs[i] as i32).sum();
             isum += sc as i32 * dot;
             msum += m as i32 * (act.bsums[2 * j] as i32 + act.bsums[2 * j + 1] as i32);
         }
@@ -140,9 +138,7 @@ fn q6_k(n: usize, w: &[u8], a: &[u8]) -> f32 {
         }
         let mut isum = 0i32;
         for j in 0..16 {
-            let dot: i32 = (16 * j..16 * j + 16)
-                .map(|i| q[i] * act.qs[i] as i32)
-                .sum();
+            let dot: i32 = (16 * j..16 * j + 16).map(|i| q[i] * act.qs[i] as i32).sum();
             isum += blk.scales[j] as i32 * dot;
         }
         acc += isum as f32 * (blk.d.to_f32() * act.d);

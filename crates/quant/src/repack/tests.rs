@@ -53,18 +53,26 @@ fn check_all_isas(ty: GgmlType, n: usize, w: &[u8], n_rows: usize, acts: &[u8], 
     let rb = w.len() / n_rows;
     let ab = acts.len() / n_acts;
     let width = m.n_groups() * ROWS;
+    let mut sums = Vec::new();
+    act_block_sums(acts, &mut sums);
     for isa in [Isa::Avx2, Isa::AvxVnni, Isa::Avx512Vnni] {
         if !isa.runs_here() {
             eprintln!("skipping {} (not on this CPU)", isa.name());
             continue;
         }
         let mut out = vec![f32::NAN; width * n_acts];
-        m.gemm_with(isa, 0..m.n_groups(), acts, n_acts, &mut out);
+        m.gemm_with(isa, 0..m.n_groups(), acts, n_acts, &sums, &mut out);
         for t in 0..n_acts {
             for r in 0..n_rows {
-                let want = reference::dot(ty, n, &w[r * rb..(r + 1) * rb], &acts[t * ab..(t + 1) * ab]);
+                let want =
+                    reference::dot(ty, n, &w[r * rb..(r + 1) * rb], &acts[t * ab..(t + 1) * ab]);
                 let got = out[t * width + r];
-                assert_eq!(got.to_bits(), want.to_bits(), "{ty} {} row {r} act {t}: {got} vs {want}", isa.name());
+                assert_eq!(
+                    got.to_bits(),
+                    want.to_bits(),
+                    "{ty} {} row {r} act {t}: {got} vs {want}",
+                    isa.name()
+                );
             }
             for r in n_rows..width {
                 assert_eq!(out[t * width + r], 0.0, "{ty} padding row {r}");
@@ -73,9 +81,12 @@ fn check_all_isas(ty: GgmlType, n: usize, w: &[u8], n_rows: usize, acts: &[u8], 
         // A sub-range of groups gives the same values as the whole matrix.
         if m.n_groups() > 1 {
             let mut part = vec![f32::NAN; ROWS * n_acts];
-            m.gemm_with(isa, 1..2, acts, n_acts, &mut part);
+            m.gemm_with(isa, 1..2, acts, n_acts, &sums, &mut part);
             for t in 0..n_acts {
-                assert_eq!(part[t * ROWS..(t + 1) * ROWS], out[t * width + ROWS..t * width + 2 * ROWS]);
+                assert_eq!(
+                    part[t * ROWS..(t + 1) * ROWS],
+                    out[t * width + ROWS..t * width + 2 * ROWS]
+                );
             }
         }
     }
@@ -122,11 +133,18 @@ fn the_reference_is_the_float_dot_product_up_to_rounding() {
         let want: f64 = wf.iter().zip(&af).map(|(&a, &b)| a as f64 * b as f64).sum();
         let got = reference::dot(ty, n, &w, &acts) as f64;
         let ggml = crate::vec_dot(ty, n, &w, &acts) as f64;
-        let scale = wf.iter().zip(&af).map(|(&a, &b)| (a as f64 * b as f64).abs()).sum::<f64>();
+        let scale = wf
+            .iter()
+            .zip(&af)
+            .map(|(&a, &b)| (a as f64 * b as f64).abs())
+            .sum::<f64>();
         // Q8_1 keeps its Σa rounded to f16, so Q4_1 sits a little further from the float sum.
         assert!((got - want).abs() < 2e-3 * scale, "{ty}: {got} vs {want}");
         // ggml's kernel rounds differently, never by more than the same small margin.
-        assert!((got - ggml).abs() < 1e-5 * scale, "{ty}: {got} vs ggml {ggml}");
+        assert!(
+            (got - ggml).abs() < 1e-5 * scale,
+            "{ty}: {got} vs ggml {ggml}"
+        );
     }
 }
 

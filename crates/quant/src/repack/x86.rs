@@ -401,7 +401,10 @@ pub mod avx2 {
         s: std::arch::x86_64::__m256i,
     ) -> std::arch::x86_64::__m256i {
         use std::arch::x86_64::*;
-        _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)))
+        _mm256_add_epi32(
+            acc,
+            _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)),
+        )
     }
     repack_kernels!("avx2,fma,f16c");
 }

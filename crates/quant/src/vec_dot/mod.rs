@@ -604,15 +604,49 @@ fn simd128_table() -> KernelTable {
     }
 }
 
+/// [`avx2_table`] with the AVX-512 VNNI tiles where they exist (the same bits, integer dot
+/// products in one instruction).
+#[cfg(target_arch = "x86_64")]
+fn avx512_vnni_table() -> KernelTable {
+    let mut t = avx2_table();
+    t.isa = "avx512-vnni";
+    // SAFETY: [`kernels`] returns this table only at the AVX-512 level with VNNI.
+    t.q4_1.gemm = |n, w, nr, a, na, out| unsafe {
+        avx2::gemm_q4_1_q8_1_vnni(
+            n,
+            &blocks::<BlockQ4_1>(w),
+            nr,
+            &blocks::<BlockQ8_1>(a),
+            na,
+            out,
+        )
+    };
+    t.q5_1.gemm = |n, w, nr, a, na, out| unsafe {
+        avx2::gemm_q5_1_q8_1_vnni(
+            n,
+            &blocks::<BlockQ5_1>(w),
+            nr,
+            &blocks::<BlockQ8_1>(a),
+            na,
+            out,
+        )
+    };
+    t
+}
+
 /// The table for [`isa::level`] (each built on first use): the level is read at every call, so
 /// [`isa::force_level`] takes effect at once.
 fn kernels() -> &'static KernelTable {
     static SCALAR: LazyLock<KernelTable> = LazyLock::new(scalar_table);
     #[cfg(target_arch = "x86_64")]
     static AVX2: LazyLock<KernelTable> = LazyLock::new(avx2_table);
+    #[cfg(target_arch = "x86_64")]
+    static AVX512_VNNI: LazyLock<KernelTable> = LazyLock::new(avx512_vnni_table);
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     static SIMD128: LazyLock<KernelTable> = LazyLock::new(simd128_table);
     match isa::level() {
+        #[cfg(target_arch = "x86_64")]
+        isa::Level::Avx512 if isa::detected().avx512_vnni => &AVX512_VNNI,
         #[cfg(target_arch = "x86_64")]
         l if l.has_avx2() => &AVX2,
         #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]

@@ -132,6 +132,19 @@ unsafe fn tstep_unsigned(w: &LegacyTW, y: &LegacyA, acc: &mut Acc) {
     fma_dd(w, y, mul_sum_us8(w.ax, y.q), acc);
 }
 
+/// [`tstep_unsigned`] with AVX-512 VNNI's `vpdpbusd` for `maddubs` + `madd`: the same exact
+/// i32 lane sums (no 16-bit saturation to mimic: 15 · 127 · 2 fits), so the same bits.
+#[inline(always)]
+unsafe fn tstep_unsigned_vnni(w: &LegacyTW, y: &LegacyA, acc: &mut Acc) {
+    acc.summs = w.m.mul_add(y.s, acc.summs);
+    fma_dd(
+        w,
+        y,
+        _mm256_dpbusd_epi32(_mm256_setzero_si256(), w.ax, y.q),
+        acc,
+    );
+}
+
 /// K-quant activations need no pre-loading (step_k reads the groups it needs).
 #[inline(always)]
 unsafe fn load_k<'a>(y: &'a BlockQ8K, _sc: &[f32; 2]) -> &'a BlockQ8K {
@@ -149,9 +162,13 @@ unsafe fn tstep_k(w: &KW, y: &&BlockQ8K, acc: &mut Acc) {
 macro_rules! gemm_kernel {
     ($name:ident, $W:ty, $A:ty, $qk:expr, $prep:ident, $P:ty, $scales:ident, $load:ident, $step:ident, $finish:ident,
      $R:literal, $C:literal) => {
+        gemm_kernel!(@features "avx2,fma,f16c", $name, $W, $A, $qk, $prep, $P, $scales, $load, $step, $finish, $R, $C);
+    };
+    (@features $features:literal, $name:ident, $W:ty, $A:ty, $qk:expr, $prep:ident, $P:ty, $scales:ident,
+     $load:ident, $step:ident, $finish:ident, $R:literal, $C:literal) => {
         /// # Safety
-        /// The CPU must support AVX2, FMA and F16C.
-        #[target_feature(enable = "avx2,fma,f16c")]
+        /// The CPU must support `$features` (AVX2, FMA and F16C at least).
+        #[target_feature(enable = $features)]
         pub unsafe fn $name(
             n: usize,
             w: &[$W],
@@ -592,6 +609,38 @@ gemm_kernel!(
     load_k,
     tstep_k,
     finish_plain,
+    1,
+    8
+);
+
+// The Q4_1 and Q5_1 tiles with AVX-512 VNNI (used where the CPU has it; same bits).
+gemm_kernel!(
+    @features "avx2,fma,f16c,avx512f,avx512vl,avx512vnni",
+    gemm_q4_1_q8_1_vnni,
+    BlockQ4_1,
+    BlockQ8_1,
+    QK,
+    tprep_q4_1,
+    LegacyTW,
+    scales_q8_1,
+    load_q8_1,
+    tstep_unsigned_vnni,
+    finish_summs,
+    1,
+    8
+);
+gemm_kernel!(
+    @features "avx2,fma,f16c,avx512f,avx512vl,avx512vnni",
+    gemm_q5_1_q8_1_vnni,
+    BlockQ5_1,
+    BlockQ8_1,
+    QK,
+    tprep_q5_1,
+    LegacyTW,
+    scales_q8_1,
+    load_q8_1,
+    tstep_unsigned_vnni,
+    finish_summs,
     1,
     8
 );

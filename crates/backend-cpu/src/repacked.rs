@@ -1,0 +1,76 @@
+//! Weights repacked into 8-row groups for the CPU kernels (`tessera_quant::repack`), made on
+//! a weight's first matmul and kept for the backend's life.
+//!
+//! Q4_1 keeps its file layout: llama.cpp has no repacked Q4_1, so ggml's kernels give
+//! llama.cpp's own bits on Q4_1 models (SmolLM2's fixtures are matched exactly).
+//!
+//! A weight the graph also reads row by row (a tied token embedding, `GetRows`) stays in its
+//! file layout only: repacking it would hold a second copy of the largest tensor for a matmul
+//! that runs on one token per step. Setting `TESSERA_REPACK=0` keeps every weight in its file
+//! layout (ggml's kernels), for side-by-side measurements.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tessera_core::error::EngineError;
+use tessera_core::graph::{Graph, Op};
+use tessera_core::weights::{WeightId, WeightStore};
+use tessera_gguf::GgmlType;
+use tessera_quant::repack::RepackedMatrix;
+
+#[derive(Default)]
+pub struct RepackedWeights {
+    /// Per weight: where its file bytes were (a different store gets a new entry) and the
+    /// repacked matrix, `None` for a weight that keeps its file layout.
+    map: HashMap<WeightId, (usize, Option<Arc<RepackedMatrix>>)>,
+    disabled: bool,
+}
+
+impl RepackedWeights {
+    pub fn new() -> RepackedWeights {
+        RepackedWeights {
+            map: HashMap::new(),
+            disabled: std::env::var("TESSERA_REPACK").is_ok_and(|v| v == "0"),
+        }
+    }
+
+    /// Turns repacking off (every weight in its file layout, ggml's kernels) or back on.
+    pub fn set_enabled(&mut self, on: bool) {
+        self.disabled = !on;
+        self.map.clear();
+    }
+
+    /// Weight `w`'s repacked matrix, made now on its first use; `None` when it keeps the
+    /// file layout (no layout or kernel for its type, read by `GetRows`, repacking off).
+    pub fn get(
+        &mut self,
+        graph: &Graph,
+        weights: &WeightStore,
+        w: WeightId,
+    ) -> Result<Option<Arc<RepackedMatrix>>, EngineError> {
+        if self.disabled {
+            return Ok(None);
+        }
+        let bytes = weights.bytes(w);
+        let key = bytes.as_ptr() as usize;
+        if let Some((k, m)) = self.map.get(&w) {
+            if *k == key {
+                return Ok(m.clone());
+            }
+        }
+        let read_as_rows = graph
+            .nodes
+            .iter()
+            .any(|n| matches!(n.op, Op::GetRows { table } if table == w));
+        let d = weights.desc(w);
+        let matrix = if read_as_rows || d.ty == GgmlType::Q4_1 {
+            None
+        } else {
+            RepackedMatrix::new(d.ty, d.ne[0], d.ne[1], bytes)
+                .map_err(|e| EngineError::InvalidArgument(format!("{}: {e}", weights.get(w).name)))?
+                .map(Arc::new)
+        };
+        self.map.insert(w, (key, matrix.clone()));
+        Ok(matrix)
+    }
+}
