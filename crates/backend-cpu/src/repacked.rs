@@ -4,16 +4,16 @@
 //! Q4_1 keeps its file layout: llama.cpp has no repacked Q4_1, so ggml's kernels give
 //! llama.cpp's own bits on Q4_1 models (SmolLM2's fixtures are matched exactly).
 //!
-//! A weight the graph also reads row by row (a tied token embedding, `GetRows`) stays in its
-//! file layout only: repacking it would hold a second copy of the largest tensor for a matmul
-//! that runs on one token per step. Setting `TESSERA_REPACK=0` keeps every weight in its file
+//! Once a weight is repacked its file pages are released (`WeightStore::release_file_pages`),
+//! so the process holds one copy of each weight. A table the graph also reads row by row (a
+//! tied token embedding, `GetRows`) is repacked too: the output matmul reads all of it every
+//! step, `GetRows` only a few rows, which fault back in from the file. Setting `TESSERA_REPACK=0` keeps every weight in its file
 //! layout (ggml's kernels), for side-by-side measurements.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use tessera_core::error::EngineError;
-use tessera_core::graph::{Graph, Op};
 use tessera_core::weights::{WeightId, WeightStore};
 use tessera_gguf::GgmlType;
 use tessera_quant::repack::RepackedMatrix;
@@ -41,10 +41,9 @@ impl RepackedWeights {
     }
 
     /// Weight `w`'s repacked matrix, made now on its first use; `None` when it keeps the
-    /// file layout (no layout or kernel for its type, read by `GetRows`, repacking off).
+    /// file layout (no layout or kernel for its type, Q4_1, repacking off).
     pub fn get(
         &mut self,
-        graph: &Graph,
         weights: &WeightStore,
         w: WeightId,
     ) -> Result<Option<Arc<RepackedMatrix>>, EngineError> {
@@ -58,18 +57,19 @@ impl RepackedWeights {
                 return Ok(m.clone());
             }
         }
-        let read_as_rows = graph
-            .nodes
-            .iter()
-            .any(|n| matches!(n.op, Op::GetRows { table } if table == w));
         let d = weights.desc(w);
-        let matrix = if read_as_rows || d.ty == GgmlType::Q4_1 {
+        let matrix = if d.ty == GgmlType::Q4_1 {
             None
         } else {
             RepackedMatrix::new(d.ty, d.ne[0], d.ne[1], bytes)
                 .map_err(|e| EngineError::InvalidArgument(format!("{}: {e}", weights.get(w).name)))?
                 .map(Arc::new)
         };
+        if matrix.is_some() {
+            // The copy is what the matmuls read; a `GetRows` on the same table (tied
+            // embeddings) faults back in only the pages of the rows it reads.
+            weights.release_file_pages(w);
+        }
         self.map.insert(w, (key, matrix.clone()));
         Ok(matrix)
     }

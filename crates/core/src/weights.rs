@@ -141,6 +141,12 @@ impl WeightStore {
     }
 
     /// The weight's bytes, straight from the file (empty when not [`WeightStore::has_bytes`]).
+    /// Tells the OS the file pages of weight `id` are not needed now (a backend keeps its own
+    /// copy in another layout); see [`tessera_gguf::GgufFile::release_tensor_pages`].
+    pub fn release_file_pages(&self, id: WeightId) {
+        self.file.release_tensor_pages(self.weights[id.0 as usize].file_index);
+    }
+
     pub fn bytes(&self, id: WeightId) -> &[u8] {
         let w = &self.weights[id.0 as usize];
         // Checked present and of the right length when the weight was registered.

@@ -155,6 +155,33 @@ impl GgufFile {
         Some(&self.shards[loc.shard].bytes()[loc.range.clone()])
     }
 
+    /// Tells the OS this process no longer needs tensor `index`'s mapped pages (a backend
+    /// that copied them into a layout of its own): they leave the resident set and are read
+    /// again from the page cache or the file if touched later. Best effort: nothing happens
+    /// for bytes held in memory or where the OS refuses.
+    pub fn release_tensor_pages(&self, index: usize) {
+        let Some(loc) = self.locations.get(index) else {
+            return;
+        };
+        match &self.shards[loc.shard] {
+            #[cfg(unix)]
+            Storage::Mapped(map) => {
+                // SAFETY: the map is a read-only mapping of a file nobody may modify while it is
+                // mapped (the premise of mapping it at all); MADV_DONTNEED on it only drops page
+                // table entries, so later reads fault the same bytes back in. The range lies
+                // inside the shard (checked when the file was opened).
+                let _ = unsafe {
+                    map.unchecked_advise_range(
+                        memmap2::UncheckedAdvice::DontNeed,
+                        loc.range.start,
+                        loc.range.len(),
+                    )
+                };
+            }
+            _ => {}
+        }
+    }
+
     /// Whether the tensors' bytes are here (false for [`GgufFile::from_headers`]).
     pub fn has_tensor_data(&self) -> bool {
         !self.shards.is_empty()
