@@ -1,4 +1,4 @@
-//! Perplexity on /usr/share/common-licenses/GPL-3 with llama-perplexity's method, within 1 % of
+//! Perplexity on /usr/share/common-licenses/GPL-3 with llama-perplexity's method, within 0.5 % of
 //! llama.cpp's figures in the fixtures README (-c 128 here; -c 512 in the ignored tests).
 
 use tessera_testkit::*;
@@ -24,7 +24,7 @@ fn check(model_file: &str, n_ctx: usize, want: f64) {
     );
     assert_eq!(r.acc.count, r.n_chunks * (n_ctx - n_ctx / 2 - 1));
     assert!(
-        rel < 0.01,
+        rel < 0.005,
         "{model_file} -c {n_ctx}: PPL {:.4} is {:.2} % from llama.cpp's {want}",
         r.ppl,
         100.0 * rel
