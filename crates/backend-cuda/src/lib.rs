@@ -6,10 +6,15 @@
 //! [`CudaError::NoDriver`] (see [`libs`]); nothing panics.
 
 pub mod backend;
+pub mod device;
 pub mod error;
 pub mod kernels;
+pub mod kv;
 pub mod libs;
+pub mod ops;
 pub mod probe;
+pub mod step;
+pub mod weights;
 
 pub use backend::CudaBackend;
 pub use error::CudaError;

@@ -2,19 +2,45 @@
 //! `libnvrtc.so.12`, ...) on first use and panics when one is missing, so every entry point of
 //! this crate asks these functions first and answers a typed error instead.
 //!
-//! NVRTC often comes from the `nvidia-cuda-nvrtc-cu12` Python wheel rather than a toolkit, in
-//! a site-packages folder the dynamic loader does not search. Loading that file once by its
-//! full path makes later `dlopen("libnvrtc.so.12")` calls (cudarc's) find the loaded library
-//! by its soname, so no `LD_LIBRARY_PATH` is needed.
+//! NVRTC and cuBLAS often come from NVIDIA's Python wheels (`nvidia-cuda-nvrtc-cu12`,
+//! `nvidia-cublas-cu12`) rather than a toolkit, in site-packages folders the dynamic loader does
+//! not search. Loading such a file once by its full path makes later `dlopen("libnvrtc.so.12")`
+//! calls (cudarc's) find the loaded library by its soname, so no `LD_LIBRARY_PATH` is needed.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::error::CudaError;
 
-/// Names the NVRTC library's file.
+/// Names the NVRTC library's file (or its folder).
 pub const NVRTC_ENV: &str = "TESSERA_NVRTC";
-const NVRTC_FILE: &str = "libnvrtc.so.12";
+/// Names the cuBLAS library's file (or its folder).
+pub const CUBLAS_ENV: &str = "TESSERA_CUBLAS";
+
+/// A library cudarc loads by soname, and where its Python wheel puts it.
+struct WheelLib {
+    env: &'static str,
+    file: &'static str,
+    /// Below site-packages.
+    wheel_dir: &'static str,
+}
+
+const NVRTC: WheelLib = WheelLib {
+    env: NVRTC_ENV,
+    file: "libnvrtc.so.12",
+    wheel_dir: "nvidia/cuda_nvrtc/lib",
+};
+/// cuBLAS's own dependency, loaded first from the same folder.
+const CUBLAS_LT: WheelLib = WheelLib {
+    env: CUBLAS_ENV,
+    file: "libcublasLt.so.12",
+    wheel_dir: "nvidia/cublas/lib",
+};
+const CUBLAS: WheelLib = WheelLib {
+    env: CUBLAS_ENV,
+    file: "libcublas.so.12",
+    wheel_dir: "nvidia/cublas/lib",
+};
 
 /// Whether the driver's library (libcuda) can be loaded.
 pub fn driver_present() -> bool {
@@ -46,6 +72,10 @@ pub fn require_nvrtc() -> Result<(), CudaError> {
 }
 
 pub fn require_cublas() -> Result<(), CudaError> {
+    static LOADED_LT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    static LOADED: OnceLock<Option<PathBuf>> = OnceLock::new();
+    preload(&LOADED_LT, &CUBLAS_LT);
+    preload(&LOADED, &CUBLAS);
     // SAFETY: as in `driver_present`.
     if unsafe { cudarc::cublas::sys::is_culib_present() } {
         Ok(())
@@ -58,24 +88,33 @@ pub fn require_cublas() -> Result<(), CudaError> {
 /// search path, which may still hold one).
 pub fn preload_nvrtc() -> Option<&'static Path> {
     static LOADED: OnceLock<Option<PathBuf>> = OnceLock::new();
-    LOADED
+    preload(&LOADED, &NVRTC)
+}
+
+fn preload<'a>(loaded: &'a OnceLock<Option<PathBuf>>, lib: &WheelLib) -> Option<&'a Path> {
+    loaded
         .get_or_init(|| {
-            let path = nvrtc_candidates().into_iter().find(|p| p.is_file())?;
-            // SAFETY: NVRTC's initialisers only set up its own state. The library stays
-            // loaded for the life of the process (forgotten, never unloaded).
-            let lib = unsafe { libloading::Library::new(&path) }.ok()?;
-            std::mem::forget(lib);
+            let path = candidates(lib).into_iter().find(|p| p.is_file())?;
+            // SAFETY: the CUDA libraries' initialisers only set up their own state. The
+            // library stays loaded for the life of the process (forgotten, never unloaded).
+            let handle = unsafe { libloading::Library::new(&path) }.ok()?;
+            std::mem::forget(handle);
             Some(path)
         })
         .as_deref()
 }
 
-/// Where NVRTC may be: `$TESSERA_NVRTC` (the file or its folder), then the wheel's folder
-/// (`nvidia/cuda_nvrtc/lib`) under the Python installations' site-packages folders.
-fn nvrtc_candidates() -> Vec<PathBuf> {
+/// Where `lib` may be: `$<env>` (the file or its folder), then its wheel's folder under the
+/// Python installations' site-packages folders, then the toolkit's usual folder.
+fn candidates(lib: &WheelLib) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    if let Some(p) = std::env::var_os(NVRTC_ENV).map(PathBuf::from) {
-        out.push(if p.is_dir() { p.join(NVRTC_FILE) } else { p });
+    if let Some(p) = std::env::var_os(lib.env).map(PathBuf::from) {
+        // A file names its folder too (cuBLAS's two libraries sit side by side).
+        out.push(if p.is_dir() {
+            p.join(lib.file)
+        } else {
+            p.with_file_name(lib.file)
+        });
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut prefixes: Vec<PathBuf> = ["/usr/local/lib", "/usr/lib"].map(PathBuf::from).into();
@@ -97,12 +136,12 @@ fn nvrtc_candidates() -> Vec<PathBuf> {
                 .is_some_and(|n| n.starts_with("python3"));
             if is_python {
                 for site in ["site-packages", "dist-packages"] {
-                    out.push(py.join(site).join("nvidia/cuda_nvrtc/lib").join(NVRTC_FILE));
+                    out.push(py.join(site).join(lib.wheel_dir).join(lib.file));
                 }
             }
         }
     }
-    out.push(PathBuf::from("/usr/local/cuda/lib64").join(NVRTC_FILE));
+    out.push(PathBuf::from("/usr/local/cuda/lib64").join(lib.file));
     out
 }
 
