@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use cudarc::cublas::CudaBlas;
+use cudarc::cublas::{result as blas, sys as blas_sys, CudaBlas};
 use cudarc::driver::{
     result, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr,
 };
@@ -34,9 +34,63 @@ pub struct Gpu {
 
 /// A device allocation of `bytes` bytes.
 pub struct DevBuf {
-    _slice: CudaSlice<u8>,
+    _slice: Option<CudaSlice<u8>>,
     pub ptr: u64,
     pub bytes: usize,
+}
+
+impl DevBuf {
+    /// An address with no memory behind it, for a [`Queue`] that only records launches
+    /// (tests of the launches' arguments without a GPU).
+    pub fn unbacked(ptr: u64, bytes: usize) -> DevBuf {
+        DevBuf {
+            _slice: None,
+            ptr,
+            bytes,
+        }
+    }
+}
+
+/// What the ops and a [`crate::step::StepGraph`] queue their work on: the device's stream
+/// ([`Gpu`]), or a recorder (tests of the launches without a GPU).
+pub trait Queue {
+    fn alloc(&self, bytes: usize) -> Result<DevBuf, CudaError>;
+
+    /// Queues `name` of `file` on `grid` blocks of `block` threads.
+    fn launch(
+        &mut self,
+        file: &'static str,
+        name: &str,
+        grid: (u32, u32, u32),
+        block: u32,
+        args: &[Arg],
+    ) -> Result<(), CudaError>;
+
+    /// Copies `bytes` bytes between device addresses.
+    fn copy(&self, dst: u64, src: u64, bytes: usize) -> Result<(), CudaError>;
+
+    /// `c (m × n, f32) = aᵀ · b` for `a` k × m and `b` k × n (f16, column-major), cuBLAS's.
+    fn gemm_f16(
+        &mut self,
+        m: usize,
+        n: usize,
+        k: usize,
+        a: u64,
+        b: u64,
+        c: u64,
+    ) -> Result<(), CudaError>;
+
+    /// A 1-D launch of `n` threads in blocks of [`BLOCK`], over a 2-D grid past 65535 blocks.
+    fn launch_1d(
+        &mut self,
+        file: &'static str,
+        name: &str,
+        n: usize,
+        args: &[Arg],
+    ) -> Result<(), CudaError> {
+        let grid = grid_2d(n.div_ceil(BLOCK as usize));
+        self.launch(file, name, (grid.0, grid.1, 1), BLOCK, args)
+    }
 }
 
 /// One kernel argument: a 32-bit word, a device pointer (0 for a kernel's optional null), or
@@ -92,7 +146,7 @@ impl Gpu {
         let slice = self.stream.alloc_zeros::<u8>(bytes.max(1))?;
         let ptr = slice.device_ptr(&self.stream).0;
         Ok(DevBuf {
-            _slice: slice,
+            _slice: Some(slice),
             ptr,
             bytes,
         })
@@ -202,16 +256,76 @@ impl Gpu {
         Ok(())
     }
 
-    /// A 1-D launch of `n` threads in blocks of [`BLOCK`], over a 2-D grid past 65535 blocks.
-    pub fn launch_1d(
+    /// `c (m × n, f32) = aᵀ · b` for `a` k × m and `b` k × n (f16, column-major).
+    pub fn gemm_f16(
+        &mut self,
+        m: usize,
+        n: usize,
+        k: usize,
+        a: u64,
+        b: u64,
+        c: u64,
+    ) -> Result<(), CudaError> {
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        // SAFETY: the handle is bound to the device's stream; the callers pass device buffers
+        // of k·m and k·n halves and m·n floats.
+        unsafe {
+            blas::gemm_ex(
+                *self.blas.handle(),
+                blas_sys::cublasOperation_t::CUBLAS_OP_T,
+                blas_sys::cublasOperation_t::CUBLAS_OP_N,
+                m as i32,
+                n as i32,
+                k as i32,
+                &alpha as *const f32 as *const c_void,
+                a as *const c_void,
+                blas_sys::cudaDataType::CUDA_R_16F,
+                k as i32,
+                b as *const c_void,
+                blas_sys::cudaDataType::CUDA_R_16F,
+                k as i32,
+                &beta as *const f32 as *const c_void,
+                c as *mut c_void,
+                blas_sys::cudaDataType::CUDA_R_32F,
+                m as i32,
+                blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DFALT,
+            )
+        }
+        .map_err(|e| CudaError::Driver(format!("cuBLAS GEMM {m}×{n}×{k}: {e:?}")))
+    }
+}
+
+impl Queue for Gpu {
+    fn alloc(&self, bytes: usize) -> Result<DevBuf, CudaError> {
+        Gpu::alloc(self, bytes)
+    }
+
+    fn launch(
         &mut self,
         file: &'static str,
         name: &str,
-        n: usize,
+        grid: (u32, u32, u32),
+        block: u32,
         args: &[Arg],
     ) -> Result<(), CudaError> {
-        let grid = grid_2d(n.div_ceil(BLOCK as usize));
-        self.launch(file, name, (grid.0, grid.1, 1), BLOCK, args)
+        Gpu::launch(self, file, name, grid, block, args)
+    }
+
+    fn copy(&self, dst: u64, src: u64, bytes: usize) -> Result<(), CudaError> {
+        Gpu::copy(self, dst, src, bytes)
+    }
+
+    fn gemm_f16(
+        &mut self,
+        m: usize,
+        n: usize,
+        k: usize,
+        a: u64,
+        b: u64,
+        c: u64,
+    ) -> Result<(), CudaError> {
+        Gpu::gemm_f16(self, m, n, k, a, b, c)
     }
 }
 

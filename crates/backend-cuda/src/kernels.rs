@@ -156,3 +156,47 @@ fn cache_dir() -> Option<PathBuf> {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
     Some(base.join("tessera/cuda"))
 }
+
+/// Each `.entry` of `ptx` with the bytes of its parameters, in order (`.u64`: 8, `.u32` /
+/// `.f32`: 4, a struct `.b8 name[N]`: N), to check a launch's arguments against its kernel.
+pub fn entry_params(ptx: &str) -> Vec<(String, Vec<usize>)> {
+    let mut out: Vec<(String, Vec<usize>)> = Vec::new();
+    let mut open = false;
+    for line in ptx.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix(".visible .entry ") {
+            let name = rest.split('(').next().unwrap_or(rest).trim().to_string();
+            out.push((name, Vec::new()));
+            open = true;
+        } else if open && line.starts_with(".param") {
+            let words: Vec<&str> = line.trim_end_matches(',').split_whitespace().collect();
+            let last = words.last().copied().unwrap_or("");
+            let size = match last.split_once('[') {
+                Some((_, n)) => n.trim_end_matches(']').parse().unwrap_or(0),
+                None if words.iter().any(|w| w.ends_with("64")) => 8,
+                None => 4,
+            };
+            if let Some(e) = out.last_mut() {
+                e.1.push(size);
+            }
+        } else if open && line.starts_with(')') {
+            open = false;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn entry_params_reads_sizes_of_words_pointers_and_structs() {
+        let ptx = "\n.visible .entry k(\n\t.param .align 4 .b8 k_param_0[40],\n\t.param .u64 .ptr .align 1 k_param_1,\n\t.param .u32 k_param_2,\n\t.param .f32 k_param_3\n)\n{\n}\n.visible .entry j()\n{\n}\n";
+        let got = super::entry_params(ptx);
+        assert_eq!(
+            got,
+            vec![
+                ("k".to_string(), vec![40, 8, 4, 4]),
+                ("j".to_string(), vec![])
+            ]
+        );
+    }
+}

@@ -15,7 +15,7 @@ use tessera_core::graph::{Graph, NodeId, Op};
 use tessera_core::plan::Plan;
 use tessera_core::sampling::{SPEC_EDITS, SPEC_HEADER};
 
-use crate::device::{Arg, DevBuf, Gpu};
+use crate::device::{Arg, DevBuf, Gpu, Queue};
 use crate::error::CudaError;
 use crate::kv::CudaKv;
 use crate::ops::matmul::{self, IdShape, MatmulScratch};
@@ -57,7 +57,11 @@ pub struct StepGraph {
 }
 
 impl StepGraph {
-    pub fn new(gpu: &Gpu, graph: &Graph, weights: &CudaWeights) -> Result<StepGraph, CudaError> {
+    pub fn new(
+        gpu: &impl Queue,
+        graph: &Graph,
+        weights: &CudaWeights,
+    ) -> Result<StepGraph, CudaError> {
         let plan = Plan::new(graph);
         let slots = plan
             .slot_len
@@ -185,10 +189,10 @@ impl StepGraph {
         Ok(())
     }
 
-    /// Queues every node's kernels on the stream.
-    fn queue_nodes(
+    /// Queues every node's kernels on `gpu` (public for the tests that record the launches).
+    pub fn queue_nodes<Q: Queue>(
         &mut self,
-        gpu: &mut Gpu,
+        gpu: &mut Q,
         weights: &CudaWeights,
         kv: &CudaKv,
     ) -> Result<(), CudaError> {
@@ -203,7 +207,7 @@ impl StepGraph {
             let y = self.slots[self.plan.slot_of[i]].ptr;
             let n = node.n_elements();
             let ew =
-                |gpu: &mut Gpu, file: &'static str, name: &str, inputs: &[u64], extra: Vec<Arg>| {
+                |gpu: &mut Q, file: &'static str, name: &str, inputs: &[u64], extra: Vec<Arg>| {
                     elementwise(gpu, file, name, inputs, y, n, extra)
                 };
             match node.op {

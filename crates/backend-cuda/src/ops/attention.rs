@@ -3,7 +3,7 @@
 
 use tessera_core::graph::AttentionParams;
 
-use crate::device::{grid_2d, struct_arg, Arg, Gpu};
+use crate::device::{grid_2d, struct_arg, Arg, Queue};
 use crate::error::CudaError;
 use crate::kv::LayerKv;
 use crate::ops::RopeArgs;
@@ -31,7 +31,7 @@ struct AttnArgs {
 
 /// Stores the batch's `k` and `v` (`n_tokens` rows) in `layer` at positions `*pos0 ..`.
 pub fn store(
-    gpu: &mut Gpu,
+    gpu: &mut impl Queue,
     pos0: u64,
     k: u64,
     v: u64,
@@ -58,7 +58,7 @@ pub fn store(
 /// `[dv · n_head, n_tokens]`; `sinks` the sinks' address (0: none).
 #[allow(clippy::too_many_arguments)]
 pub fn attend(
-    gpu: &mut Gpu,
+    gpu: &mut impl Queue,
     pos0: u64,
     q: u64,
     layer: &LayerKv,
@@ -110,7 +110,7 @@ pub fn attend(
 /// move down to `n_keep ..`, keys re-rotated by `-n_discard`. Copies go through `scratch`
 /// (at least the layer's moved K or V bytes) since the ranges overlap.
 pub fn shift(
-    gpu: &mut Gpu,
+    gpu: &mut impl Queue,
     layer: &LayerKv,
     factors: u64,
     scratch: u64,

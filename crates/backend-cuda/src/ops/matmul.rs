@@ -6,11 +6,7 @@
 //!   `TESSERA_CUDA_PREFILL=int`: then the matvec kernels (4 columns per launch row) give ggml's
 //!   quantized-activation numbers for batches too, slower.
 
-use std::ffi::c_void;
-
-use cudarc::cublas::{result as blas, sys as blas_sys};
-
-use crate::device::{grid_2d, Arg, DevBuf, Gpu};
+use crate::device::{grid_2d, Arg, DevBuf, Queue};
 use crate::error::CudaError;
 use crate::weights::{act_kind, ActKind, CudaWeight};
 
@@ -47,7 +43,7 @@ pub struct MatmulScratch {
 impl MatmulScratch {
     /// For inputs of at most `max_x` elements and prefill weights of at most `max_w16` elements.
     pub fn new(
-        gpu: &Gpu,
+        gpu: &impl Queue,
         max_x: usize,
         max_w16: usize,
         max_x16: usize,
@@ -66,7 +62,7 @@ impl MatmulScratch {
 /// The input of `w`'s matvec from graph node `node` (`x`, `n` floats): (activations, their
 /// per-32 scales or 0).
 pub fn prepare(
-    gpu: &mut Gpu,
+    gpu: &mut impl Queue,
     s: &mut MatmulScratch,
     w: &CudaWeight,
     node: u32,
@@ -116,7 +112,7 @@ pub fn prepare(
 
 /// `y = x · wᵀ` for `n` columns of `x` (graph node `node`, f32 at `x`) → `[m, n]` at `y`.
 pub fn mul_mat(
-    gpu: &mut Gpu,
+    gpu: &mut impl Queue,
     s: &mut MatmulScratch,
     w: &CudaWeight,
     node: u32,
@@ -152,7 +148,7 @@ pub fn mul_mat(
 
 /// Prefill: `w` dequantized to f16, `x` converted to f16, cuBLAS GEMM into f32 `y`.
 fn gemm_f16(
-    gpu: &mut Gpu,
+    gpu: &mut impl Queue,
     s: &mut MatmulScratch,
     w: &CudaWeight,
     x: u64,
@@ -188,34 +184,8 @@ fn gemm_f16(
         n * k,
         &[Ptr(x), Ptr(s.x16.ptr), U32((n * k) as u32)],
     )?;
-    // Column-major: W is k × m (lda k), X is k × n (ldb k), Y = Wᵀ X is m × n (ldc m).
-    let (alpha, beta) = (1.0f32, 0.0f32);
-    // SAFETY: the handle is bound to the device's stream; the operands are device buffers of
-    // the sizes checked above (w16: m·k, x16: n·k halves; y: m·n floats, the graph's node).
-    unsafe {
-        blas::gemm_ex(
-            *gpu.blas.handle(),
-            blas_sys::cublasOperation_t::CUBLAS_OP_T,
-            blas_sys::cublasOperation_t::CUBLAS_OP_N,
-            m as i32,
-            n as i32,
-            k as i32,
-            &alpha as *const f32 as *const c_void,
-            s.w16.ptr as *const c_void,
-            blas_sys::cudaDataType::CUDA_R_16F,
-            k as i32,
-            s.x16.ptr as *const c_void,
-            blas_sys::cudaDataType::CUDA_R_16F,
-            k as i32,
-            &beta as *const f32 as *const c_void,
-            y as *mut c_void,
-            blas_sys::cudaDataType::CUDA_R_32F,
-            m as i32,
-            blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
-            blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DFALT,
-        )
-    }
-    .map_err(|e| CudaError::Driver(format!("cuBLAS GEMM of {}: {e:?}", w.name)))
+    // Column-major: W is k × m, X is k × n, Y = Wᵀ X is m × n.
+    gpu.gemm_f16(m, n, k, s.w16.ptr, s.x16.ptr, y)
 }
 
 /// Shape of a [`mul_mat_id`]: output `[m, n_used, n_tokens]`.
@@ -230,7 +200,7 @@ pub struct IdShape {
 /// The experts' matmul over the route's chosen experts (`w` is `[k, m, n_expert]`).
 #[allow(clippy::too_many_arguments)]
 pub fn mul_mat_id(
-    gpu: &mut Gpu,
+    gpu: &mut impl Queue,
     s: &mut MatmulScratch,
     w: &CudaWeight,
     node: u32,

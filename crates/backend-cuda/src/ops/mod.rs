@@ -7,7 +7,7 @@ pub mod matmul;
 
 use tessera_core::graph::{Activation, Gating, MoeRouteParams, RopeMode, RopeParams};
 
-use crate::device::{grid_2d, struct_arg, Arg, Gpu};
+use crate::device::{grid_2d, struct_arg, Arg, Queue};
 use crate::error::CudaError;
 use crate::weights::CudaWeight;
 
@@ -19,7 +19,7 @@ fn u32_of(n: usize, what: &str) -> Result<u32, CudaError> {
 
 /// Embedding rows of the step's `n_tokens` token ids (at `tokens`), dequantized.
 pub fn get_rows(
-    gpu: &mut Gpu,
+    gpu: &mut impl Queue,
     w: &CudaWeight,
     tokens: u64,
     n_tokens: usize,
@@ -41,7 +41,7 @@ pub fn get_rows(
 
 /// rms_norm of `rows` rows of `width`, times the weight row `w` when given (0: none).
 pub fn rms_norm(
-    gpu: &mut Gpu,
+    gpu: &mut impl Queue,
     x: u64,
     w: u64,
     y: u64,
@@ -64,7 +64,7 @@ pub fn rms_norm(
 /// An element-wise kernel of `elementwise.cu` or `glu.cu` over `n` outputs: `name`'s
 /// arguments are `inputs`, then y, then n, then `extra`.
 pub fn elementwise(
-    gpu: &mut Gpu,
+    gpu: &mut impl Queue,
     file: &'static str,
     name: &str,
     inputs: &[u64],
@@ -80,7 +80,7 @@ pub fn elementwise(
 }
 
 pub fn activation(
-    gpu: &mut Gpu,
+    gpu: &mut impl Queue,
     x: u64,
     act: Activation,
     y: u64,
@@ -148,7 +148,7 @@ impl RopeArgs {
 /// Rotary embedding of `x` `[head_dim, n_heads, n_tokens]` at positions `*pos0 + t`;
 /// `factors` the frequency factors' address (0: none).
 pub fn rope(
-    gpu: &mut Gpu,
+    gpu: &mut impl Queue,
     a: &RopeArgs,
     pos0: u64,
     x: u64,
@@ -179,7 +179,7 @@ struct RouteArgs {
 /// The router: `logits` `[n_expert, n_tokens]` → `[2 · n_used, n_tokens]`; `bias` the
 /// selection bias's address (0: none).
 pub fn moe_route(
-    gpu: &mut Gpu,
+    gpu: &mut impl Queue,
     logits: u64,
     bias: u64,
     y: u64,
@@ -215,7 +215,7 @@ pub fn moe_route(
 
 /// The greedy token of each of `rows` rows of `logits` into `ids`.
 pub fn argmax(
-    gpu: &mut Gpu,
+    gpu: &mut impl Queue,
     logits: u64,
     ids: u64,
     width: usize,
@@ -234,7 +234,7 @@ pub fn argmax(
 /// The sampling chain on row `row` of `logits`; (status, token) into `result`; `work` holds
 /// 3 × `width` words.
 pub fn sample_chain(
-    gpu: &mut Gpu,
+    gpu: &mut impl Queue,
     logits: u64,
     width: usize,
     row: usize,
