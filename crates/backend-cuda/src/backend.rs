@@ -10,7 +10,7 @@ use tessera_core::sampling::{device_result, DeviceSampling, SamplingError};
 use tessera_core::weights::WeightStore;
 use tessera_core::EngineError;
 
-use crate::device::Gpu;
+use crate::device::{Gpu, Queue};
 use crate::error::CudaError;
 use crate::kv::CudaKv;
 use crate::ops::attention;

@@ -141,17 +141,6 @@ impl Gpu {
         Ok(f)
     }
 
-    pub fn alloc(&self, bytes: usize) -> Result<DevBuf, CudaError> {
-        // At least one byte: a zero-length allocation has no address to pass.
-        let slice = self.stream.alloc_zeros::<u8>(bytes.max(1))?;
-        let ptr = slice.device_ptr(&self.stream).0;
-        Ok(DevBuf {
-            _slice: Some(slice),
-            ptr,
-            bytes,
-        })
-    }
-
     /// A buffer holding `data`.
     pub fn upload<T: Copy>(&self, data: &[T]) -> Result<DevBuf, CudaError> {
         let buf = self.alloc(std::mem::size_of_val(data))?;
@@ -204,13 +193,6 @@ impl Gpu {
         self.sync()
     }
 
-    /// Copies `bytes` bytes between device addresses (ordered on the stream).
-    pub fn copy(&self, dst: u64, src: u64, bytes: usize) -> Result<(), CudaError> {
-        // SAFETY: callers pass ranges within live buffers of this device.
-        unsafe { result::memcpy_dtod_async(dst, src, bytes, self.stream.cu_stream()) }?;
-        Ok(())
-    }
-
     /// Makes the device's context current on this thread (the backend may move between
     /// threads; the raw launches and copies below need it current).
     pub fn bind(&self) -> Result<(), CudaError> {
@@ -220,9 +202,22 @@ impl Gpu {
     pub fn sync(&self) -> Result<(), CudaError> {
         Ok(self.stream.synchronize()?)
     }
+}
+
+impl Queue for Gpu {
+    fn alloc(&self, bytes: usize) -> Result<DevBuf, CudaError> {
+        // At least one byte: a zero-length allocation has no address to pass.
+        let slice = self.stream.alloc_zeros::<u8>(bytes.max(1))?;
+        let ptr = slice.device_ptr(&self.stream).0;
+        Ok(DevBuf {
+            _slice: Some(slice),
+            ptr,
+            bytes,
+        })
+    }
 
     /// Queues `name` of `file` on `grid` blocks of `block` threads.
-    pub fn launch(
+    fn launch(
         &mut self,
         file: &'static str,
         name: &str,
@@ -256,8 +251,15 @@ impl Gpu {
         Ok(())
     }
 
+    /// Copies `bytes` bytes between device addresses (ordered on the stream).
+    fn copy(&self, dst: u64, src: u64, bytes: usize) -> Result<(), CudaError> {
+        // SAFETY: callers pass ranges within live buffers of this device.
+        unsafe { result::memcpy_dtod_async(dst, src, bytes, self.stream.cu_stream()) }?;
+        Ok(())
+    }
+
     /// `c (m × n, f32) = aᵀ · b` for `a` k × m and `b` k × n (f16, column-major).
-    pub fn gemm_f16(
+    fn gemm_f16(
         &mut self,
         m: usize,
         n: usize,
@@ -293,39 +295,6 @@ impl Gpu {
             )
         }
         .map_err(|e| CudaError::Driver(format!("cuBLAS GEMM {m}×{n}×{k}: {e:?}")))
-    }
-}
-
-impl Queue for Gpu {
-    fn alloc(&self, bytes: usize) -> Result<DevBuf, CudaError> {
-        Gpu::alloc(self, bytes)
-    }
-
-    fn launch(
-        &mut self,
-        file: &'static str,
-        name: &str,
-        grid: (u32, u32, u32),
-        block: u32,
-        args: &[Arg],
-    ) -> Result<(), CudaError> {
-        Gpu::launch(self, file, name, grid, block, args)
-    }
-
-    fn copy(&self, dst: u64, src: u64, bytes: usize) -> Result<(), CudaError> {
-        Gpu::copy(self, dst, src, bytes)
-    }
-
-    fn gemm_f16(
-        &mut self,
-        m: usize,
-        n: usize,
-        k: usize,
-        a: u64,
-        b: u64,
-        c: u64,
-    ) -> Result<(), CudaError> {
-        Gpu::gemm_f16(self, m, n, k, a, b, c)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use tessera_core::backend::{KvLayerLayout, KvLayout};
 
-use crate::device::{DevBuf, Gpu};
+use crate::device::{DevBuf, Gpu, Queue};
 use crate::error::CudaError;
 
 pub struct LayerKv {

@@ -201,9 +201,13 @@ async fn simple(
 /// The names the shared cases drive a backend by (the WebGPU harness's: a device, a backend
 /// on it, and steps that may be pending in a browser; here there is one device and nothing
 /// is ever pending).
-async fn gpu() {}
+struct Device;
 
-fn backend(_: ()) -> CudaBackend {
+async fn gpu() -> Device {
+    Device
+}
+
+fn backend(_: Device) -> CudaBackend {
     cuda()
 }
 
