@@ -230,12 +230,10 @@ template <int T> __device__ void dequant32(const u8* row, u32 c, u32 k, float* o
     }
 }
 
-// The chunk's dot product with quantized activations: `xq` the chunk's 32 int8 values (as 8
-// ints), `ds` their block's numbers as ggml's vec_dot uses them: Q8_0 (d rounded to f16, -),
-// Q8_1 for Q4_1/Q5_1 weights (d, s = f16(d * Σq)), Q8_K (d, -).
-template <int T> __device__ float dot32_q8(const u8* row, u32 c, const int* xq, float2 ds) {
-    Chunk ch;
-    load_chunk<T>(row, c, ch);
+// A loaded chunk's dot product with quantized activations: `xq` the chunk's 32 int8 values
+// (as 8 ints), `ds` their block's numbers as ggml's vec_dot uses them: Q8_0 (d rounded to
+// f16, -), Q8_1 for Q4_1/Q5_1 weights (d, s = f16(d * Σq)), Q8_K (d, -).
+template <int T> __device__ float chunk_dot_q8(const Chunk& ch, const int* xq, float2 ds) {
     int s0 = 0, s1 = 0;
     for (int t = 0; t < 4; t++) s0 = dp4a(ch.q[t], xq[t], s0);
     for (int t = 4; t < 8; t++) s1 = dp4a(ch.q[t], xq[t], s1);
@@ -249,6 +247,13 @@ template <int T> __device__ float dot32_q8(const u8* row, u32 c, const int* xq, 
     } else {
         return acc;
     }
+}
+
+// Chunk c of `row` against quantized activations (see chunk_dot_q8).
+template <int T> __device__ float dot32_q8(const u8* row, u32 c, const int* xq, float2 ds) {
+    Chunk ch;
+    load_chunk<T>(row, c, ch);
+    return chunk_dot_q8<T>(ch, xq, ds);
 }
 
 // The chunk's dot product with float activations `x` (F32 and F16 weights; `x` already

@@ -23,14 +23,17 @@ __device__ void matvec(const u8* w, u32 row_bytes, u32 k, u32 m, u32 n, const vo
     const u32 n_chunks = (k + 31) / 32;
     float acc[NC] = {};
     for (u32 c = lane; c < n_chunks; c += WARP) {
-        for (int j = 0; j < NC; j++) {
-            const u32 col = col0 + j;
-            if (col >= n) break;
-            if constexpr (Act<T>::KIND == ACT_F32) {
-                acc[j] += dot32_f32<T>(wr, c, k, (const float*)x + (u64)col * k);
-            } else {
-                const int* xq = (const int*)((const i8*)x + (u64)col * k + c * 32);
-                acc[j] += dot32_q8<T>(wr, c, xq, xds[(u64)col * (k / 32) + c]);
+        if constexpr (Act<T>::KIND == ACT_F32) {
+            for (int j = 0; j < NC && col0 + j < n; j++)
+                acc[j] += dot32_f32<T>(wr, c, k, (const float*)x + (u64)(col0 + j) * k);
+        } else {
+            // The weight chunk is read once for the NC columns.
+            Chunk ch;
+            load_chunk<T>(wr, c, ch);
+            for (int j = 0; j < NC && col0 + j < n; j++) {
+                const u64 col = col0 + j;
+                const int* xq = (const int*)((const i8*)x + col * k + c * 32);
+                acc[j] += chunk_dot_q8<T>(ch, xq, xds[col * (k / 32) + c]);
             }
         }
     }
