@@ -1,8 +1,26 @@
 // Shared by every kernel file: integer types (NVRTC has no system headers), f16 conversions,
 // ggml's block-byte reads, GELU/SiLU as the CPU reference computes them, warp reductions.
 // Kernels are `extern "C"` so the host finds them by name; variants by weight type are
-// templates instantiated under names such as `matvec_q4_0` (see ggml_types.cuh).
+// templates instantiated under names such as `matvec_q4_0` (see `KERNEL_FOR_TYPES` in dequant.cuh).
 #pragma once
+
+// The block decoding (dequant.cuh) also compiles as host C++ (g++, no CUDA), so it is tested
+// against the Rust reference on machines without a GPU (crates/backend-cuda/tests/suite/
+// host_dequant.rs): the few intrinsics it uses get host versions below, and device-only
+// helpers (warp and block reductions, thread indices) are left out there.
+#ifndef __CUDACC__
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+using std::max;
+using std::min;
+#define __device__
+#define __global__
+#define __forceinline__ inline
+struct float2 {
+    float x, y;
+};
+#endif
 
 typedef unsigned char u8;
 typedef signed char i8;
@@ -14,6 +32,7 @@ typedef unsigned long long u64;
 #define NEG_BIG (-3.0e38f)
 #define WARP 32
 
+#ifdef __CUDACC__
 // f16 <-> f32 by PTX's cvt (round to nearest even), no cuda_fp16.h needed.
 __device__ __forceinline__ float f16_to_f32(u16 h) {
     float f;
@@ -26,6 +45,30 @@ __device__ __forceinline__ u16 f32_to_f16(float f) {
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
     return h;
 }
+#else
+inline float f16_to_f32(u16 h) {
+    _Float16 v;
+    std::memcpy(&v, &h, 2);
+    return (float)v;
+}
+
+inline u16 f32_to_f16(float f) {
+    _Float16 v = (_Float16)f;
+    u16 h;
+    std::memcpy(&h, &v, 2);
+    return h;
+}
+
+inline float __uint_as_float(u32 u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+
+// Unfused on the host too (compiled with -ffp-contract=off).
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
+#endif
 
 // The nearest f16 value, as f32 (ggml rounds activations and the KV cache through f16).
 __device__ __forceinline__ float f16_round(float f) {
@@ -47,11 +90,17 @@ __device__ __forceinline__ float load_f16(const u8* p) {
 
 // Σ of four signed byte products plus c (the dp4a instruction, sm_61 and later).
 __device__ __forceinline__ int dp4a(int a, int b, int c) {
+#ifdef __CUDACC__
     int r;
     asm("dp4a.s32.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
     return r;
+#else
+    for (int i = 0; i < 4; i++) c += (int)(i8)(a >> (8 * i)) * (int)(i8)(b >> (8 * i));
+    return c;
+#endif
 }
 
+#ifdef __CUDACC__
 __device__ __forceinline__ float warp_sum(float v) {
     for (int o = WARP / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
@@ -83,6 +132,8 @@ __device__ float block_max(float v, float* scratch) {
     return block_reduce(v, scratch, warp_max, NEG_BIG);
 }
 
+#endif // __CUDACC__: device-only helpers
+
 __device__ __forceinline__ float silu(float x) {
     return x / (1.0f + expf(-x));
 }
@@ -96,8 +147,10 @@ __device__ float gelu_ggml(float x) {
     return f16_round(0.5f * h * (1.0f + tanhf(u)));
 }
 
+#ifdef __CUDACC__
 // Element i of a 1-D launch of 256-thread blocks over a 2-D grid (grids are capped at 65535
 // blocks per dimension, so long rows use y too).
 __device__ __forceinline__ u32 global_index() {
     return (blockIdx.y * gridDim.x + blockIdx.x) * blockDim.x + threadIdx.x;
 }
+#endif
