@@ -4,8 +4,8 @@
 //! error; index outputs (argmax) must match.
 //!
 //! Needs a CUDA device: without one every test is skipped with a message, except when
-//! `TESSERA_REQUIRE_CUDA` is set (scripts/gpu-check.sh), where it fails. One test needs none:
-//! `host_dequant` checks the kernels' block decoding compiled as host C++.
+//! `TESSERA_REQUIRE_CUDA` is set (scripts/gpu-check.sh), where it fails. The tests of
+//! `host_kernels` need none: they check kernel math compiled as host C++.
 //!
 //! Limits are the cases' own, except prefill matmuls (more than `DECODE_COLS` columns, unless
 //! `TESSERA_CUDA_PREFILL=int`), which run through cuBLAS on f16 activations instead of ggml's quantized ones: the design's
@@ -15,8 +15,8 @@
 mod attention;
 #[path = "../../backend-wgpu/tests/conformance/data.rs"]
 mod data;
-#[path = "conformance/host_dequant.rs"]
-mod host_dequant;
+#[path = "conformance/host_kernels.rs"]
+mod host_kernels;
 #[path = "../../backend-wgpu/tests/conformance/moe.rs"]
 mod moe;
 #[path = "../../backend-wgpu/tests/conformance/ops.rs"]

@@ -3,22 +3,8 @@
 // writes each row's 32-element chunks as dequant32 gives them, then each row's integer dot
 // product (dot32_q8) with the activations.
 // Usage: dequant_harness TYPE K ROWS ROW_BYTES weights.bin acts.bin out.bin
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-
+#include "harness.h"
 #include "dequant.cuh"
-
-static std::vector<char> slurp(const char* path) {
-    std::vector<char> v;
-    FILE* f = fopen(path, "rb");
-    if (!f) exit(2);
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) v.insert(v.end(), buf, buf + n);
-    fclose(f);
-    return v;
-}
 
 template <int T>
 static void run(const u8* w, u32 k, u32 rows, u32 row_bytes, const i8* q, const float2* ds, FILE* out) {

@@ -1,5 +1,6 @@
 //! Conformance cases of the single ops (embedding lookup, matmul, the row ops, rope, greedy
-//! sampling), run by each GPU backend's harness (`simple`, `check` in its conformance.rs) against the CPU backend.
+//! sampling), run by each GPU backend's harness (`simple`, `check` in its conformance.rs)
+//! against the CPU backend.
 
 use super::*;
 
