@@ -32,7 +32,8 @@ use tessera_backend_cuda::ops::matmul::uses_gemm;
 use tessera_backend_cuda::{libs, CudaBackend};
 use tessera_core::backend::{Backend, Batch, KvLayerLayout, KvLayout, Segment};
 use tessera_core::graph::{
-    AttentionParams, Graph, GraphBuilder, NodeId, RopeMode, RopeParams, Yarn,
+    AttentionParams, Gating, Graph, GraphBuilder, MoeRouteParams, NodeId, RopeMode, RopeParams,
+    Yarn,
 };
 use tessera_core::weights::{WeightId, WeightStore};
 use tessera_core::{EngineError, SequentialPool};

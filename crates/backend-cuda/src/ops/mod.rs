@@ -164,16 +164,43 @@ pub fn rope(
     )
 }
 
-/// `RouteArgs` of moe.cu.
+/// `RouteArgs` of moe.cuh.
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct RouteArgs {
-    n_expert: u32,
-    n_used: u32,
-    n_tokens: u32,
-    gating: u32,
-    normalize: u32,
-    scale: f32,
+pub struct RouteArgs {
+    pub n_expert: u32,
+    pub n_used: u32,
+    pub n_tokens: u32,
+    pub gating: u32,
+    pub normalize: u32,
+    pub scale: f32,
+}
+
+impl RouteArgs {
+    pub fn new(
+        n_expert: usize,
+        n_tokens: usize,
+        p: &MoeRouteParams,
+    ) -> Result<RouteArgs, CudaError> {
+        if p.n_used == 0 || p.n_used > 32 || p.n_used > n_expert {
+            return Err(CudaError::Unsupported(format!(
+                "{} of {n_expert} experts per token",
+                p.n_used
+            )));
+        }
+        Ok(RouteArgs {
+            n_expert: n_expert as u32,
+            n_used: p.n_used as u32,
+            n_tokens: u32_of(n_tokens, "tokens")?,
+            gating: match p.gating {
+                Gating::Softmax => 0,
+                Gating::Sigmoid => 1,
+                Gating::SoftmaxAfterTopK => 2,
+            },
+            normalize: p.normalize as u32,
+            scale: p.scale,
+        })
+    }
 }
 
 /// The router: `logits` `[n_expert, n_tokens]` → `[2 · n_used, n_tokens]`; `bias` the
@@ -187,30 +214,9 @@ pub fn moe_route(
     n_tokens: usize,
     p: &MoeRouteParams,
 ) -> Result<(), CudaError> {
-    if p.n_used == 0 || p.n_used > 32 || p.n_used > n_expert {
-        return Err(CudaError::Unsupported(format!(
-            "{} of {n_expert} experts per token",
-            p.n_used
-        )));
-    }
-    let a = RouteArgs {
-        n_expert: n_expert as u32,
-        n_used: p.n_used as u32,
-        n_tokens: u32_of(n_tokens, "tokens")?,
-        gating: match p.gating {
-            Gating::Softmax => 0,
-            Gating::Sigmoid => 1,
-            Gating::SoftmaxAfterTopK => 2,
-        },
-        normalize: p.normalize as u32,
-        scale: p.scale,
-    };
-    gpu.launch_1d(
-        "moe.cu",
-        "moe_route",
-        n_tokens,
-        &[struct_arg(&a), Ptr(logits), Ptr(bias), Ptr(y)],
-    )
+    let a = RouteArgs::new(n_expert, n_tokens, p)?;
+    let args = [struct_arg(&a), Ptr(logits), Ptr(bias), Ptr(y)];
+    gpu.launch_1d("moe.cu", "moe_route", n_tokens, &args)
 }
 
 /// The greedy token of each of `rows` rows of `logits` into `ids`.

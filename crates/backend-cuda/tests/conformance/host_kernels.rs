@@ -4,7 +4,8 @@
 //!   crate (ggml's arithmetic), and its integer (dp4a) dot products match the float dot
 //!   product of the dequantized weights;
 //! - `rope.cuh` rotates like the CPU backend (the modes, rotated dims, frequency factors and
-//!   YaRN of the conformance suite's rope cases).
+//!   YaRN of the conformance suite's rope cases);
+//! - `moe.cuh` routes like the CPU backend (every gating, selection bias, normalisation).
 //!
 //! Skipped without a C++ compiler. (In the conformance binary for its data helpers.)
 
@@ -21,6 +22,49 @@ fn scratch_dir(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tessera-cuda-{test}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// A `#[repr(C)]` argument struct's bytes, as the harness reads them into the kernel's struct.
+fn struct_bytes<T: Copy>(v: &T) -> Vec<u8> {
+    // SAFETY: the argument structs are #[repr(C)] structs of u32 and f32 fields.
+    unsafe { std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()) }
+        .to_vec()
+}
+
+/// `graph`'s output on the CPU backend for `tokens` at positions `pos0 ..`.
+fn cpu_output(store: &WeightStore, graph: &Graph, tokens: &[u32], pos0: usize) -> Vec<f32> {
+    let mut cpu = CpuBackend::new(Arc::new(SequentialPool));
+    cpu.init_kv(&KvLayout {
+        n_ctx: 512,
+        n_seq: 1,
+        layers: vec![],
+    })
+    .unwrap();
+    let segments = [Segment {
+        seq: 0,
+        pos0,
+        len: tokens.len(),
+    }];
+    let rows: Vec<usize> = (0..tokens.len()).collect();
+    let batch = Batch {
+        tokens,
+        segments: &segments,
+        output_rows: &rows,
+    };
+    let mut out = vec![0.0f32; graph.node(graph.output).n_elements()];
+    assert!(cpu
+        .compute(graph, &batch, store, &mut out)
+        .unwrap()
+        .is_ready());
+    out
+}
+
+/// Rows of f32 table `id` (rows of `k`) as bytes.
+fn table_rows(store: &WeightStore, id: WeightId, rows: &[u32], k: usize) -> Vec<u8> {
+    let bytes = store.bytes(id);
+    rows.iter()
+        .flat_map(|&r| bytes[r as usize * k * 4..(r as usize + 1) * k * 4].to_vec())
+        .collect()
 }
 
 /// The f32s a harness wrote to `path`.
@@ -155,46 +199,14 @@ fn rope_cuh_rotates_like_the_cpu_backend() {
         let x = b.reshape(x, [64, 4, tokens.len(), 1]).unwrap();
         let y = b.rope(x, p).unwrap();
         let graph = b.finish(y);
-        let mut cpu = CpuBackend::new(Arc::new(SequentialPool));
-        cpu.init_kv(&KvLayout {
-            n_ctx: 512,
-            n_seq: 1,
-            layers: vec![],
-        })
-        .unwrap();
-        let segments = [Segment {
-            seq: 0,
-            pos0,
-            len: tokens.len(),
-        }];
-        let rows: Vec<usize> = (0..tokens.len()).collect();
-        let batch = Batch {
-            tokens: &tokens,
-            segments: &segments,
-            output_rows: &rows,
-        };
-        let mut want = vec![0.0f32; 256 * tokens.len()];
-        assert!(cpu
-            .compute(&graph, &batch, &store, &mut want)
-            .unwrap()
-            .is_ready());
-
-        let row =
-            |id: WeightId, r: usize, k: usize| store.bytes(id)[r * k * 4..(r + 1) * k * 4].to_vec();
-        let x: Vec<u8> = tokens
-            .iter()
-            .flat_map(|&t| row(table, t as usize, 256))
-            .collect();
+        let want = cpu_output(&store, &graph, &tokens, pos0);
+        let x = table_rows(&store, table, &tokens, 256);
         let args = tessera_backend_cuda::ops::RopeArgs::new(&p, 64, 4, tokens.len()).unwrap();
-        // SAFETY: RopeArgs is a #[repr(C)] struct of u32 and f32 fields.
-        let arg_bytes = unsafe {
-            std::slice::from_raw_parts(&args as *const _ as *const u8, std::mem::size_of_val(&args))
-        };
-        std::fs::write(dir.join("args.bin"), arg_bytes).unwrap();
+        std::fs::write(dir.join("args.bin"), struct_bytes(&args)).unwrap();
         std::fs::write(dir.join("x.bin"), &x).unwrap();
         let factors_arg = match factor_id {
             Some(f) => {
-                std::fs::write(dir.join("f.bin"), row(f, 0, n_dims / 2)).unwrap();
+                std::fs::write(dir.join("f.bin"), table_rows(&store, f, &[0], n_dims / 2)).unwrap();
                 dir.join("f.bin")
             }
             None => PathBuf::from("-"),
@@ -214,6 +226,70 @@ fn rope_cuh_rotates_like_the_cpu_backend() {
             e <= 1e-12,
             "rope {mode:?} {n_dims} {factors} {yarn}: NMSE {e:.3e}"
         );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn moe_cuh_routes_like_the_cpu_backend() {
+    let dir = scratch_dir("moe");
+    let Some(exe) = harness(&dir, "moe_harness") else {
+        return;
+    };
+    for (gating, normalize, biased, scale) in [
+        (Gating::Softmax, true, false, 1.0),
+        (Gating::Sigmoid, true, true, 2.5),
+        (Gating::SoftmaxAfterTopK, false, false, 1.0),
+    ] {
+        let mut store = WeightStore::new(file());
+        let table = store.require("inp64", &[64, TABLE_ROWS]).unwrap();
+        let bias = biased.then(|| store.require("norm64", &[64]).unwrap());
+        let p = MoeRouteParams {
+            n_used: 4,
+            gating,
+            selection_bias: bias,
+            normalize,
+            scale,
+        };
+        let tokens = [5u32, 9, 63, 0, 17];
+        let mut b = GraphBuilder::new(&store, tokens.len(), tokens.len());
+        let logits = b.get_rows(table);
+        let route = b.moe_route(logits, p).unwrap();
+        let graph = b.finish(route);
+        let want = cpu_output(&store, &graph, &tokens, 0);
+        let args = tessera_backend_cuda::ops::RouteArgs::new(64, tokens.len(), &p).unwrap();
+        std::fs::write(dir.join("args.bin"), struct_bytes(&args)).unwrap();
+        std::fs::write(
+            dir.join("logits.bin"),
+            table_rows(&store, table, &tokens, 64),
+        )
+        .unwrap();
+        let bias_arg = match bias {
+            Some(id) => {
+                std::fs::write(dir.join("bias.bin"), table_rows(&store, id, &[0], 64)).unwrap();
+                dir.join("bias.bin")
+            }
+            None => PathBuf::from("-"),
+        };
+        let out = dir.join("out.bin");
+        let ok = Command::new(&exe)
+            .args([
+                dir.join("args.bin"),
+                dir.join("logits.bin"),
+                bias_arg,
+                out.clone(),
+            ])
+            .status()
+            .unwrap();
+        assert!(ok.success(), "moe harness failed");
+        let got = read_floats(&out);
+        assert_eq!(got.len(), want.len());
+        for (t, (g, w)) in got.chunks(8).zip(want.chunks(8)).enumerate() {
+            assert_eq!(g[..4], w[..4], "{gating:?}: token {t}'s experts");
+        }
+        let e = nmse(&got, &want);
+        eprintln!("moe_route {gating:?} normalize {normalize} bias {biased}: nmse {e:.3e}");
+        assert!(e <= 1e-12, "{gating:?}: NMSE {e:.3e}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
