@@ -17,6 +17,12 @@ wasm-bindgen --version 2>/dev/null | grep -qx 'wasm-bindgen 0.2.130' \
 python3 -c 'import gguf, numpy' 2>/dev/null \
   || python3 -m pip install --quiet --disable-pip-version-check 'gguf==0.19.0' numpy
 
+# NVRTC (CUDA's run-time compiler, no driver needed) from its PyPI wheel: the CUDA backend's
+# test compiles every kernel of shaders/cuda to PTX with it (scripts/test.sh points
+# TESSERA_NVRTC at the wheel's libnvrtc.so.12).
+python3 -c 'import nvidia.cuda_nvrtc' 2>/dev/null \
+  || python3 -m pip install --quiet --disable-pip-version-check 'nvidia-cuda-nvrtc-cu12==12.9.86'
+
 # Software Vulkan for the WebGPU backend's tests: Mesa's lavapipe, and Chromium's SwiftShader
 # ICD (/usr/lib/chromium/vk_swiftshader_icd.json, the browser's WebGPU adapter natively).
 # Headless Chromium and chromedriver also run the browser suite; never `playwright install`.

@@ -17,6 +17,13 @@ export TESSERA_MODELS=${TESSERA_MODELS:-$root/models}
 # WebGPU backend on software Vulkan (lavapipe by default): the model tests run in full (256
 # forced positions and every greedy fixture prompt of both models).
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
+# NVRTC from the wheel setup.sh installs: tessera-backend-cuda's test compiles every CUDA
+# kernel with it (no GPU or driver needed). Where it must run (CI), a missing NVRTC fails the
+# test instead of skipping it.
+if [ -z "${TESSERA_NVRTC:-}" ]; then
+  TESSERA_NVRTC=$(python3 -c 'import nvidia.cuda_nvrtc as m; print(m.__path__[0] + "/lib/libnvrtc.so.12")' 2>/dev/null || true)
+  export TESSERA_NVRTC
+fi
 # tessera-wasm's webgpu feature: its GPU loader (the browser's, streaming weights into GPU
 # buffers) is tested natively too.
 step cargo test --workspace --profile ci --locked --features tessera-wasm/webgpu

@@ -4,7 +4,7 @@ use std::task::Poll;
 
 use tessera_core::backend::{Backend, Batch, KvLayout, Segment};
 use tessera_core::graph::Graph;
-use tessera_core::sampling::{DeviceSampling, SamplingError};
+use tessera_core::sampling::{device_result, DeviceSampling, SamplingError};
 use tessera_core::weights::WeightStore;
 use tessera_core::EngineError;
 
@@ -257,11 +257,7 @@ impl Backend for WgpuBackend {
         } else {
             self.recordings[i].run_sampled(&self.gpu, batch, &spec)?
         };
-        Ok(Poll::Ready(Some(match status {
-            0 => Ok(token),
-            1 => Err(SamplingError::AllMasked),
-            _ => Err(SamplingError::NanLogit { token }),
-        })))
+        Ok(Poll::Ready(Some(device_result(status, token))))
     }
 
     fn kv_n_ctx(&self) -> usize {

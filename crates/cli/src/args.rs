@@ -38,6 +38,8 @@ pub enum Command {
     Serve(crate::serve::ServeArgs),
     /// Concurrent streaming clients against an OpenAI-compatible server: throughput, latency.
     LoadTest(crate::load_test::LoadTestArgs),
+    /// List the devices each backend can run on (CPU, CUDA), or why there are none.
+    Devices(crate::devices::DevicesArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -58,8 +60,9 @@ pub struct ComputeArgs {
     /// Micro-batch size for prompt processing.
     #[arg(short = 'b', long = "batch-size", default_value_t = 512)]
     pub batch_size: usize,
-    /// Compute backend: cpu, or wgpu (WebGPU natively: Vulkan, e.g. lavapipe or a real GPU).
-    #[arg(long = "backend", default_value = "cpu", value_parser = ["cpu", "wgpu"])]
+    /// Compute backend: cpu, wgpu (WebGPU natively: Vulkan, e.g. lavapipe or a real GPU), or
+    /// cuda (NVIDIA GPUs; needs the driver and NVRTC).
+    #[arg(long = "backend", default_value = "cpu", value_parser = ["cpu", "wgpu", "cuda"])]
     pub backend: String,
 }
 
@@ -261,8 +264,8 @@ pub struct BenchArgs {
     /// Micro-batch size.
     #[arg(short = 'b', long = "batch-size", default_value_t = 512)]
     pub batch_size: usize,
-    /// Compute backend: cpu or wgpu.
-    #[arg(long = "backend", default_value = "cpu", value_parser = ["cpu", "wgpu"])]
+    /// Compute backend: cpu, wgpu or cuda.
+    #[arg(long = "backend", default_value = "cpu", value_parser = ["cpu", "wgpu", "cuda"])]
     pub backend: String,
     /// CPU kernel family (scalar, avx2, avx512, simd128; default: the widest this CPU runs).
     /// For comparing kernels: every family gives the same bits.

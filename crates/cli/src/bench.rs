@@ -158,6 +158,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
 fn backend_label(backend: &str, forced_isa: bool) -> String {
     match backend {
         "wgpu" => "WebGPU".into(),
+        "cuda" => "CUDA".into(),
         _ if forced_isa => format!("CPU ({})", isa::level().name()),
         _ => "CPU".into(),
     }

@@ -62,7 +62,7 @@ pub fn new_context(model: &Arc<Model>, compute: &ComputeArgs) -> anyhow::Result<
     )
 }
 
-/// A context on the named backend (`cpu` or `wgpu`); `threads` run the CPU backend's kernels.
+/// A context on the named backend (`cpu`, `wgpu` or `cuda`); `threads` run the CPU backend's kernels.
 pub fn context_on(
     model: &Arc<Model>,
     params: ContextParams,
@@ -99,6 +99,18 @@ pub fn sequences_on(
                 .context("cannot place the weights on the GPU")?;
             Ok(Context::new(model.clone(), params, Box::new(gpu))?)
         }
-        other => anyhow::bail!("unknown backend '{other}' (cpu, wgpu)"),
+        "cuda" if n_seq > 1 => {
+            anyhow::bail!("the CUDA backend holds one sequence per context")
+        }
+        "cuda" => {
+            // Fails with "CUDA: no driver" (a typed error, no panic) on a machine without one.
+            let mut gpu =
+                tessera_backend_cuda::CudaBackend::new(0).context("cannot open a CUDA device")?;
+            eprintln!("cuda: {}", gpu.describe());
+            gpu.upload_weights(model.weights())
+                .context("cannot place the weights on the GPU")?;
+            Ok(Context::new(model.clone(), params, Box::new(gpu))?)
+        }
+        other => anyhow::bail!("unknown backend '{other}' (cpu, wgpu, cuda)"),
     }
 }

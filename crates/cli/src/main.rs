@@ -7,6 +7,7 @@ mod args;
 mod bench;
 mod chat;
 mod clock;
+mod devices;
 mod inspect;
 mod load;
 mod load_test;
@@ -37,6 +38,7 @@ fn main() {
         Command::BenchSpec(a) => spec_cmds::bench_spec(a),
         Command::Serve(a) => serve::serve(a),
         Command::LoadTest(a) => load_test::load_test(a),
+        Command::Devices(a) => devices::devices(a),
     };
     if let Err(e) = result {
         eprintln!("error: {}", one_line(&e));

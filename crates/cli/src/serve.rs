@@ -54,8 +54,8 @@ pub struct ServeArgs {
     /// on, instead of ending the answer.
     #[arg(long = "context-shift")]
     pub context_shift: bool,
-    /// Compute backend: cpu, or wgpu (WebGPU natively: Vulkan).
-    #[arg(long = "backend", default_value = "cpu", value_parser = ["cpu", "wgpu"])]
+    /// Compute backend: cpu, wgpu (WebGPU natively: Vulkan) or cuda.
+    #[arg(long = "backend", default_value = "cpu", value_parser = ["cpu", "wgpu", "cuda"])]
     pub backend: String,
 }
 

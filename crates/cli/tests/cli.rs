@@ -446,3 +446,37 @@ fn post_json(url: &str, path: &str, body: &str) -> serde_json::Value {
     let (_, json) = response.split_once("\r\n\r\n").unwrap();
     serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {response}"))
 }
+
+/// `tessera devices` always lists the CUDA section: here, with no NVIDIA driver, one line.
+#[test]
+fn devices_lists_cuda_or_says_no_driver() {
+    let out = stdout(&tessera(&["devices"]));
+    assert!(out.starts_with("CPU: "), "{out}");
+    let cuda = out
+        .lines()
+        .find(|l| l.starts_with("CUDA:"))
+        .expect("a CUDA line");
+    if !tessera_backend_cuda::libs::driver_present() {
+        assert_eq!(cuda, "CUDA: no driver");
+    }
+}
+
+/// `--backend cuda` without a driver is one clear line, not a panic.
+#[test]
+fn backend_cuda_without_driver_is_one_line_error() {
+    if tessera_backend_cuda::libs::driver_present() {
+        return;
+    }
+    let m = model(SMOLLM2);
+    let o = tessera(&[
+        "run",
+        "-m",
+        m.to_str().unwrap(),
+        "-n",
+        "1",
+        "--backend",
+        "cuda",
+        "hi",
+    ]);
+    assert_one_line_error(&o, "CUDA: no driver");
+}

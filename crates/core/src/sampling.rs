@@ -222,7 +222,61 @@ impl DeviceSampling {
     pub fn penalties_active(&self) -> bool {
         self.params.penalties_active() && !self.counts.is_empty()
     }
+
+    /// The step as the GPU sampling chains read it (`sample_chain.wgsl`, `sample.cu`): the
+    /// [`SPEC_HEADER`] words (top_k, then top_p, min_p, temperature, u, repeat, frequency and
+    /// presence penalties as f32 bits, then the numbers of bias entries and of counts), then
+    /// (token, bias bits) pairs, then (token, occurrences) pairs. `None` when the step has
+    /// more than [`SPEC_EDITS`] edits (it is then sampled on the CPU).
+    pub fn spec_words(&self) -> Option<Vec<u32>> {
+        let p = &self.params;
+        let counts: &[(u32, u32)] = if self.penalties_active() {
+            &self.counts
+        } else {
+            &[]
+        };
+        if p.logit_bias.len() + counts.len() > SPEC_EDITS {
+            return None;
+        }
+        // f32 of a draw just under 1 can round to 1.0, past every cumulative sum.
+        let u = (self.u as f32).min(1.0 - f32::EPSILON);
+        let mut w = vec![
+            p.top_k.max(0) as u32,
+            p.top_p.to_bits(),
+            p.min_p.to_bits(),
+            p.temperature.to_bits(),
+            u.to_bits(),
+            p.repeat_penalty.to_bits(),
+            p.frequency_penalty.to_bits(),
+            p.presence_penalty.to_bits(),
+            p.logit_bias.len() as u32,
+            counts.len() as u32,
+        ];
+        for &(t, b) in &p.logit_bias {
+            w.extend([t, b.to_bits()]);
+        }
+        for &(t, c) in counts {
+            w.extend([t, c]);
+        }
+        Some(w)
+    }
 }
+
+/// What a GPU sampling chain answered, (status, token) as its kernels write them: 0 and the
+/// token, 1 (every logit masked), 2 and the index of a NaN logit.
+pub fn device_result(status: u32, token: u32) -> Result<u32, SamplingError> {
+    match status {
+        0 => Ok(token),
+        1 => Err(SamplingError::AllMasked),
+        _ => Err(SamplingError::NanLogit { token }),
+    }
+}
+
+/// Words of a GPU sampling spec before its edits ([`DeviceSampling::spec_words`]).
+pub const SPEC_HEADER: usize = 10;
+/// Logit edits (bias entries plus penalized tokens) a GPU sampling spec holds; a step with
+/// more is sampled on the CPU.
+pub const SPEC_EDITS: usize = 1024;
 
 impl Sampler {
     pub fn new(params: SamplingParams) -> Result<Self, SamplingError> {

@@ -49,44 +49,12 @@ pub fn argmax(
     )
 }
 
-/// Words of the sampling spec before its edits (`sample_chain.wgsl`).
-pub const SPEC_HEADER: usize = 10;
-/// Logit edits (bias entries plus penalized tokens) a spec holds; a step with more is sampled
-/// on the CPU.
-pub const SPEC_EDITS: usize = 1024;
+// The spec a GPU sampling chain reads (shared with the CUDA backend's `sample_chain`).
+pub use tessera_core::sampling::{SPEC_EDITS, SPEC_HEADER};
 
 /// The spec words of one sampling step, or `None` when it has more edits than [`SPEC_EDITS`].
 pub fn spec_words(step: &tessera_core::sampling::DeviceSampling) -> Option<Vec<u32>> {
-    let p = &step.params;
-    let counts: &[(u32, u32)] = if step.penalties_active() {
-        &step.counts
-    } else {
-        &[]
-    };
-    if p.logit_bias.len() + counts.len() > SPEC_EDITS {
-        return None;
-    }
-    // f32 of a draw just under 1 can round to 1.0, past every cumulative sum.
-    let u = (step.u as f32).min(1.0 - f32::EPSILON);
-    let mut w = vec![
-        p.top_k.max(0) as u32,
-        p.top_p.to_bits(),
-        p.min_p.to_bits(),
-        p.temperature.to_bits(),
-        u.to_bits(),
-        p.repeat_penalty.to_bits(),
-        p.frequency_penalty.to_bits(),
-        p.presence_penalty.to_bits(),
-        p.logit_bias.len() as u32,
-        counts.len() as u32,
-    ];
-    for &(t, b) in &p.logit_bias {
-        w.extend([t, b.to_bits()]);
-    }
-    for &(t, c) in counts {
-        w.extend([t, c]);
-    }
-    Some(w)
+    step.spec_words()
 }
 
 /// The engine's sampling chain on row `row` of `logits` (`width` wide): writes (status, token)
