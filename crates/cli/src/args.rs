@@ -268,7 +268,8 @@ pub struct BenchArgs {
     #[arg(long = "backend", default_value = "cpu", value_parser = ["cpu", "wgpu", "cuda"])]
     pub backend: String,
     /// CPU kernel family (scalar, avx2, avx512, simd128; default: the widest this CPU runs).
-    /// For comparing kernels: every family gives the same bits.
+    /// For comparing kernels: avx2 and avx512 give the same bits; scalar also keeps weights in
+    /// their file layout (no repacking).
     #[arg(long = "cpu-isa", value_parser = ["scalar", "avx2", "avx512", "simd128"])]
     pub cpu_isa: Option<String>,
     /// Repetitions of each test.
