@@ -207,7 +207,7 @@ impl Backend for CpuBackend {
                             self.acts.quantize(pool, act_ty, xs, k)?;
                             self.acts_of = Some((root, act_ty));
                         }
-                        match self.repacked.get(weights, w)? {
+                        match self.repacked.get(pool, weights, w)? {
                             Some(packed) => {
                                 if packed.needs_act_sums() {
                                     self.acts.ensure_sums();

@@ -1,5 +1,5 @@
-//! Weights repacked into 8-row groups for the CPU kernels (`tessera_quant::repack`), made on
-//! a weight's first matmul and kept for the backend's life.
+//! Weights repacked into 8-row groups for the CPU kernels (`tessera_quant::repack`), made (by the
+//! backend's threads) on a weight's first matmul and kept for the backend's life.
 //!
 //! Q4_1 keeps its file layout: llama.cpp has no repacked Q4_1, so ggml's kernels give
 //! llama.cpp's own bits on Q4_1 models (SmolLM2's fixtures are matched exactly).
@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use tessera_core::error::EngineError;
+use tessera_core::threading::ThreadPool;
 use tessera_core::weights::{WeightId, WeightStore};
 use tessera_gguf::GgmlType;
 use tessera_quant::repack::RepackedMatrix;
@@ -44,6 +45,7 @@ impl RepackedWeights {
     /// file layout (no layout or kernel for its type, Q4_1, repacking off).
     pub fn get(
         &mut self,
+        pool: &dyn ThreadPool,
         weights: &WeightStore,
         w: WeightId,
     ) -> Result<Option<Arc<RepackedMatrix>>, EngineError> {
@@ -61,9 +63,16 @@ impl RepackedWeights {
         let matrix = if d.ty == GgmlType::Q4_1 {
             None
         } else {
-            RepackedMatrix::new(d.ty, d.ne[0], d.ne[1], bytes)
-                .map_err(|e| EngineError::InvalidArgument(format!("{}: {e}", weights.get(w).name)))?
-                .map(Arc::new)
+            RepackedMatrix::new_parallel(
+                d.ty,
+                d.ne[0],
+                d.ne[1],
+                bytes,
+                pool.n_threads() * 4,
+                &|n, task| pool.run(n, task),
+            )
+            .map_err(|e| EngineError::InvalidArgument(format!("{}: {e}", weights.get(w).name)))?
+            .map(Arc::new)
         };
         if matrix.is_some() {
             // The copy is what the matmuls read; a `GetRows` on the same table (tied

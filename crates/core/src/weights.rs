@@ -144,7 +144,8 @@ impl WeightStore {
     /// Tells the OS the file pages of weight `id` are not needed now (a backend keeps its own
     /// copy in another layout); see [`tessera_gguf::GgufFile::release_tensor_pages`].
     pub fn release_file_pages(&self, id: WeightId) {
-        self.file.release_tensor_pages(self.weights[id.0 as usize].file_index);
+        self.file
+            .release_tensor_pages(self.weights[id.0 as usize].file_index);
     }
 
     pub fn bytes(&self, id: WeightId) -> &[u8] {

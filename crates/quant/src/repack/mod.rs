@@ -131,7 +131,30 @@ impl RepackedMatrix {
         if isa().is_none() {
             return Ok(None);
         }
-        Self::with_kind(kind, ty, n, n_rows, rows).map(Some)
+        Self::with_kind(kind, ty, n, n_rows, rows, &|n_tasks, task| {
+            (0..n_tasks).for_each(task)
+        })
+        .map(Some)
+    }
+
+    /// [`Self::new`] with the groups split over `tasks` (a thread pool's `run(n, task)`:
+    /// calls `task(i)` for every `i < n`, possibly in parallel).
+    pub fn new_parallel(
+        ty: GgmlType,
+        n: usize,
+        n_rows: usize,
+        rows: &[u8],
+        n_tasks: usize,
+        tasks: &dyn Fn(usize, &(dyn Fn(usize) + Sync)),
+    ) -> Result<Option<RepackedMatrix>, QuantError> {
+        let Some(kind) = Kind::of(ty) else {
+            return Ok(None);
+        };
+        if isa().is_none() {
+            return Ok(None);
+        }
+        let split = |_: usize, task: &(dyn Fn(usize) + Sync)| tasks(n_tasks.max(1), task);
+        Self::with_kind(kind, ty, n, n_rows, rows, &split).map(Some)
     }
 
     fn with_kind(
@@ -140,6 +163,7 @@ impl RepackedMatrix {
         n: usize,
         n_rows: usize,
         rows: &[u8],
+        tasks: &dyn Fn(usize, &(dyn Fn(usize) + Sync)),
     ) -> Result<RepackedMatrix, QuantError> {
         let row_bytes = crate::row_bytes(ty, n)?;
         let expected = row_bytes.saturating_mul(n_rows);
@@ -158,20 +182,33 @@ impl RepackedMatrix {
         let mut words = vec![0u64; total.div_ceil(8)];
         let out: &mut [u8] = &mut bytemuck::cast_slice_mut(&mut words)[..total];
         let zero_row = vec![0u8; row_bytes];
-        for (gi, dst) in out.chunks_exact_mut(nb * group_block_bytes).enumerate() {
-            let row = |i: usize| {
-                let r = gi * ROWS + i;
-                if r < n_rows {
-                    &rows[r * row_bytes..(r + 1) * row_bytes]
-                } else {
-                    &zero_row[..]
+        let group_bytes = nb * group_block_bytes;
+        // Each task packs one contiguous run of groups into its own chunk of the output (the
+        // mutexes are never contended: task i only locks chunk i).
+        let per_task = n_groups.div_ceil(64).max(1);
+        let chunks: Vec<std::sync::Mutex<&mut [u8]>> = out
+            .chunks_mut((per_task * group_bytes).max(1))
+            .map(std::sync::Mutex::new)
+            .collect();
+        tasks(chunks.len(), &|i| {
+            let mut chunk = chunks[i].lock().unwrap_or_else(|e| e.into_inner());
+            for (j, dst) in chunk.chunks_exact_mut(group_bytes).enumerate() {
+                let gi = i * per_task + j;
+                let row = |k: usize| {
+                    let r = gi * ROWS + k;
+                    if r < n_rows {
+                        &rows[r * row_bytes..(r + 1) * row_bytes]
+                    } else {
+                        &zero_row[..]
+                    }
+                };
+                let group: [&[u8]; ROWS] = std::array::from_fn(row);
+                for (b, dst) in dst.chunks_exact_mut(group_block_bytes).enumerate() {
+                    pack_block(kind, group, b, dst);
                 }
-            };
-            let group: [&[u8]; ROWS] = std::array::from_fn(row);
-            for (b, dst) in dst.chunks_exact_mut(group_block_bytes).enumerate() {
-                pack_block(kind, group, b, dst);
             }
-        }
+        });
+        drop(chunks);
         Ok(RepackedMatrix {
             kind,
             n,

@@ -49,7 +49,10 @@ fn random_rows(rng: &mut rand::rngs::StdRng, ty: GgmlType, n: usize, n_rows: usi
 }
 
 fn check_all_isas(ty: GgmlType, n: usize, w: &[u8], n_rows: usize, acts: &[u8], n_acts: usize) {
-    let m = RepackedMatrix::with_kind(Kind::of(ty).unwrap(), ty, n, n_rows, w).unwrap();
+    let m = RepackedMatrix::with_kind(Kind::of(ty).unwrap(), ty, n, n_rows, w, &|n, f| {
+        (0..n).rev().for_each(f)
+    })
+    .unwrap();
     let rb = w.len() / n_rows;
     let ab = acts.len() / n_acts;
     let width = m.n_groups() * ROWS;
@@ -150,8 +153,8 @@ fn the_reference_is_the_float_dot_product_up_to_rounding() {
 
 #[test]
 fn a_wrong_length_is_an_error() {
-    let err = RepackedMatrix::with_kind(Kind::Q8_0, GgmlType::Q8_0, 64, 3, &[0u8; 100]);
+    let err = RepackedMatrix::new(GgmlType::Q8_0, 64, 3, &[0u8; 100]);
     assert!(matches!(err, Err(QuantError::BadLength { .. })));
-    let err = RepackedMatrix::with_kind(Kind::Q4_K, GgmlType::Q4_K, 100, 3, &[]);
+    let err = RepackedMatrix::new(GgmlType::Q4_K, 100, 3, &[]);
     assert!(matches!(err, Err(QuantError::PartialBlock { .. })));
 }
