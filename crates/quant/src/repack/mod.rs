@@ -104,6 +104,9 @@ pub fn isa() -> Option<Isa> {
     }
 }
 
+/// A thread pool's `run(n, task)`: calls `task(i)` for every `i < n`, possibly in parallel.
+pub type Tasks<'a> = &'a dyn Fn(usize, &(dyn Fn(usize) + Sync));
+
 /// A weight matrix in the repacked layout: `n_groups` groups of 8 rows (the last padded with
 /// zero rows), each `nb` group blocks.
 pub struct RepackedMatrix {
@@ -137,15 +140,14 @@ impl RepackedMatrix {
         .map(Some)
     }
 
-    /// [`Self::new`] with the groups split over `tasks` (a thread pool's `run(n, task)`:
-    /// calls `task(i)` for every `i < n`, possibly in parallel).
+    /// [`Self::new`] with the groups split over `n_tasks` calls of `tasks`.
     pub fn new_parallel(
         ty: GgmlType,
         n: usize,
         n_rows: usize,
         rows: &[u8],
         n_tasks: usize,
-        tasks: &dyn Fn(usize, &(dyn Fn(usize) + Sync)),
+        tasks: Tasks,
     ) -> Result<Option<RepackedMatrix>, QuantError> {
         let Some(kind) = Kind::of(ty) else {
             return Ok(None);
@@ -163,7 +165,7 @@ impl RepackedMatrix {
         n: usize,
         n_rows: usize,
         rows: &[u8],
-        tasks: &dyn Fn(usize, &(dyn Fn(usize) + Sync)),
+        tasks: Tasks,
     ) -> Result<RepackedMatrix, QuantError> {
         let row_bytes = crate::row_bytes(ty, n)?;
         let expected = row_bytes.saturating_mul(n_rows);

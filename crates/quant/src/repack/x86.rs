@@ -8,11 +8,82 @@
 //! bytes come out as two lanes per row; [`per_row`] folds two such registers into one lane per
 //! row, rows in order.
 
+use super::layout::{Q4Kx8, Q4_0x8, Q5Kx8, Q5_0x8};
+use half::f16;
+
+/// A 4-bit legacy group whose weights carry an offset (x = d · (q - OFFSET)), with Q5_0's
+/// spread 5th bits where it has them.
+pub(crate) trait OffsetGroup: bytemuck::Pod {
+    const OFFSET: i32;
+    fn parts(&self) -> (&[f16; 8], &[u8; 128], Option<&[u8; 32]>);
+}
+
+impl OffsetGroup for Q4_0x8 {
+    const OFFSET: i32 = 8;
+    fn parts(&self) -> (&[f16; 8], &[u8; 128], Option<&[u8; 32]>) {
+        (&self.d, &self.qs, None)
+    }
+}
+
+impl OffsetGroup for Q5_0x8 {
+    const OFFSET: i32 = 16;
+    fn parts(&self) -> (&[f16; 8], &[u8; 128], Option<&[u8; 32]>) {
+        (&self.d, &self.qs, Some(&self.qh))
+    }
+}
+
+/// The fields of a Q4_K or Q5_K group (`qh`: Q5_K's spread 5th bits).
+pub(crate) struct K4Parts<'a> {
+    d: &'a [f16; 8],
+    dmin: &'a [f16; 8],
+    scales: &'a [u8; 64],
+    mins: &'a [u8; 64],
+    qs: &'a [u8; 1024],
+    qh: Option<&'a [u8; 256]>,
+}
+
+pub(crate) trait K4Group: bytemuck::Pod {
+    fn parts(&self) -> K4Parts<'_>;
+}
+
+impl K4Group for Q4Kx8 {
+    fn parts(&self) -> K4Parts<'_> {
+        K4Parts {
+            d: &self.d,
+            dmin: &self.dmin,
+            scales: &self.scales,
+            mins: &self.mins,
+            qs: &self.qs,
+            qh: None,
+        }
+    }
+}
+
+impl K4Group for Q5Kx8 {
+    fn parts(&self) -> K4Parts<'_> {
+        K4Parts {
+            d: &self.d,
+            dmin: &self.dmin,
+            scales: &self.scales,
+            mins: &self.mins,
+            qs: &self.qs,
+            qh: Some(&self.qh),
+        }
+    }
+}
+
 macro_rules! repack_kernels {
-    ($features:literal) => {
+    ($features:literal, |$acc:ident, $u:ident, $s:ident| $dot:expr) => {
         use crate::blocks::*;
         use crate::repack::layout::*;
         use std::arch::x86_64::*;
+
+        /// Unsigned × signed bytes, summed in groups of 4 into the 8 i32 lanes of `acc`.
+        #[inline]
+        #[target_feature(enable = $features)]
+        unsafe fn dot($acc: __m256i, $u: __m256i, $s: __m256i) -> __m256i {
+            $dot
+        }
 
         /// Activation rows per tile.
         const T: usize = 4;
@@ -165,28 +236,21 @@ macro_rules! repack_kernels {
             ia.map(|[a, b]| per_row(a, b))
         }
 
+        /// Q4_0 and Q5_0: `isum - offset · Σa` per block, then the scaled step.
         #[target_feature(enable = $features)]
-        unsafe fn tile_q4_0<const N: usize>(g: &[Q4_0x8], a: [&[BlockQ8_0]; N], sums: [&[i32]; N]) -> [__m256; N] {
+        unsafe fn tile_offset<const N: usize, G: super::OffsetGroup>(
+            g: &[G],
+            a: [&[BlockQ8_0]; N],
+            sums: [&[i32]; N],
+        ) -> [__m256; N] {
             let mut acc = [_mm256_setzero_ps(); N];
             for (b, gb) in g.iter().enumerate() {
-                let ia = legacy4_block::<N>(&gb.qs, None, a.map(|a| a[b].qs.as_ptr()));
-                let d = f16x8(gb.d.as_ptr());
+                let (d, qs, hb) = gb.parts();
+                let ia = legacy4_block::<N>(qs, hb, a.map(|a| a[b].qs.as_ptr()));
+                let d = f16x8(d.as_ptr());
                 for t in 0..N {
-                    let isum = _mm256_sub_epi32(ia[t], _mm256_set1_epi32(8 * sums[t][b]));
-                    acc[t] = add_scaled(acc[t], isum, _mm256_mul_ps(d, _mm256_set1_ps(a[t][b].d.to_f32())));
-                }
-            }
-            acc
-        }
-
-        #[target_feature(enable = $features)]
-        unsafe fn tile_q5_0<const N: usize>(g: &[Q5_0x8], a: [&[BlockQ8_0]; N], sums: [&[i32]; N]) -> [__m256; N] {
-            let mut acc = [_mm256_setzero_ps(); N];
-            for (b, gb) in g.iter().enumerate() {
-                let ia = legacy4_block::<N>(&gb.qs, Some(&gb.qh), a.map(|a| a[b].qs.as_ptr()));
-                let d = f16x8(gb.d.as_ptr());
-                for t in 0..N {
-                    let isum = _mm256_sub_epi32(ia[t], _mm256_set1_epi32(16 * sums[t][b]));
+                    let off = _mm256_set1_epi32(G::OFFSET * sums[t][b]);
+                    let isum = _mm256_sub_epi32(ia[t], off);
                     acc[t] = add_scaled(acc[t], isum, _mm256_mul_ps(d, _mm256_set1_ps(a[t][b].d.to_f32())));
                 }
             }
@@ -289,28 +353,20 @@ macro_rules! repack_kernels {
             _mm256_sub_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(dmin, da)))
         }
 
+        /// Q4_K and Q5_K.
         #[target_feature(enable = $features)]
-        unsafe fn tile_q4_k<const N: usize>(g: &[Q4Kx8], a: [&[BlockQ8K]; N], _: [&[i32]; N]) -> [__m256; N] {
+        unsafe fn tile_k4<const N: usize, G: super::K4Group>(
+            g: &[G],
+            a: [&[BlockQ8K]; N],
+            _: [&[i32]; N],
+        ) -> [__m256; N] {
             let mut acc = [_mm256_setzero_ps(); N];
             for (b, gb) in g.iter().enumerate() {
-                let isum = k4_isum::<N>(&gb.qs, None, &gb.scales, a.map(|a| a[b].qs.as_ptr()));
-                let (d, dmin) = (f16x8(gb.d.as_ptr()), f16x8(gb.dmin.as_ptr()));
+                let p = gb.parts();
+                let isum = k4_isum::<N>(p.qs, p.qh, p.scales, a.map(|a| a[b].qs.as_ptr()));
+                let (d, dmin) = (f16x8(p.d.as_ptr()), f16x8(p.dmin.as_ptr()));
                 for t in 0..N {
-                    let msum = k4_msum(&gb.mins, &a[t][b].bsums);
-                    acc[t] = k4_finish(acc[t], isum[t], msum, d, dmin, a[t][b].d);
-                }
-            }
-            acc
-        }
-
-        #[target_feature(enable = $features)]
-        unsafe fn tile_q5_k<const N: usize>(g: &[Q5Kx8], a: [&[BlockQ8K]; N], _: [&[i32]; N]) -> [__m256; N] {
-            let mut acc = [_mm256_setzero_ps(); N];
-            for (b, gb) in g.iter().enumerate() {
-                let isum = k4_isum::<N>(&gb.qs, Some(&gb.qh), &gb.scales, a.map(|a| a[b].qs.as_ptr()));
-                let (d, dmin) = (f16x8(gb.d.as_ptr()), f16x8(gb.dmin.as_ptr()));
-                for t in 0..N {
-                    let msum = k4_msum(&gb.mins, &a[t][b].bsums);
+                    let msum = k4_msum(p.mins, &a[t][b].bsums);
                     acc[t] = k4_finish(acc[t], isum[t], msum, d, dmin, a[t][b].d);
                 }
             }
@@ -360,6 +416,24 @@ macro_rules! repack_kernels {
             acc
         }
 
+        /// The per-type tiles `drive!` calls (it takes one generic parameter, the tokens).
+        #[target_feature(enable = $features)]
+        unsafe fn tile_q4_0<const N: usize>(g: &[Q4_0x8], a: [&[BlockQ8_0]; N], s: [&[i32]; N]) -> [__m256; N] {
+            tile_offset::<N, Q4_0x8>(g, a, s)
+        }
+        #[target_feature(enable = $features)]
+        unsafe fn tile_q5_0<const N: usize>(g: &[Q5_0x8], a: [&[BlockQ8_0]; N], s: [&[i32]; N]) -> [__m256; N] {
+            tile_offset::<N, Q5_0x8>(g, a, s)
+        }
+        #[target_feature(enable = $features)]
+        unsafe fn tile_q4_k<const N: usize>(g: &[Q4Kx8], a: [&[BlockQ8K]; N], s: [&[i32]; N]) -> [__m256; N] {
+            tile_k4::<N, Q4Kx8>(g, a, s)
+        }
+        #[target_feature(enable = $features)]
+        unsafe fn tile_q5_k<const N: usize>(g: &[Q5Kx8], a: [&[BlockQ8K]; N], s: [&[i32]; N]) -> [__m256; N] {
+            tile_k4::<N, Q5Kx8>(g, a, s)
+        }
+
         /// The entry points: `nb` blocks per row, `groups` of `nb` group blocks each,
         /// `n_acts` activation rows of `nb` blocks, `sums` (Q4_0/Q5_0 only) each activation
         /// block's Σa; `out[t * 8 * n_groups + 8 * group + r]`.
@@ -393,46 +467,23 @@ macro_rules! repack_kernels {
 
 /// AVX2: `vpmaddubsw` then `vpmaddwd` with ones.
 pub mod avx2 {
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn dot(
-        acc: std::arch::x86_64::__m256i,
-        u: std::arch::x86_64::__m256i,
-        s: std::arch::x86_64::__m256i,
-    ) -> std::arch::x86_64::__m256i {
-        use std::arch::x86_64::*;
-        _mm256_add_epi32(
-            acc,
-            _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)),
-        )
-    }
-    repack_kernels!("avx2,fma,f16c");
+    repack_kernels!("avx2,fma,f16c", |acc, u, s| _mm256_add_epi32(
+        acc,
+        _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1))
+    ));
 }
 
 /// AVX-VNNI (`vpdpbusd`, VEX-encoded).
 pub mod avx_vnni {
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
-    unsafe fn dot(
-        acc: std::arch::x86_64::__m256i,
-        u: std::arch::x86_64::__m256i,
-        s: std::arch::x86_64::__m256i,
-    ) -> std::arch::x86_64::__m256i {
-        std::arch::x86_64::_mm256_dpbusd_avx_epi32(acc, u, s)
-    }
-    repack_kernels!("avx2,fma,f16c,avxvnni");
+    repack_kernels!(
+        "avx2,fma,f16c,avxvnni",
+        |acc, u, s| _mm256_dpbusd_avx_epi32(acc, u, s)
+    );
 }
 
 /// AVX-512 VNNI (`vpdpbusd` on 256-bit registers, which also gives 32 of them).
 pub mod avx512_vnni {
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
-    unsafe fn dot(
-        acc: std::arch::x86_64::__m256i,
-        u: std::arch::x86_64::__m256i,
-        s: std::arch::x86_64::__m256i,
-    ) -> std::arch::x86_64::__m256i {
-        std::arch::x86_64::_mm256_dpbusd_epi32(acc, u, s)
-    }
-    repack_kernels!("avx2,fma,f16c,avx512f,avx512vl,avx512vnni");
+    repack_kernels!("avx2,fma,f16c,avx512f,avx512vl,avx512vnni", |acc, u, s| {
+        _mm256_dpbusd_epi32(acc, u, s)
+    });
 }
