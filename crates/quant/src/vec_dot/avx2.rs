@@ -191,12 +191,15 @@ macro_rules! kernels {
 /// it is bit-identical to the single-row kernel on that row.
 macro_rules! rows4 {
     ($r4:ident, $W:ty, $A:ty, $qk:expr, $prep:ident, $step:ident, $finish:ident) => {
+        rows4!(@features "avx2,fma,f16c", $r4, $W, $A, $qk, $prep, $step, $finish);
+    };
+    (@features $features:literal, $r4:ident, $W:ty, $A:ty, $qk:expr, $prep:ident, $step:ident, $finish:ident) => {
         /// Four weight rows against one activation row; result r is bit-identical to the
         /// single-row kernel on `xs[r]`.
         ///
         /// # Safety
-        /// The CPU must support AVX2, FMA and F16C.
-        #[target_feature(enable = "avx2,fma,f16c")]
+        /// The CPU must support `$features` (AVX2, FMA and F16C at least).
+        #[target_feature(enable = $features)]
         pub unsafe fn $r4(n: usize, xs: [&[$W]; 4], y: &[$A]) -> [f32; 4] {
             let min_w = xs.iter().map(|x| x.len()).min().unwrap_or(0);
             let nb = block_count(n, $qk, min_w, y.len());
@@ -310,6 +313,40 @@ unsafe fn step_unsigned_q8_1(w: &LegacyW, y: &BlockQ8_1, acc: &mut Acc) {
     let dd = _mm_cvtss_f32(w.dm) * _mm_cvtss_f32(ds);
     acc.fma(dd, mul_sum_us8(w.q, load256(y.qs.as_ptr() as *const u8)));
 }
+
+/// [`step_unsigned_q8_1`] with AVX-512 VNNI's `vpdpbusd` for `maddubs` + `madd`: the same exact
+/// lane sums, so the same bits.
+#[inline(always)]
+unsafe fn step_unsigned_q8_1_vnni(w: &LegacyW, y: &BlockQ8_1, acc: &mut Acc) {
+    let ds = f16_pair(y);
+    let m_w = _mm_cvtss_f32(_mm_movehdup_ps(w.dm));
+    let s_a = _mm_cvtss_f32(_mm_movehdup_ps(ds));
+    acc.summs = m_w.mul_add(s_a, acc.summs);
+    let dd = _mm_cvtss_f32(w.dm) * _mm_cvtss_f32(ds);
+    let y = load256(y.qs.as_ptr() as *const u8);
+    acc.fma(dd, _mm256_dpbusd_epi32(_mm256_setzero_si256(), w.q, y));
+}
+
+rows4!(
+    @features "avx2,fma,f16c,avx512f,avx512vl,avx512vnni",
+    vec_dot_q4_1_q8_1_r4_vnni,
+    BlockQ4_1,
+    BlockQ8_1,
+    QK,
+    prep_q4_1,
+    step_unsigned_q8_1_vnni,
+    finish_summs
+);
+rows4!(
+    @features "avx2,fma,f16c,avx512f,avx512vl,avx512vnni",
+    vec_dot_q5_1_q8_1_r4_vnni,
+    BlockQ5_1,
+    BlockQ8_1,
+    QK,
+    prep_q5_1,
+    step_unsigned_q8_1_vnni,
+    finish_summs
+);
 
 kernels!(
     vec_dot_q4_0_q8_0,

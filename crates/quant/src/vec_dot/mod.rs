@@ -111,18 +111,19 @@ type SingleFn = fn(usize, &[u8], &[u8]) -> f32;
 type X4Fn = fn(usize, &[u8], [&[u8]; 4]) -> [f32; 4];
 /// (n, weight rows, n_rows, activation rows, n_acts, out).
 type GemmFn = fn(usize, &[u8], usize, &[u8], usize, &mut [f32]);
-/// (n, four weight rows, one activation row): each result bit-identical to `single`.
-type Rows4Fn = fn(usize, [&[u8]; 4], &[u8]) -> [f32; 4];
+/// (n, weight rows, n_rows, one activation row, out): decode, each result bit-identical to
+/// `single`.
+type GemvFn = fn(usize, &[u8], usize, &[u8], &mut [f32]);
 
 struct Kernel {
     single: SingleFn,
     x4: X4Fn,
     gemm: GemmFn,
-    /// Four weight rows × one activation row at once, where a kernel exists (decode).
-    rows4: Option<Rows4Fn>,
-    /// Whether `gemm` also serves one activation row (decode) with its own four-rows pass,
-    /// viewing the bytes once per call instead of once per four rows; else `rows4` or the
-    /// single kernel serve decode.
+    /// Weight rows × one activation row, four rows per kernel pass, where such a kernel
+    /// exists (decode): the row bytes are viewed as blocks once per call.
+    gemv: Option<GemvFn>,
+    /// Whether `gemm` also serves one activation row (decode) with its own four-rows pass;
+    /// else `gemv` or the single kernel serve decode.
     gemm_serves_decode: bool,
 }
 
@@ -145,8 +146,8 @@ pub fn gemm(
     match kernels().get(weight) {
         // One token (decode) streams the weights once, in order (which the hardware prefetcher
         // follows best): four rows at a time where a kernel exists, else row by row.
-        Some(k) if n_acts == 1 && !k.gemm_serves_decode => match k.rows4 {
-            Some(rows4) => gemv_rows4(rows4, k.single, n, w, n_rows, acts, out),
+        Some(k) if n_acts == 1 && !k.gemm_serves_decode => match k.gemv {
+            Some(gemv) => gemv(n, w, n_rows, acts, out),
             None => gemm_looped(k.single, n, w, n_rows, acts, n_acts, out),
         },
         Some(k) => (k.gemm)(n, w, n_rows, acts, n_acts, out),
@@ -176,32 +177,6 @@ fn gemm_looped(
         for r in 0..n_rows {
             out[t * n_rows + r] = single(n, &w[r * wb..(r + 1) * wb], a);
         }
-    }
-}
-
-/// Weight rows × one activation row, four rows per `rows4` call, the last `n_rows % 4` with
-/// `single` (bit-identical either way).
-fn gemv_rows4(
-    rows4: Rows4Fn,
-    single: SingleFn,
-    n: usize,
-    w: &[u8],
-    n_rows: usize,
-    act: &[u8],
-    out: &mut [f32],
-) {
-    if n_rows == 0 {
-        return;
-    }
-    let wb = w.len() / n_rows;
-    let mut r = 0;
-    while r + 4 <= n_rows {
-        let row = |i: usize| &w[(r + i) * wb..(r + i + 1) * wb];
-        out[r..r + 4].copy_from_slice(&rows4(n, [row(0), row(1), row(2), row(3)], act));
-        r += 4;
-    }
-    for r in r..n_rows {
-        out[r] = single(n, &w[r * wb..(r + 1) * wb], act);
     }
 }
 
@@ -315,7 +290,7 @@ macro_rules! looped {
                     out,
                 )
             },
-            rows4: None,
+            gemv: None,
             gemm_serves_decode: false,
         }
     };
@@ -340,6 +315,31 @@ fn scalar_table() -> KernelTable {
     }
 }
 
+/// A decode [`GemvFn`] from x86 kernels: four rows per `$r4` call, the last `n_rows % 4` with
+/// `$single` (bit-identical either way).
+#[cfg(target_arch = "x86_64")]
+macro_rules! gemv {
+    ($r4:ident, $single:ident, $W:ty, $A:ty) => {
+        Some(|n, w: &[u8], nr: usize, a: &[u8], out: &mut [f32]| {
+            if nr == 0 {
+                return;
+            }
+            let (w, a) = (blocks::<$W>(w), blocks::<$A>(a));
+            let nb = w.len() / nr;
+            let row = |r: usize| &w[r * nb..(r + 1) * nb];
+            let mut r = 0;
+            while r + 4 <= nr {
+                let rows = [row(r), row(r + 1), row(r + 2), row(r + 3)];
+                out[r..r + 4].copy_from_slice(&unsafe { avx2::$r4(n, rows, &a) });
+                r += 4;
+            }
+            for r in r..nr {
+                out[r] = unsafe { avx2::$single(n, row(r), &a) };
+            }
+        })
+    };
+}
+
 #[cfg(target_arch = "x86_64")]
 fn avx2_table() -> KernelTable {
     // SAFETY (every `unsafe` below): [`kernels`] only returns this table when `isa::level()`
@@ -356,7 +356,7 @@ fn avx2_table() -> KernelTable {
                 gemm: |n, w, nr, a, na, out| unsafe {
                     avx2::$gemm(n, &blocks::<$W>(w), nr, &blocks::<$A>(a), na, out)
                 },
-                rows4: None,
+                gemv: None,
                 gemm_serves_decode: false,
             }
         };
@@ -378,21 +378,13 @@ fn avx2_table() -> KernelTable {
                         out,
                     )
                 },
-                rows4: None,
+                gemv: None,
                 gemm_serves_decode: false,
             }
         };
     }
     // Decode's four-rows kernels (legacy types: their single-row loop is short per block, so
     // the four accumulator chains overlap; the K-quants already have long blocks).
-    macro_rules! rows4 {
-        ($r4:ident, $W:ty, $A:ty) => {
-            Some(|n, ws: [&[u8]; 4], a: &[u8]| {
-                let w = ws.map(blocks::<$W>);
-                unsafe { avx2::$r4(n, [&w[0], &w[1], &w[2], &w[3]], &blocks::<$A>(a)) }
-            })
-        };
-    }
     let mut t = KernelTable {
         isa: "avx2",
         q4_0: simd!(
@@ -437,7 +429,7 @@ fn avx2_table() -> KernelTable {
             gemm: |n, w, nr, a, na, out| {
                 gemm_x4((mxfp4_x4_avx2, mxfp4_single_avx2), n, w, nr, a, na, out)
             },
-            rows4: None,
+            gemv: None,
             gemm_serves_decode: false,
         },
         q2_k: simd!(
@@ -478,12 +470,42 @@ fn avx2_table() -> KernelTable {
         f16: simd!(vec_dot_f16_f16, f16, f16),
         f32: simd!(vec_dot_f32_f32, f32, f32),
     };
-    t.q4_0.rows4 = rows4!(vec_dot_q4_0_q8_0_r4, BlockQ4_0, BlockQ8_0);
-    t.q4_1.rows4 = rows4!(vec_dot_q4_1_q8_1_r4, BlockQ4_1, BlockQ8_1);
-    t.q5_0.rows4 = rows4!(vec_dot_q5_0_q8_0_r4, BlockQ5_0, BlockQ8_0);
-    t.q5_1.rows4 = rows4!(vec_dot_q5_1_q8_1_r4, BlockQ5_1, BlockQ8_1);
-    t.q8_0.rows4 = rows4!(vec_dot_q8_0_q8_0_r4, BlockQ8_0, BlockQ8_0);
-    t.mxfp4.rows4 = rows4!(vec_dot_mxfp4_q8_0_r4, BlockMxfp4, BlockQ8_0);
+    t.q4_0.gemv = gemv!(
+        vec_dot_q4_0_q8_0_r4,
+        vec_dot_q4_0_q8_0,
+        BlockQ4_0,
+        BlockQ8_0
+    );
+    t.q4_1.gemv = gemv!(
+        vec_dot_q4_1_q8_1_r4,
+        vec_dot_q4_1_q8_1,
+        BlockQ4_1,
+        BlockQ8_1
+    );
+    t.q5_0.gemv = gemv!(
+        vec_dot_q5_0_q8_0_r4,
+        vec_dot_q5_0_q8_0,
+        BlockQ5_0,
+        BlockQ8_0
+    );
+    t.q5_1.gemv = gemv!(
+        vec_dot_q5_1_q8_1_r4,
+        vec_dot_q5_1_q8_1,
+        BlockQ5_1,
+        BlockQ8_1
+    );
+    t.q8_0.gemv = gemv!(
+        vec_dot_q8_0_q8_0_r4,
+        vec_dot_q8_0_q8_0,
+        BlockQ8_0,
+        BlockQ8_0
+    );
+    t.mxfp4.gemv = gemv!(
+        vec_dot_mxfp4_q8_0_r4,
+        vec_dot_mxfp4_q8_0,
+        BlockMxfp4,
+        BlockQ8_0
+    );
     t
 }
 
@@ -506,7 +528,7 @@ fn simd128_table() -> KernelTable {
                 gemm: |n, w, nr, a, na, out| {
                     simd128::$gemm(n, &blocks::<$W>(w), nr, &blocks::<$A>(a), na, out)
                 },
-                rows4: None,
+                gemv: None,
                 gemm_serves_decode: false,
             }
         };
@@ -631,6 +653,18 @@ fn avx512_vnni_table() -> KernelTable {
             out,
         )
     };
+    t.q4_1.gemv = gemv!(
+        vec_dot_q4_1_q8_1_r4_vnni,
+        vec_dot_q4_1_q8_1,
+        BlockQ4_1,
+        BlockQ8_1
+    );
+    t.q5_1.gemv = gemv!(
+        vec_dot_q5_1_q8_1_r4_vnni,
+        vec_dot_q5_1_q8_1,
+        BlockQ5_1,
+        BlockQ8_1
+    );
     t
 }
 
