@@ -26,6 +26,8 @@ pub enum Command {
     Tokenize(TokenizeArgs),
     /// Print a GGUF file's metadata and tensor table.
     Inspect(InspectArgs),
+    /// List the devices each backend can run on (CPU, wgpu adapters, Vulkan devices).
+    Devices(crate::devices::DevicesArgs),
     /// Measure prompt processing and generation speed (like llama-bench).
     Bench(BenchArgs),
     /// Perplexity of a text file (llama-perplexity's method).

@@ -7,6 +7,7 @@ mod args;
 mod bench;
 mod chat;
 mod clock;
+mod devices;
 mod inspect;
 mod load;
 mod load_test;
@@ -30,6 +31,7 @@ fn main() {
         Command::Chat(a) => chat::chat(a),
         Command::Tokenize(a) => tokenize::tokenize(a),
         Command::Inspect(a) => inspect::inspect(a),
+        Command::Devices(a) => devices::devices(a),
         Command::Bench(a) => bench::bench(a),
         Command::Perplexity(a) => perplexity::perplexity(a),
         Command::LookupCreate(a) => spec_cmds::lookup_create(a),

@@ -1,0 +1,91 @@
+//! The Vulkan loader and instance. The loader is opened at run time (ash's `loaded`), so a
+//! machine without `libvulkan.so.1` gets [`VulkanError::NoLoader`] rather than a binary that
+//! does not start; `TESSERA_VULKAN_LOADER` names another loader library (tests point it at a
+//! missing file to check that path).
+
+use std::ffi::CStr;
+use std::sync::Arc;
+
+use ash::vk;
+
+use crate::error::{VkContext, VulkanError};
+
+/// The lowest API version the backend uses (timeline-free, but 1.2's properties and
+/// features chains, driver ids and 16-bit storage).
+pub const API_VERSION: u32 = vk::API_VERSION_1_2;
+
+/// An instance with its loader; dropped last (devices hold an `Arc` of it).
+pub struct Instance {
+    pub entry: ash::Entry,
+    pub raw: ash::Instance,
+}
+
+impl Instance {
+    /// Opens the loader (`TESSERA_VULKAN_LOADER` or the system's) and creates an instance
+    /// for API [`API_VERSION`].
+    pub fn new() -> Result<Arc<Instance>, VulkanError> {
+        Instance::with_loader(std::env::var_os("TESSERA_VULKAN_LOADER"))
+    }
+
+    /// [`Instance::new`] with the loader library at `loader` (`None`: the system's).
+    pub fn with_loader(loader: Option<std::ffi::OsString>) -> Result<Arc<Instance>, VulkanError> {
+        let entry = load_entry(loader)?;
+        // SAFETY: the entry's function pointers come from a loaded Vulkan loader.
+        let version = unsafe { entry.try_enumerate_instance_version() }
+            .vk("vkEnumerateInstanceVersion")?
+            .unwrap_or(vk::API_VERSION_1_0);
+        if version < API_VERSION {
+            return Err(VulkanError::NoDevice(format!(
+                "the Vulkan loader offers API {}, the backend needs 1.2",
+                version_string(version)
+            )));
+        }
+        let app = vk::ApplicationInfo::default()
+            .application_name(c"tessera")
+            .engine_name(c"tessera")
+            .api_version(API_VERSION);
+        let layers = crate::validation::layers(&entry);
+        let layer_ptrs: Vec<_> = layers.iter().map(|l| l.as_ptr()).collect();
+        let info = vk::InstanceCreateInfo::default()
+            .application_info(&app)
+            .enabled_layer_names(&layer_ptrs);
+        // SAFETY: `info` and everything it points to live until the call returns.
+        let raw = unsafe { entry.create_instance(&info, None) }.vk("vkCreateInstance")?;
+        Ok(Arc::new(Instance { entry, raw }))
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        // SAFETY: every device created from this instance holds an `Arc` of it, so none is
+        // left when the last reference goes.
+        unsafe { self.raw.destroy_instance(None) };
+    }
+}
+
+fn load_entry(loader: Option<std::ffi::OsString>) -> Result<ash::Entry, VulkanError> {
+    let result = match loader {
+        // SAFETY: loading a library runs its initialisers; a Vulkan loader's are benign.
+        Some(path) => unsafe { ash::Entry::load_from(path) },
+        // SAFETY: as above, for the system's libvulkan.so.1.
+        None => unsafe { ash::Entry::load() },
+    };
+    result.map_err(|e| VulkanError::NoLoader(e.to_string()))
+}
+
+/// "major.minor.patch" of a Vulkan version number.
+pub fn version_string(v: u32) -> String {
+    format!(
+        "{}.{}.{}",
+        vk::api_version_major(v),
+        vk::api_version_minor(v),
+        vk::api_version_patch(v)
+    )
+}
+
+/// A fixed-size C string field of a Vulkan struct, as text.
+pub fn c_text(field: Result<&CStr, std::ffi::FromBytesUntilNulError>) -> String {
+    field
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
