@@ -23,6 +23,14 @@ pub enum VulkanError {
         call: &'static str,
         result: vk::Result,
     },
+    #[error("the GPU did not finish within {0} s")]
+    Timeout(u64),
+    #[error("Vulkan out of memory allocating {what} ({bytes} bytes)")]
+    Allocation { what: String, bytes: u64 },
+    #[error("WGSL kernel '{family}' does not compile for Vulkan: {message}")]
+    Shader { family: String, message: String },
+    #[error(transparent)]
+    Kernel(#[from] tessera_backend_wgpu::WgpuError),
     #[error("unsupported by the Vulkan backend: {0}")]
     Unsupported(String),
 }

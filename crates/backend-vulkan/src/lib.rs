@@ -5,11 +5,19 @@
 //! Device choice follows the seed's rule (`devices::dedup`): a GPU exposed by two drivers is
 //! listed once, with the better driver.
 
+pub mod backend;
+pub mod buffer;
 pub mod devices;
 pub mod enumerate;
 pub mod error;
+pub mod gpu;
 pub mod instance;
+pub mod pipelines;
+pub mod recording;
+pub mod target;
 pub mod validation;
 
+pub use backend::VulkanBackend;
 pub use devices::{ListedDevice, PhysicalDevice};
 pub use error::VulkanError;
+pub use gpu::Gpu;

@@ -496,6 +496,33 @@ impl Gpu {
     }
 }
 
+impl crate::target::Target for Gpu {
+    type Buffer = wgpu::Buffer;
+    type Pipeline = wgpu::ComputePipeline;
+
+    fn pipeline(&self, key: PipelineKey) -> Result<wgpu::ComputePipeline, WgpuError> {
+        Gpu::pipeline(self, key)
+    }
+    fn is_cpu(&self) -> bool {
+        Gpu::is_cpu(self)
+    }
+    fn f16_kernels(&self) -> bool {
+        Gpu::f16_kernels(self)
+    }
+    fn max_workgroups_per_dimension(&self) -> u32 {
+        self.limits.max_compute_workgroups_per_dimension
+    }
+    fn uniform_offset_alignment(&self) -> u64 {
+        self.limits.min_uniform_buffer_offset_alignment as u64
+    }
+    fn max_uniform_binding(&self) -> u64 {
+        self.limits.max_uniform_buffer_binding_size
+    }
+    fn profiled(&self) -> bool {
+        self.profile.is_some()
+    }
+}
+
 /// One adapter wgpu can open natively, for `tessera devices`.
 #[derive(Clone, Debug)]
 pub struct AdapterSummary {
