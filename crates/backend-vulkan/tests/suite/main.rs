@@ -1,4 +1,10 @@
 //! The Vulkan backend's integration tests (one binary, one module per topic). They need a
-//! Vulkan loader and device: lavapipe (`mesa-vulkan-drivers`) in CI.
+//! Vulkan loader and device: lavapipe (`mesa-vulkan-drivers`) in CI. The model tests are the
+//! WebGPU backend's (`backend-wgpu/tests/suite/{models,synth}.rs`), run on this backend.
 
 mod devices;
+#[path = "../../../backend-wgpu/tests/suite/models.rs"]
+mod models;
+#[path = "../../../backend-wgpu/tests/suite/synth.rs"]
+mod synth;
+mod under_test;
