@@ -48,6 +48,8 @@ pub struct Features {
     pub subgroup_size: u32,
     /// `shaderIntegerDotProduct` (Vulkan 1.3 / VK_KHR_shader_integer_dot_product).
     pub int_dot: bool,
+    /// `shaderInt8`: naga's 8-bit packing built-ins run natively (else its polyfills).
+    pub int8: bool,
 }
 
 impl Features {

@@ -103,6 +103,7 @@ fn describe(instance: &Instance, h: vk::PhysicalDevice, index: usize) -> Physica
                 .contains(vk::SubgroupFeatureFlags::ARITHMETIC),
         subgroup_size: p11.subgroup_size,
         int_dot: has_1_3 && fdot.shader_integer_dot_product == vk::TRUE,
+        int8: f12.shader_int8 == vk::TRUE,
     };
     device
 }

@@ -31,6 +31,8 @@ pub enum VulkanError {
     Shader { family: String, message: String },
     #[error(transparent)]
     Kernel(#[from] tessera_backend_wgpu::WgpuError),
+    #[error("Vulkan validation error: {0}")]
+    Validation(String),
     #[error("unsupported by the Vulkan backend: {0}")]
     Unsupported(String),
 }

@@ -118,7 +118,9 @@ impl Gpu {
         let mut f11 = vk::PhysicalDeviceVulkan11Features::default()
             .storage_buffer16_bit_access(has_f16)
             .uniform_and_storage_buffer16_bit_access(has_f16 && uniform16(&instance, physical));
-        let mut f12 = vk::PhysicalDeviceVulkan12Features::default().shader_float16(has_f16);
+        let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
+            .shader_float16(has_f16)
+            .shader_int8(listed.device.features.int8);
         let priorities = [1.0f32];
         let queues = [vk::DeviceQueueCreateInfo::default()
             .queue_family_index(family)
@@ -207,10 +209,14 @@ impl Gpu {
         lock(&self.inner.pipelines).len()
     }
 
-    /// Fails fast once the device was lost.
+    /// Fails fast once the device was lost, and with the validation layer's first error
+    /// since the last check (when validation is on).
     pub fn check(&self) -> Result<(), VulkanError> {
         if self.inner.lost.load(Ordering::Relaxed) {
             return Err(VulkanError::DeviceLost("an earlier call"));
+        }
+        if let Some(e) = crate::validation::take_error() {
+            return Err(VulkanError::Validation(e));
         }
         Ok(())
     }
@@ -274,8 +280,9 @@ impl Gpu {
                 waited
             })();
             d.destroy_command_pool(pool, None);
-            result.map_err(|e| self.note(e))
+            result.map_err(|e| self.note(e))?;
         }
+        self.check()
     }
 }
 

@@ -18,6 +18,8 @@ pub const API_VERSION: u32 = vk::API_VERSION_1_2;
 pub struct Instance {
     pub entry: ash::Entry,
     pub raw: ash::Instance,
+    /// The validation messenger, when validation is on.
+    messenger: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
 }
 
 impl Instance {
@@ -44,14 +46,23 @@ impl Instance {
             .application_name(c"tessera")
             .engine_name(c"tessera")
             .api_version(API_VERSION);
-        let layers = crate::validation::layers(&entry);
+        let (layers, extensions) = crate::validation::layers(&entry);
         let layer_ptrs: Vec<_> = layers.iter().map(|l| l.as_ptr()).collect();
+        let extension_ptrs: Vec<_> = extensions.iter().map(|e| e.as_ptr()).collect();
         let info = vk::InstanceCreateInfo::default()
             .application_info(&app)
-            .enabled_layer_names(&layer_ptrs);
+            .enabled_layer_names(&layer_ptrs)
+            .enabled_extension_names(&extension_ptrs);
         // SAFETY: `info` and everything it points to live until the call returns.
         let raw = unsafe { entry.create_instance(&info, None) }.vk("vkCreateInstance")?;
-        Ok(Arc::new(Instance { entry, raw }))
+        let messenger = (!layers.is_empty())
+            .then(|| crate::validation::messenger(&entry, &raw))
+            .flatten();
+        Ok(Arc::new(Instance {
+            entry,
+            raw,
+            messenger,
+        }))
     }
 }
 
@@ -59,7 +70,12 @@ impl Drop for Instance {
     fn drop(&mut self) {
         // SAFETY: every device created from this instance holds an `Arc` of it, so none is
         // left when the last reference goes.
-        unsafe { self.raw.destroy_instance(None) };
+        unsafe {
+            if let Some((utils, m)) = self.messenger.take() {
+                utils.destroy_debug_utils_messenger(m, None);
+            }
+            self.raw.destroy_instance(None)
+        };
     }
 }
 

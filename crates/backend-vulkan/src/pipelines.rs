@@ -11,7 +11,7 @@ use ash::vk;
 use tessera_backend_wgpu::pipelines::PipelineKey;
 use tessera_backend_wgpu::shaders::preprocess;
 
-use crate::devices::PhysicalDevice;
+use crate::devices::{Features, PhysicalDevice};
 use crate::error::{VkContext, VulkanError};
 
 /// A compiled kernel variant.
@@ -34,6 +34,8 @@ pub struct Pipelines {
     by_key: HashMap<PipelineKey, Pipeline>,
     /// Pipelines created since the cache was last saved.
     unsaved: usize,
+    /// The SPIR-V capabilities the device's enabled features allow.
+    capabilities: naga::FastHashSet<naga::back::spv::Capability>,
 }
 
 impl Pipelines {
@@ -59,6 +61,7 @@ impl Pipelines {
             path,
             by_key: HashMap::new(),
             unsaved: 0,
+            capabilities: capabilities(&info.features),
         })
     }
 
@@ -84,10 +87,11 @@ impl Pipelines {
         defines.extend_from_slice(extra);
         let text = preprocess(key.family, &defines)?;
         let name = || format!("{} {} {:?}", key.family, key.entry, key.defines);
-        let (words, kinds) = spirv(&text, key.entry).map_err(|message| VulkanError::Shader {
-            family: name(),
-            message,
-        })?;
+        let (words, kinds) =
+            spirv(&text, key.entry, &self.capabilities).map_err(|message| VulkanError::Shader {
+                family: name(),
+                message,
+            })?;
         let p = create(device, self.cache, &words, kinds, key.entry)?;
         self.by_key.insert(key.clone(), p);
         self.unsaved += 1;
@@ -150,6 +154,7 @@ fn cache_path(info: &PhysicalDevice) -> Option<PathBuf> {
 pub fn spirv(
     text: &str,
     entry: &str,
+    capabilities: &naga::FastHashSet<naga::back::spv::Capability>,
 ) -> Result<(Vec<u32>, [Option<vk::DescriptorType>; MAX_BINDINGS]), String> {
     use naga::back::spv;
     let module = naga::front::wgsl::parse_str(text).map_err(|e| e.emit_to_string(text))?;
@@ -192,6 +197,9 @@ pub fn spirv(
     let options = spv::Options {
         lang_version: (1, 3),
         flags: spv::WriterFlags::empty(),
+        capabilities: Some(capabilities.clone()),
+        // Compute shaders have no f16 inputs or outputs; naga would declare it regardless.
+        use_storage_input_output_16: false,
         bounds_check_policies: naga::proc::BoundsCheckPolicies {
             index: restrict,
             buffer: restrict,
@@ -207,6 +215,27 @@ pub fn spirv(
     let words =
         spv::write_vec(&module, &info, &options, Some(&pipeline)).map_err(|e| e.to_string())?;
     Ok((words, kinds))
+}
+
+/// What naga may use: core compute, and each optional feature where the device has it (and
+/// the device was created with it, `gpu::Gpu::open`); naga polyfills the rest (e.g. 8-bit
+/// packing without `shaderInt8`) or refuses the kernel.
+fn capabilities(f: &Features) -> naga::FastHashSet<naga::back::spv::Capability> {
+    use naga::back::spv::Capability as C;
+    let mut caps: naga::FastHashSet<C> = [C::Shader].into_iter().collect();
+    if f.f16 {
+        caps.extend([C::Float16, C::StorageBuffer16BitAccess]);
+    }
+    if f.int8 {
+        caps.insert(C::Int8);
+    }
+    if f.subgroup_arithmetic {
+        caps.extend([C::GroupNonUniform, C::GroupNonUniformArithmetic]);
+    }
+    if f.int_dot {
+        caps.extend([C::DotProduct, C::DotProductInput4x8BitPacked]);
+    }
+    caps
 }
 
 fn create(
