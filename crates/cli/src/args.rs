@@ -60,9 +60,21 @@ pub struct ComputeArgs {
     /// Micro-batch size for prompt processing.
     #[arg(short = 'b', long = "batch-size", default_value_t = 512)]
     pub batch_size: usize,
-    /// Compute backend: cpu, or wgpu (WebGPU natively: Vulkan, e.g. lavapipe or a real GPU).
-    #[arg(long = "backend", default_value = "cpu", value_parser = ["cpu", "wgpu"])]
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+/// The compute backend and device (`tessera devices` lists them).
+#[derive(Args, Debug, Clone)]
+pub struct BackendArgs {
+    /// Compute backend: cpu; wgpu (WebGPU natively, e.g. lavapipe or a real GPU); vulkan (ash);
+    /// auto (Vulkan on a hardware GPU, else the CPU, saying why).
+    #[arg(long = "backend", default_value = "cpu", value_parser = ["cpu", "wgpu", "vulkan", "auto"])]
     pub backend: String,
+    /// Vulkan device: its number in `tessera devices` (default: the first GPU, else the first
+    /// device).
+    #[arg(long = "device")]
+    pub device: Option<usize>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -263,9 +275,8 @@ pub struct BenchArgs {
     /// Micro-batch size.
     #[arg(short = 'b', long = "batch-size", default_value_t = 512)]
     pub batch_size: usize,
-    /// Compute backend: cpu or wgpu.
-    #[arg(long = "backend", default_value = "cpu", value_parser = ["cpu", "wgpu"])]
-    pub backend: String,
+    #[command(flatten)]
+    pub backend: BackendArgs,
     /// CPU kernel family (scalar, avx2, avx512, simd128; default: the widest this CPU runs).
     /// For comparing kernels: every family gives the same bits.
     #[arg(long = "cpu-isa", value_parser = ["scalar", "avx2", "avx512", "simd128"])]
@@ -300,4 +311,6 @@ pub struct PerplexityArgs {
     /// Score at most this many chunks (-1: all).
     #[arg(long = "chunks", default_value_t = -1, allow_negative_numbers = true)]
     pub chunks: i64,
+    #[command(flatten)]
+    pub backend: BackendArgs,
 }

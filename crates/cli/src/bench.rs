@@ -117,7 +117,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
                         t,
                     )?;
                     let r = BenchResult {
-                        backends: backend_label(&args.backend, args.cpu_isa.is_some()),
+                        backends: backend_label(&args.backend.backend, args.cpu_isa.is_some()),
                         ..r
                     };
                     if !json {
@@ -148,6 +148,8 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
 fn backend_label(backend: &str, forced_isa: bool) -> String {
     match backend {
         "wgpu" => "WebGPU".into(),
+        "vulkan" => "Vulkan".into(),
+        "auto" => "auto".into(),
         _ if forced_isa => format!("CPU ({})", isa::level().name()),
         _ => "CPU".into(),
     }

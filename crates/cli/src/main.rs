@@ -19,6 +19,7 @@ mod serve;
 mod spec_cmds;
 mod speculative_args;
 mod tokenize;
+mod vulkan;
 
 use clap::Parser;
 
