@@ -17,6 +17,8 @@ export TESSERA_MODELS=${TESSERA_MODELS:-$root/models}
 # WebGPU backend on software Vulkan (lavapipe by default): the model tests run in full (256
 # forced positions and every greedy fixture prompt of both models).
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
+# The Vulkan backend's tests run under the Khronos validation layer: its errors fail them.
+export TESSERA_VULKAN_VALIDATION=1
 # tessera-wasm's webgpu feature: its GPU loader (the browser's, streaming weights into GPU
 # buffers) is tested natively too.
 step cargo test --workspace --profile ci --locked --features tessera-wasm/webgpu

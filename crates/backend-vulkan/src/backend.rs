@@ -7,7 +7,7 @@ use std::task::Poll;
 use ash::vk;
 use tessera_backend_wgpu::kv::GpuKv;
 use tessera_backend_wgpu::ops::kv::shift_keys;
-use tessera_backend_wgpu::ops::sample::spec_words;
+use tessera_backend_wgpu::ops::sample::{chain_outcome, spec_words};
 use tessera_backend_wgpu::recorder::Recorder;
 use tessera_backend_wgpu::weights::{source_of, GpuWeight, GpuWeights};
 use tessera_core::backend::{Backend, Batch, KvLayout};
@@ -197,12 +197,7 @@ impl Backend for VulkanBackend {
         }
         let mut out = [0u32; 2];
         self.step(graph, batch, weights, &Readout::Sampled(spec), &mut out)?;
-        let [status, token] = out;
-        Ok(Poll::Ready(Some(match status {
-            0 => Ok(token),
-            1 => Err(SamplingError::AllMasked),
-            _ => Err(SamplingError::NanLogit { token }),
-        })))
+        Ok(Poll::Ready(Some(chain_outcome(out))))
     }
 
     /// Moves the kept positions down and re-rotates their keys (`kv.wgsl`'s `shift`), as the

@@ -58,6 +58,8 @@ pub struct Gpu {
     f16_kernels: bool,
     /// A lower cap on weight bindings than the device's (tests split small tensors with it).
     weight_binding_cap: Option<u64>,
+    /// Kernels take their subgroup variants (on where the device has subgroup arithmetic).
+    subgroup_kernels: bool,
 }
 
 impl Gpu {
@@ -150,6 +152,7 @@ impl Gpu {
             }),
             f16_kernels: has_f16,
             weight_binding_cap: None,
+            subgroup_kernels: true,
         })
     }
 
@@ -161,12 +164,13 @@ impl Gpu {
     pub fn describe(&self) -> String {
         let d = self.device();
         format!(
-            "{} ({}; driver {}; features {}; f16 kernels {}; storage bindings up to {} MiB)",
+            "{} ({}; driver {}; features {}; f16 kernels {}, subgroup kernels {}; storage bindings up to {} MiB)",
             d.name,
             d.kind.label(),
             d.driver_name,
             d.features.describe(),
             if self.f16_kernels() { "on" } else { "off" },
+            if self.subgroup_kernels() { "on" } else { "off" },
             self.max_binding() >> 20
         )
     }
@@ -196,6 +200,17 @@ impl Gpu {
 
     pub fn set_f16_kernels(&mut self, on: bool) {
         self.f16_kernels = on;
+    }
+
+    /// Kernels use their subgroup variants (the device has subgroup arithmetic in compute
+    /// shaders and they are not off).
+    pub fn subgroup_kernels(&self) -> bool {
+        self.device().features.subgroup_arithmetic && self.subgroup_kernels
+    }
+
+    /// Turns the subgroup variants on (where the device has them) or off.
+    pub fn set_subgroup_kernels(&mut self, on: bool) {
+        self.subgroup_kernels = on;
     }
 
     /// Kernels keep WGSL's built-in pow/tanh/sin/cos on lavapipe, as the WebGPU backend does
@@ -340,5 +355,13 @@ impl Gpu {
         key: tessera_backend_wgpu::pipelines::PipelineKey,
     ) -> Result<crate::pipelines::Pipeline, tessera_backend_wgpu::WgpuError> {
         tessera_backend_wgpu::target::Target::pipeline(self, key)
+    }
+}
+
+impl Gpu {
+    /// Marks the device lost, as a call answering `VK_ERROR_DEVICE_LOST` does (tests check
+    /// that every later call fails with a typed error, and a new device works).
+    pub fn mark_lost(&self) {
+        self.inner.lost.store(true, Ordering::Relaxed);
     }
 }

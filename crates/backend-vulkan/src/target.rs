@@ -45,6 +45,9 @@ impl Target for Gpu {
     fn profiled(&self) -> bool {
         false
     }
+    fn subgroup_kernels(&self) -> bool {
+        Gpu::subgroup_kernels(self)
+    }
 }
 
 /// A Vulkan failure inside the shared builders, as the kernels' error type (device loss and

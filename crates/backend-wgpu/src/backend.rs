@@ -12,7 +12,7 @@ use crate::device::Gpu;
 use crate::error::WgpuError;
 use crate::kv::GpuKv;
 use crate::ops::kv::shift_keys;
-use crate::ops::sample::spec_words;
+use crate::ops::sample::{chain_outcome, spec_words};
 use crate::recorder::{encode, Recorder};
 use crate::recording::{Readout, Recording};
 use crate::weights::{source_of, GpuWeights};
@@ -245,7 +245,7 @@ impl Backend for WgpuBackend {
             ));
         }
         let i = self.recording(graph, weights)?;
-        let [status, token] = if self.async_read_back {
+        let outcome = if self.async_read_back {
             let mut out = [0u32; 2];
             if self
                 .async_step(i, graph, batch, Readout::Sampled(spec), &mut out)?
@@ -257,11 +257,7 @@ impl Backend for WgpuBackend {
         } else {
             self.recordings[i].run_sampled(&self.gpu, batch, &spec)?
         };
-        Ok(Poll::Ready(Some(match status {
-            0 => Ok(token),
-            1 => Err(SamplingError::AllMasked),
-            _ => Err(SamplingError::NanLogit { token }),
-        })))
+        Ok(Poll::Ready(Some(chain_outcome(outcome))))
     }
 
     fn kv_n_ctx(&self) -> usize {

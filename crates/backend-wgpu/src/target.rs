@@ -28,4 +28,9 @@ pub trait Target {
     fn max_uniform_binding(&self) -> u64;
     /// Kernels are timed one by one (recordings then keep each dispatch's kernel name).
     fn profiled(&self) -> bool;
+    /// Kernels with a `SUBGROUPS` variant take it (subgroup arithmetic in compute shaders).
+    /// wgpu devices do not (this default): the WebGPU backend runs the portable kernels.
+    fn subgroup_kernels(&self) -> bool {
+        false
+    }
 }

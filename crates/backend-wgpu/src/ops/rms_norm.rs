@@ -28,7 +28,10 @@ pub fn record<T: Target>(
     let key = PipelineKey {
         family: "rms_norm.wgsl",
         entry: "main",
-        defines: vec![],
+        defines: match rec.gpu.subgroup_kernels() {
+            true => vec![("SUBGROUPS", 1)],
+            false => vec![],
+        },
     };
     let groups = rec.grid(rows, 1)?;
     rec.dispatch(

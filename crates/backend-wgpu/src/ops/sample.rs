@@ -121,3 +121,16 @@ pub fn sample_chain<T: Target>(
         [1, 1, 1],
     )
 }
+
+/// The token `sample_chain.wgsl` wrote as (status, token): 0 a token, 1 every logit masked,
+/// else a NaN logit at `token`.
+pub fn chain_outcome(
+    [status, token]: [u32; 2],
+) -> Result<u32, tessera_core::sampling::SamplingError> {
+    use tessera_core::sampling::SamplingError;
+    match status {
+        0 => Ok(token),
+        1 => Err(SamplingError::AllMasked),
+        _ => Err(SamplingError::NanLogit { token }),
+    }
+}
