@@ -79,12 +79,18 @@ fn describe(instance: &Instance, h: vk::PhysicalDevice, index: usize) -> Physica
     let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
     let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
     let mut fdot = vk::PhysicalDeviceShaderIntegerDotProductFeatures::default();
-    let has_1_3 = base.api_version >= vk::API_VERSION_1_3;
+    let mut f13 = vk::PhysicalDeviceVulkan13Features::default();
+    let mut robust2 = vk::PhysicalDeviceRobustness2FeaturesEXT::default();
+    let has_1_3 = base.api_version.min(instance.api_version) >= vk::API_VERSION_1_3;
+    let has_robust2 = has_extension(instance, h, ash::ext::robustness2::NAME);
     let mut features = vk::PhysicalDeviceFeatures2::default()
         .push_next(&mut f11)
         .push_next(&mut f12);
     if has_1_3 {
-        features = features.push_next(&mut fdot);
+        features = features.push_next(&mut fdot).push_next(&mut f13);
+    }
+    if has_robust2 {
+        features = features.push_next(&mut robust2);
     }
     // SAFETY: as above.
     unsafe { raw.get_physical_device_features2(h, &mut features) };
@@ -104,6 +110,17 @@ fn describe(instance: &Instance, h: vk::PhysicalDevice, index: usize) -> Physica
         subgroup_size: p11.subgroup_size,
         int_dot: has_1_3 && fdot.shader_integer_dot_product == vk::TRUE,
         int8: f12.shader_int8 == vk::TRUE,
+        robust_buffer_access2: has_robust2 && robust2.robust_buffer_access2 == vk::TRUE,
+        zero_init_workgroup: has_1_3 && f13.shader_zero_initialize_workgroup_memory == vk::TRUE,
     };
     device
+}
+
+/// Whether device `h` offers extension `name`.
+pub fn has_extension(instance: &Instance, h: vk::PhysicalDevice, name: &std::ffi::CStr) -> bool {
+    // SAFETY: a query on a physical device of this instance.
+    unsafe { instance.raw.enumerate_device_extension_properties(h) }
+        .unwrap_or_default()
+        .iter()
+        .any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == name))
 }

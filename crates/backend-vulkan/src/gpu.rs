@@ -123,14 +123,35 @@ impl Gpu {
         let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
             .shader_float16(has_f16)
             .shader_int8(listed.device.features.int8);
+        let features = listed.device.features;
+        let mut f13 = vk::PhysicalDeviceVulkan13Features::default()
+            .shader_zero_initialize_workgroup_memory(features.zero_init_workgroup);
+        let mut robust2 = vk::PhysicalDeviceRobustness2FeaturesEXT::default()
+            .robust_buffer_access2(features.robust_buffer_access2);
+        // Robust buffer access (2 needs 1): out-of-range accesses are the driver's to catch,
+        // as in wgpu, so the kernels' SPIR-V carries no clamps (`pipelines::spirv`).
+        let base = vk::PhysicalDeviceFeatures::default()
+            .robust_buffer_access(features.robust_buffer_access2);
+        let extensions = match features.robust_buffer_access2 {
+            true => vec![ash::ext::robustness2::NAME.as_ptr()],
+            false => vec![],
+        };
         let priorities = [1.0f32];
         let queues = [vk::DeviceQueueCreateInfo::default()
             .queue_family_index(family)
             .queue_priorities(&priorities)];
-        let info = vk::DeviceCreateInfo::default()
+        let mut info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
+            .enabled_features(&base)
+            .enabled_extension_names(&extensions)
             .push_next(&mut f11)
             .push_next(&mut f12);
+        if features.zero_init_workgroup {
+            info = info.push_next(&mut f13);
+        }
+        if features.robust_buffer_access2 {
+            info = info.push_next(&mut robust2);
+        }
         // SAFETY: `info` and its chain live until the call returns; the features enabled are
         // the ones the device reported.
         let device = unsafe { raw.create_device(physical, &info, None) }.vk("vkCreateDevice")?;

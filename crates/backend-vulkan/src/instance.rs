@@ -18,6 +18,9 @@ pub const API_VERSION: u32 = vk::API_VERSION_1_2;
 pub struct Instance {
     pub entry: ash::Entry,
     pub raw: ash::Instance,
+    /// The API version the instance was created for: the loader's, at most 1.3 (a device's
+    /// effective version is the lower of this and its own).
+    pub api_version: u32,
     /// The validation messenger, when validation is on.
     messenger: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
 }
@@ -42,10 +45,11 @@ impl Instance {
                 version_string(version)
             )));
         }
+        let api_version = version.min(vk::API_VERSION_1_3);
         let app = vk::ApplicationInfo::default()
             .application_name(c"tessera")
             .engine_name(c"tessera")
-            .api_version(API_VERSION);
+            .api_version(api_version);
         let (layers, extensions) = crate::validation::layers(&entry);
         let layer_ptrs: Vec<_> = layers.iter().map(|l| l.as_ptr()).collect();
         let extension_ptrs: Vec<_> = extensions.iter().map(|e| e.as_ptr()).collect();
@@ -61,6 +65,7 @@ impl Instance {
         Ok(Arc::new(Instance {
             entry,
             raw,
+            api_version,
             messenger,
         }))
     }

@@ -36,6 +36,7 @@ pub struct Pipelines {
     unsaved: usize,
     /// The SPIR-V capabilities the device's enabled features allow.
     capabilities: naga::FastHashSet<naga::back::spv::Capability>,
+    features: Features,
 }
 
 impl Pipelines {
@@ -62,6 +63,7 @@ impl Pipelines {
             by_key: HashMap::new(),
             unsaved: 0,
             capabilities: capabilities(&info.features),
+            features: info.features,
         })
     }
 
@@ -88,9 +90,11 @@ impl Pipelines {
         let text = preprocess(key.family, &defines)?;
         let name = || format!("{} {} {:?}", key.family, key.entry, key.defines);
         let (words, kinds) =
-            spirv(&text, key.entry, &self.capabilities).map_err(|message| VulkanError::Shader {
-                family: name(),
-                message,
+            spirv(&text, key.entry, &self.capabilities, &self.features).map_err(|message| {
+                VulkanError::Shader {
+                    family: name(),
+                    message,
+                }
             })?;
         let p = create(device, self.cache, &words, kinds, key.entry)?;
         self.by_key.insert(key.clone(), p);
@@ -155,6 +159,7 @@ pub fn spirv(
     text: &str,
     entry: &str,
     capabilities: &naga::FastHashSet<naga::back::spv::Capability>,
+    features: &Features,
 ) -> Result<(Vec<u32>, [Option<vk::DescriptorType>; MAX_BINDINGS]), String> {
     use naga::back::spv;
     let module = naga::front::wgsl::parse_str(text).map_err(|e| e.emit_to_string(text))?;
@@ -191,18 +196,27 @@ pub fn spirv(
             .ok_or_else(|| format!("binding {}:{}", binding.group, binding.binding))?;
         *slot = Some(kind);
     }
-    // Out-of-range indices are clamped as WebGPU requires (what wgpu does without robust
-    // buffer access), so the kernels behave the same on both backends.
+    // Out-of-range indices are clamped as WebGPU requires, exactly as wgpu does: buffer
+    // accesses by the driver where it has robustBufferAccess2 (enabled by `Gpu::open`), else
+    // by naga's clamps; so the kernels behave the same on both backends.
     let restrict = naga::proc::BoundsCheckPolicy::Restrict;
+    let buffer = match features.robust_buffer_access2 {
+        true => naga::proc::BoundsCheckPolicy::Unchecked,
+        false => restrict,
+    };
     let options = spv::Options {
         lang_version: (1, 3),
+        zero_initialize_workgroup_memory: match features.zero_init_workgroup {
+            true => spv::ZeroInitializeWorkgroupMemoryMode::Native,
+            false => spv::ZeroInitializeWorkgroupMemoryMode::Polyfill,
+        },
         flags: spv::WriterFlags::empty(),
         capabilities: Some(capabilities.clone()),
         // Compute shaders have no f16 inputs or outputs; naga would declare it regardless.
         use_storage_input_output_16: false,
         bounds_check_policies: naga::proc::BoundsCheckPolicies {
             index: restrict,
-            buffer: restrict,
+            buffer,
             image_load: restrict,
             binding_array: naga::proc::BoundsCheckPolicy::Unchecked,
         },
