@@ -22,8 +22,7 @@ pub(crate) struct Inner {
     #[allow(dead_code)]
     pub instance: Arc<Instance>,
     pub device: ash::Device,
-    pub queue: Mutex<vk::Queue>,
-    pub family: u32,
+    pub submitter: Mutex<Submitter>,
     pub memory: vk::PhysicalDeviceMemoryProperties,
     pub limits: vk::PhysicalDeviceLimits,
     pub listed: ListedDevice,
@@ -44,7 +43,57 @@ impl Drop for Inner {
                 .get_mut()
                 .unwrap_or_else(|p| p.into_inner())
                 .destroy(&self.device);
+            let s = self.submitter.get_mut().unwrap_or_else(|p| p.into_inner());
+            self.device.destroy_fence(s.fence, None);
+            self.device.destroy_command_pool(s.pool, None);
             self.device.destroy_device(None);
+        }
+    }
+}
+
+/// The queue and what one submission needs, reused by every submission.
+pub(crate) struct Submitter {
+    queue: vk::Queue,
+    pool: vk::CommandPool,
+    cb: vk::CommandBuffer,
+    fence: vk::Fence,
+}
+
+impl Submitter {
+    fn new(d: &ash::Device, queue: vk::Queue, family: u32) -> Result<Submitter, VulkanError> {
+        let info = vk::CommandPoolCreateInfo::default()
+            .queue_family_index(family)
+            .flags(vk::CommandPoolCreateFlags::TRANSIENT);
+        // SAFETY: creating objects on a live device; on failure the ones made are destroyed.
+        unsafe {
+            let pool = d
+                .create_command_pool(&info, None)
+                .vk("vkCreateCommandPool")?;
+            let alloc = vk::CommandBufferAllocateInfo::default()
+                .command_pool(pool)
+                .level(vk::CommandBufferLevel::PRIMARY)
+                .command_buffer_count(1);
+            let made = d
+                .allocate_command_buffers(&alloc)
+                .vk("vkAllocateCommandBuffers")
+                .and_then(|cbs| {
+                    let fence = d
+                        .create_fence(&vk::FenceCreateInfo::default(), None)
+                        .vk("vkCreateFence")?;
+                    Ok((cbs[0], fence))
+                });
+            match made {
+                Ok((cb, fence)) => Ok(Submitter {
+                    queue,
+                    pool,
+                    cb,
+                    fence,
+                }),
+                Err(e) => {
+                    d.destroy_command_pool(pool, None);
+                    Err(e)
+                }
+            }
         }
     }
 }
@@ -158,12 +207,12 @@ impl Gpu {
         // SAFETY: the queue family and index exist (created above).
         let queue = unsafe { device.get_device_queue(family, 0) };
         let pipelines = Pipelines::new(&device, &listed.device)?;
+        let submitter = Submitter::new(&device, queue, family)?;
         Ok(Gpu {
             inner: Arc::new(Inner {
                 instance,
                 device,
-                queue: Mutex::new(queue),
-                family,
+                submitter: Mutex::new(submitter),
                 memory,
                 limits: props.limits,
                 listed,
@@ -265,59 +314,42 @@ impl Gpu {
         e
     }
 
-    /// Records commands with `record` into a fresh command buffer, submits it and waits.
+    /// Records commands with `record` into the device's command buffer, submits it and
+    /// waits. Submissions are serialised (one command buffer, one fence, reused: a step is
+    /// one submission, so creating them each time would only cost).
     pub fn submit_and_wait(
         &self,
         record: impl FnOnce(&ash::Device, vk::CommandBuffer),
     ) -> Result<(), VulkanError> {
         self.check()?;
         let d = &self.inner.device;
-        let pool_info = vk::CommandPoolCreateInfo::default()
-            .queue_family_index(self.inner.family)
-            .flags(vk::CommandPoolCreateFlags::TRANSIENT);
-        // SAFETY: every handle below is created, used and destroyed within this function, on
-        // this device; the queue is externally synchronised by its mutex; we wait on the
-        // fence before destroying what the submission uses.
-        unsafe {
-            let pool = d
-                .create_command_pool(&pool_info, None)
-                .vk("vkCreateCommandPool")?;
-            let result = (|| {
-                let alloc = vk::CommandBufferAllocateInfo::default()
-                    .command_pool(pool)
-                    .level(vk::CommandBufferLevel::PRIMARY)
-                    .command_buffer_count(1);
-                let cb = d
-                    .allocate_command_buffers(&alloc)
-                    .vk("vkAllocateCommandBuffers")?[0];
+        let s = lock(&self.inner.submitter);
+        // SAFETY: the pool, command buffer and fence are this device's and used under the
+        // mutex only; the previous submission was waited for (so resetting the pool is
+        // allowed), and this one is waited for before the mutex is released.
+        let result = unsafe {
+            (|| {
+                d.reset_command_pool(s.pool, vk::CommandPoolResetFlags::empty())
+                    .vk("vkResetCommandPool")?;
                 let begin = vk::CommandBufferBeginInfo::default()
                     .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
-                d.begin_command_buffer(cb, &begin)
+                d.begin_command_buffer(s.cb, &begin)
                     .vk("vkBeginCommandBuffer")?;
-                record(d, cb);
-                d.end_command_buffer(cb).vk("vkEndCommandBuffer")?;
-                let fence = d
-                    .create_fence(&vk::FenceCreateInfo::default(), None)
-                    .vk("vkCreateFence")?;
-                let cbs = [cb];
+                record(d, s.cb);
+                d.end_command_buffer(s.cb).vk("vkEndCommandBuffer")?;
+                d.reset_fences(&[s.fence]).vk("vkResetFences")?;
+                let cbs = [s.cb];
                 let submit = [vk::SubmitInfo::default().command_buffers(&cbs)];
-                let submitted = {
-                    let queue = lock(&self.inner.queue);
-                    d.queue_submit(*queue, &submit, fence).vk("vkQueueSubmit")
-                };
-                let waited =
-                    submitted.and_then(|()| match d.wait_for_fences(&[fence], true, WAIT_NS) {
-                        Err(vk::Result::TIMEOUT) => {
-                            Err(VulkanError::Timeout(WAIT_NS / 1_000_000_000))
-                        }
-                        r => r.vk("vkWaitForFences"),
-                    });
-                d.destroy_fence(fence, None);
-                waited
-            })();
-            d.destroy_command_pool(pool, None);
-            result.map_err(|e| self.note(e))?;
-        }
+                d.queue_submit(s.queue, &submit, s.fence)
+                    .vk("vkQueueSubmit")?;
+                match d.wait_for_fences(&[s.fence], true, WAIT_NS) {
+                    Err(vk::Result::TIMEOUT) => Err(VulkanError::Timeout(WAIT_NS / 1_000_000_000)),
+                    r => r.vk("vkWaitForFences"),
+                }
+            })()
+        };
+        drop(s);
+        result.map_err(|e| self.note(e))?;
         self.check()
     }
 }
