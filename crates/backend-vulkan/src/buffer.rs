@@ -93,6 +93,15 @@ impl Buffer {
                     "no {memory:?} memory for {what}"
                 )));
             };
+            // More than the whole heap is out of memory before asking (asking is invalid).
+            let heap = inner.memory.memory_types[type_index as usize].heap_index;
+            if req.size > inner.memory.memory_heaps[heap as usize].size {
+                d.destroy_buffer(buffer, None);
+                return Err(VulkanError::Allocation {
+                    what: what.to_string(),
+                    bytes: size,
+                });
+            }
             let alloc = vk::MemoryAllocateInfo::default()
                 .allocation_size(req.size)
                 .memory_type_index(type_index);

@@ -10,8 +10,11 @@ use clap::Args;
 #[derive(Args, Debug)]
 pub struct DevicesArgs {}
 
+/// A backend's section: its name and the lines that list its devices.
+type Section = (&'static str, fn() -> Vec<String>);
+
 pub fn devices(_args: DevicesArgs) -> anyhow::Result<()> {
-    let sections: [(&str, fn() -> Vec<String>); 3] = [
+    let sections: [Section; 3] = [
         ("cpu", cpu_lines),
         ("wgpu", wgpu_lines),
         ("vulkan", vulkan::lines),
