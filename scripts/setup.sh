@@ -26,8 +26,9 @@ python3 -c 'import nvidia.cuda_nvrtc' 2>/dev/null \
 # Software Vulkan for the WebGPU backend's tests: Mesa's lavapipe, and Chromium's SwiftShader
 # ICD (/usr/lib/chromium/vk_swiftshader_icd.json, the browser's WebGPU adapter natively).
 # Headless Chromium and chromedriver also run the browser suite; never `playwright install`.
+# The Khronos validation layer checks the Vulkan backend's calls in its tests.
 missing=()
-for pkg in mesa-vulkan-drivers libvulkan1 chromium chromium-driver; do
+for pkg in mesa-vulkan-drivers libvulkan1 vulkan-validationlayers chromium chromium-driver; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then

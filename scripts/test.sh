@@ -24,6 +24,8 @@ if [ -z "${TESSERA_NVRTC:-}" ]; then
   TESSERA_NVRTC=$(python3 -c 'import nvidia.cuda_nvrtc as m; print(m.__path__[0] + "/lib/libnvrtc.so.12")' 2>/dev/null || true)
   export TESSERA_NVRTC
 fi
+# The Vulkan backend's tests run under the Khronos validation layer: its errors fail them.
+export TESSERA_VULKAN_VALIDATION=1
 # tessera-wasm's webgpu feature: its GPU loader (the browser's, streaming weights into GPU
 # buffers) is tested natively too.
 step cargo test --workspace --profile ci --locked --features tessera-wasm/webgpu

@@ -1,4 +1,7 @@
 // rms_norm: each row divided by its root mean square (ggml_rms_norm). One workgroup per row.
+// SUBGROUPS (devices with subgroup arithmetic; the Vulkan backend): the row's sum of squares
+// is reduced within each subgroup, then over the subgroups' partial sums, instead of the
+// shared-memory tree with a barrier per level.
 
 struct Params {
     width: u32,
@@ -22,6 +25,11 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) tid: u32,
+#ifdef SUBGROUPS
+    @builtin(subgroup_id) sg: u32,
+    @builtin(num_subgroups) n_sg: u32,
+    @builtin(subgroup_invocation_id) lane: u32,
+#endif
 ) {
     let row = linear_group(wid, nwg);
     if (row >= P.rows) {
@@ -33,6 +41,17 @@ fn main(
         let v = x[base + i];
         s = fma(v, v, s);
     }
+#ifdef SUBGROUPS
+    let part = subgroupAdd(s);
+    if (lane == 0u) {
+        sums[sg] = part;
+    }
+    workgroupBarrier();
+    var total = 0.0;
+    for (var i = 0u; i < n_sg; i++) {
+        total += sums[i];
+    }
+#else
     sums[tid] = s;
     workgroupBarrier();
     for (var half = WG / 2u; half > 0u; half = half / 2u) {
@@ -41,7 +60,9 @@ fn main(
         }
         workgroupBarrier();
     }
-    let scale = 1.0 / sqrt(sums[0] / f32(P.width) + P.eps);
+    let total = sums[0];
+#endif
+    let scale = 1.0 / sqrt(total / f32(P.width) + P.eps);
     for (var i = tid; i < P.width; i += WG) {
         y[base + i] = x[base + i] * scale;
     }

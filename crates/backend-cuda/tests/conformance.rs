@@ -1,7 +1,9 @@
-//! The conformance suite (llama.cpp test-backend-ops style) on the CUDA backend: the WebGPU
-//! backend's cases (`crates/backend-wgpu/tests/conformance/`: every op × weight type × shape)
-//! run here by this harness on CUDA and on the CPU backend, compared by normalized mean squared
-//! error; index outputs (argmax) must match.
+//! The conformance suite (llama.cpp test-backend-ops style) on the CUDA backend: the GPU
+//! backends' cases (every op × weight type × shape; the attention and MoE ones shared from
+//! `crates/backend-wgpu/tests/conformance/`, the others in `conformance/`, a copy of the
+//! WebGPU harness's from before it became generic over an `under_test` module) run here on
+//! CUDA and on the CPU backend, compared by normalized mean squared error; index outputs
+//! (argmax) must match.
 //!
 //! Needs a CUDA device: without one every test is skipped with a message, except when
 //! `TESSERA_REQUIRE_CUDA` is set (scripts/gpu-check.sh), where it fails. The tests of
@@ -13,13 +15,13 @@
 
 #[path = "../../backend-wgpu/tests/conformance/attention.rs"]
 mod attention;
-#[path = "../../backend-wgpu/tests/conformance/data.rs"]
+#[path = "conformance/data.rs"]
 mod data;
 #[path = "conformance/host_kernels.rs"]
 mod host_kernels;
 #[path = "../../backend-wgpu/tests/conformance/moe.rs"]
 mod moe;
-#[path = "../../backend-wgpu/tests/conformance/ops.rs"]
+#[path = "conformance/ops.rs"]
 mod ops;
 
 use std::collections::HashMap;
@@ -78,7 +80,7 @@ macro_rules! conformance_tests {
     )*};
 }
 
-include!("../../backend-wgpu/tests/conformance/cases.rs");
+include!("conformance/cases.rs");
 
 /// A case as the shared files describe it (`weight_binding_cap` is WebGPU's; CUDA has none).
 struct Case<'a> {

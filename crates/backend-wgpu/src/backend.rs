@@ -245,7 +245,7 @@ impl Backend for WgpuBackend {
             ));
         }
         let i = self.recording(graph, weights)?;
-        let [status, token] = if self.async_read_back {
+        let outcome = if self.async_read_back {
             let mut out = [0u32; 2];
             if self
                 .async_step(i, graph, batch, Readout::Sampled(spec), &mut out)?
@@ -257,6 +257,7 @@ impl Backend for WgpuBackend {
         } else {
             self.recordings[i].run_sampled(&self.gpu, batch, &spec)?
         };
+        let [status, token] = outcome;
         Ok(Poll::Ready(Some(device_result(status, token))))
     }
 

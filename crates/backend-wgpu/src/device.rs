@@ -495,3 +495,69 @@ impl Gpu {
         Ok(())
     }
 }
+
+impl crate::target::Target for Gpu {
+    type Buffer = wgpu::Buffer;
+    type Pipeline = wgpu::ComputePipeline;
+
+    fn pipeline(&self, key: PipelineKey) -> Result<wgpu::ComputePipeline, WgpuError> {
+        Gpu::pipeline(self, key)
+    }
+    fn is_cpu(&self) -> bool {
+        Gpu::is_cpu(self)
+    }
+    fn f16_kernels(&self) -> bool {
+        Gpu::f16_kernels(self)
+    }
+    fn max_workgroups_per_dimension(&self) -> u32 {
+        self.limits.max_compute_workgroups_per_dimension
+    }
+    fn uniform_offset_alignment(&self) -> u64 {
+        self.limits.min_uniform_buffer_offset_alignment as u64
+    }
+    fn max_uniform_binding(&self) -> u64 {
+        self.limits.max_uniform_buffer_binding_size
+    }
+    fn profiled(&self) -> bool {
+        self.profile.is_some()
+    }
+}
+
+/// One adapter wgpu can open natively, for `tessera devices`.
+#[derive(Clone, Debug)]
+pub struct AdapterSummary {
+    pub name: String,
+    pub backend: String,
+    pub device_type: String,
+    pub driver: String,
+    pub shader_f16: bool,
+    pub subgroups: bool,
+    /// The largest storage binding, in bytes.
+    pub max_binding: u64,
+}
+
+/// Every adapter of every native backend wgpu was built with (`WGPU_BACKEND` narrows them).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn adapters() -> Vec<AdapterSummary> {
+    let instance =
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
+        .into_iter()
+        .map(|a| {
+            let info = a.get_info();
+            let limits = a.limits();
+            let features = a.features();
+            AdapterSummary {
+                name: info.name,
+                backend: format!("{:?}", info.backend),
+                device_type: format!("{:?}", info.device_type),
+                driver: format!("{} {}", info.driver, info.driver_info),
+                shader_f16: features.contains(wgpu::Features::SHADER_F16),
+                subgroups: features.contains(wgpu::Features::SUBGROUP),
+                max_binding: limits
+                    .max_storage_buffer_binding_size
+                    .min(limits.max_buffer_size),
+            }
+        })
+        .collect()
+}

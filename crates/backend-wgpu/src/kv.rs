@@ -6,13 +6,13 @@ use tessera_core::backend::{KvLayerLayout, KvLayout};
 use crate::device::Gpu;
 use crate::error::WgpuError;
 
-pub struct LayerKv {
+pub struct LayerKv<B = wgpu::Buffer> {
     pub layout: KvLayerLayout,
-    pub k: wgpu::Buffer,
-    pub v: wgpu::Buffer,
+    pub k: B,
+    pub v: B,
 }
 
-impl LayerKv {
+impl<B> LayerKv<B> {
     /// u32 words per position.
     pub fn k_pairs(&self) -> usize {
         self.layout.n_head_kv * self.layout.head_dim_k / 2
@@ -22,17 +22,26 @@ impl LayerKv {
     }
 }
 
-#[derive(Default)]
-pub struct GpuKv {
+pub struct GpuKv<B = wgpu::Buffer> {
     pub n_ctx: usize,
-    pub layers: Vec<LayerKv>,
+    pub layers: Vec<LayerKv<B>>,
 }
 
-impl GpuKv {
-    pub fn new(gpu: &Gpu, layout: &KvLayout) -> Result<GpuKv, WgpuError> {
-        let usage = wgpu::BufferUsages::STORAGE
-            | wgpu::BufferUsages::COPY_SRC
-            | wgpu::BufferUsages::COPY_DST;
+impl<B> Default for GpuKv<B> {
+    fn default() -> Self {
+        GpuKv {
+            n_ctx: 0,
+            layers: Vec::new(),
+        }
+    }
+}
+
+impl<B> GpuKv<B> {
+    /// The cache for `layout`, each layer's K and V made by `buffer(name, bytes)`.
+    pub fn with_buffers(
+        layout: &KvLayout,
+        mut buffer: impl FnMut(&str, u64) -> Result<B, WgpuError>,
+    ) -> Result<GpuKv<B>, WgpuError> {
         let mut layers = Vec::with_capacity(layout.layers.len());
         for (il, l) in layout.layers.iter().enumerate() {
             if l.head_dim_k % 2 != 0 || l.head_dim_v % 2 != 0 {
@@ -45,13 +54,22 @@ impl GpuKv {
             let v_bytes = (layout.n_ctx as u64) * (l.n_head_kv * l.head_dim_v * 2) as u64;
             layers.push(LayerKv {
                 layout: *l,
-                k: gpu.buffer(&format!("kv cache K{il}"), k_bytes, usage, false)?,
-                v: gpu.buffer(&format!("kv cache V{il}"), v_bytes, usage, false)?,
+                k: buffer(&format!("kv cache K{il}"), k_bytes)?,
+                v: buffer(&format!("kv cache V{il}"), v_bytes)?,
             });
         }
         Ok(GpuKv {
             n_ctx: layout.n_ctx,
             layers,
         })
+    }
+}
+
+impl GpuKv {
+    pub fn new(gpu: &Gpu, layout: &KvLayout) -> Result<GpuKv, WgpuError> {
+        let usage = wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::COPY_DST;
+        GpuKv::with_buffers(layout, |name, bytes| gpu.buffer(name, bytes, usage, false))
     }
 }

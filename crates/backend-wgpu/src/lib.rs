@@ -9,6 +9,7 @@
 pub mod backend;
 pub mod device;
 pub mod error;
+pub mod graph_walk;
 pub mod kv;
 pub mod ops;
 pub mod pipelines;
@@ -16,6 +17,7 @@ pub mod profile;
 pub mod recorder;
 pub mod recording;
 pub mod shaders;
+pub mod target;
 pub mod weight_stream;
 pub mod weights;
 

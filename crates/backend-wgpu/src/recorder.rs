@@ -8,6 +8,7 @@ use crate::device::Gpu;
 use crate::error::WgpuError;
 use crate::pipelines::PipelineKey;
 use crate::profile::kernel_name;
+use crate::target::Target;
 
 /// Bytes of one dispatch's parameter block (`struct Params` in every kernel, padded to this
 /// size; build.rs checks it). Each op's parameters are a `#[repr(C)]` bytemuck struct whose
@@ -25,24 +26,28 @@ pub struct Dispatch {
     pub kernel: String,
 }
 
-struct Pending {
-    pipeline: wgpu::ComputePipeline,
-    kernel: String,
-    params_at: u64,
-    buffers: Vec<(u32, wgpu::Buffer)>,
-    groups: [u32; 3],
+/// A dispatch recorded but not yet bound: each API turns these into its own bind groups or
+/// descriptor sets ([`Recorder::finish`] for wgpu).
+pub struct Pending<T: Target> {
+    pub pipeline: T::Pipeline,
+    pub kernel: String,
+    /// Offset of its parameter block in [`Recorder::into_parts`]' bytes.
+    pub params_at: u64,
+    pub buffers: Vec<(u32, T::Buffer)>,
+    pub groups: [u32; 3],
 }
 
-pub struct Recorder<'a> {
-    pub gpu: &'a Gpu,
+pub struct Recorder<'a, T: Target = Gpu> {
+    pub gpu: &'a T,
     params: Vec<u8>,
     stride: u64,
-    pending: Vec<Pending>,
+    pending: Vec<Pending<T>>,
 }
 
-impl<'a> Recorder<'a> {
-    pub fn new(gpu: &'a Gpu) -> Recorder<'a> {
-        let stride = (gpu.limits.min_uniform_buffer_offset_alignment as u64)
+impl<'a, T: Target> Recorder<'a, T> {
+    pub fn new(gpu: &'a T) -> Recorder<'a, T> {
+        let stride = gpu
+            .uniform_offset_alignment()
             .max(PARAMS_BYTES)
             .next_multiple_of(PARAMS_BYTES);
         Recorder {
@@ -56,7 +61,7 @@ impl<'a> Recorder<'a> {
     /// Workgroup counts for `n` workgroups, folded into x and y when x would exceed the
     /// per-dimension limit (kernels undo it with `linear_group`).
     pub fn grid(&self, n: usize, z: usize) -> Result<[u32; 3], WgpuError> {
-        let max = self.gpu.limits.max_compute_workgroups_per_dimension as usize;
+        let max = self.gpu.max_workgroups_per_dimension() as usize;
         let x = n.clamp(1, max);
         let y = n.div_ceil(x).max(1);
         if y > max || z > max {
@@ -73,10 +78,10 @@ impl<'a> Recorder<'a> {
         &mut self,
         key: PipelineKey,
         params: P,
-        buffers: Vec<(u32, wgpu::Buffer)>,
+        buffers: Vec<(u32, T::Buffer)>,
         groups: [u32; 3],
     ) -> Result<(), WgpuError> {
-        let kernel = if self.gpu.profile().is_some() {
+        let kernel = if self.gpu.profiled() {
             kernel_name(&key)
         } else {
             String::new()
@@ -97,6 +102,13 @@ impl<'a> Recorder<'a> {
         Ok(())
     }
 
+    /// The parameter blocks (one per dispatch, `stride` apart) and the dispatches.
+    pub fn into_parts(self) -> (Vec<u8>, Vec<Pending<T>>) {
+        (self.params, self.pending)
+    }
+}
+
+impl Recorder<'_, Gpu> {
     /// Creates the parameter buffer and the bind groups.
     pub fn finish(self) -> Result<Vec<Dispatch>, WgpuError> {
         let gpu = self.gpu;

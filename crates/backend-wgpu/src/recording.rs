@@ -5,18 +5,14 @@
 //! submits it once; only the result is read back.
 
 use tessera_core::backend::Batch;
-use tessera_core::graph::{Graph, NodeId, Op};
+use tessera_core::graph::Graph;
 use tessera_core::plan::Plan;
 
 use crate::device::Gpu;
 use crate::error::WgpuError;
+use crate::graph_walk::{activations_len, record_nodes, uniform_activations, GraphBuffers};
 use crate::kv::GpuKv;
-use crate::ops::quantize::act_rounding;
-use crate::ops::{
-    activation, add, add_id, add_weight, attention, geglu, get_rows, moe_route, moe_sum, mul_mat,
-    mul_mat_id, mul_weight, output_rows, quantize, reglu, rms_norm, rope, sample, scale, slice,
-    softcap, swiglu, swiglu_oai,
-};
+use crate::ops::sample;
 use crate::recorder::{encode, Dispatch, Recorder};
 use crate::weights::GpuWeights;
 
@@ -77,26 +73,8 @@ impl Recording {
             wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
             false,
         )?;
-        let buf = |id: NodeId| &slots[plan.slot_of[id.0 as usize]];
-        // Rounded activations for matmuls: one scratch buffer, refilled when a matmul needs
-        // another input or rounding (q, k and v share theirs, as do gate and up).
-        let act_len = graph
-            .nodes
-            .iter()
-            .filter_map(|n| match n.op {
-                Op::MulMat { x, .. } | Op::MulMatId { x, .. } => Some(graph.node(x).n_elements()),
-                _ => None,
-            })
-            .max()
-            .unwrap_or(0);
-        // CPU adapters read the activations of decode matmuls from a uniform buffer where it
-        // fits one (`mul_mat::record`): lavapipe (Mesa 22) loads a storage buffer lane by lane,
-        // a scalar loop with a bounds check per lane, a uniform buffer with one gather.
-        let acts_uniform = (gpu.is_cpu()
-            && t == 1
-            && act_len % 4 == 0
-            && act_len * 4 <= gpu.limits.max_uniform_buffer_binding_size as usize)
-            .then_some(act_len / 4);
+        let act_len = activations_len(graph);
+        let acts_uniform = uniform_activations(gpu, graph, act_len);
         let acts_usage = match acts_uniform {
             Some(_) => storage | wgpu::BufferUsages::UNIFORM,
             None => storage,
@@ -107,120 +85,15 @@ impl Recording {
             acts_usage,
             false,
         )?;
-        let mut acts_of: Option<(usize, &'static str)> = None;
         let mut rec = Recorder::new(gpu);
-        for (i, node) in graph.nodes.iter().enumerate() {
-            let y = &slots[plan.slot_of[i]];
-            let n = node.n_elements();
-            match node.op {
-                Op::Reshape { .. } => {}
-                Op::GetRows { table } => {
-                    get_rows::record(&mut rec, weights.get(table), &step, y, t)?
-                }
-                Op::RmsNorm { x, eps } => {
-                    rms_norm::record(&mut rec, buf(x), y, node.ne[0], n / node.ne[0], eps)?
-                }
-                Op::MulWeight { x, w } => {
-                    let row = weights.get(w).f32_vector("norm weight")?;
-                    mul_weight::record(&mut rec, buf(x), row, node.ne[0], y, n)?
-                }
-                Op::AddWeight { x, w } => {
-                    let row = weights.get(w).f32_vector("bias")?;
-                    add_weight::record(&mut rec, buf(x), row, node.ne[0], y, n)?
-                }
-                Op::Add { a, b } => add::record(&mut rec, buf(a), buf(b), y, n)?,
-                Op::Scale { x, s } => scale::record(&mut rec, buf(x), s, y, n)?,
-                Op::MulMat { w, x } => {
-                    let gw = weights.get(w);
-                    let n_x = graph.node(x).n_elements();
-                    let rounded =
-                        round_activations(&mut rec, &acts, &mut acts_of, gw, x, buf(x), n_x)?;
-                    let (input, input_uniform) = match rounded {
-                        true => (&acts, acts_uniform),
-                        false => (buf(x), None),
-                    };
-                    mul_mat::record(&mut rec, gw, input, y, node.ne[1], input_uniform)?
-                }
-                Op::Rope { x, params } => {
-                    let factors = match params.freq_factors {
-                        Some(f) => Some(weights.get(f).f32_vector("rope frequency factors")?),
-                        None => None,
-                    };
-                    let ne = node.ne;
-                    rope::record(
-                        &mut rec,
-                        &step,
-                        buf(x),
-                        y,
-                        ne[0],
-                        ne[1],
-                        ne[2],
-                        &params,
-                        factors,
-                    )?
-                }
-                Op::Attention { q, k, v, params } => {
-                    let layer = kv.layers.get(params.layer).ok_or_else(|| {
-                        WgpuError::Unsupported(format!("no KV cache for layer {}", params.layer))
-                    })?;
-                    attention::store(&mut rec, &step, buf(k), buf(v), layer, t)?;
-                    let sinks = match params.sinks {
-                        Some(s) => Some(weights.get(s).f32_vector("attention sinks")?),
-                        None => None,
-                    };
-                    attention::attend(&mut rec, &step, buf(q), layer, sinks, y, &params, t)?;
-                }
-                Op::Swiglu { gate, up } => swiglu::record(&mut rec, buf(gate), buf(up), y, n)?,
-                Op::Geglu { gate, up } => geglu::record(&mut rec, buf(gate), buf(up), y, n)?,
-                Op::Reglu { gate, up } => reglu::record(&mut rec, buf(gate), buf(up), y, n)?,
-                Op::SwigluOai {
-                    gate,
-                    up,
-                    alpha,
-                    limit,
-                } => swiglu_oai::record(&mut rec, buf(gate), buf(up), alpha, limit, y, n)?,
-                Op::Activation { x, act } => activation::record(&mut rec, buf(x), act, y, n)?,
-                Op::Softcap { x, cap } => softcap::record(&mut rec, buf(x), cap, y, n)?,
-                Op::MoeRoute { logits, params } => {
-                    let bias = match params.selection_bias {
-                        Some(b) => Some(weights.get(b).f32_vector("expert selection bias")?),
-                        None => None,
-                    };
-                    let ln = graph.node(logits).ne;
-                    moe_route::record(&mut rec, buf(logits), bias, y, ln[0], ln[1], &params)?
-                }
-                Op::MulMatId { w, x, route } => {
-                    let gw = weights.get(w);
-                    let n_x = graph.node(x).n_elements();
-                    let rounded =
-                        round_activations(&mut rec, &acts, &mut acts_of, gw, x, buf(x), n_x)?;
-                    let input = if rounded { &acts } else { buf(x) };
-                    let shape = mul_mat_id::MulMatIdShape {
-                        m: node.ne[0],
-                        n_used: node.ne[1],
-                        n_tokens: node.ne[2],
-                        shared_x: graph.node(x).ne[1] == 1,
-                    };
-                    mul_mat_id::record(&mut rec, gw, input, buf(route), y, &shape)?
-                }
-                Op::AddId { x, bias, route } => {
-                    let bias = weights.get(bias).f32_vector("expert biases")?;
-                    let (m, n_used) = (node.ne[0], node.ne[1]);
-                    add_id::record(&mut rec, buf(x), bias, buf(route), m, n_used, y, n)?
-                }
-                Op::MoeSum { x, route } => {
-                    let n_used = graph.node(x).ne[1];
-                    moe_sum::record(&mut rec, buf(x), buf(route), node.ne[0], n_used, y, n)?
-                }
-                Op::Slice { x, offset, len } => {
-                    let width = graph.node(x).ne[0];
-                    slice::record(&mut rec, buf(x), width, offset, len, y, n)?
-                }
-                Op::OutputRows { x } => {
-                    output_rows::record(&mut rec, &step, buf(x), y, node.ne[0], t, n_out)?
-                }
-            }
-        }
+        let buffers = GraphBuffers {
+            plan: &plan,
+            slots: &slots,
+            step: &step,
+            acts: &acts,
+            acts_uniform,
+        };
+        record_nodes(&mut rec, graph, &buffers, weights, kv)?;
         let dispatches = rec.finish()?;
 
         let out_node = graph.node(graph.output);
@@ -406,28 +279,4 @@ impl Recording {
         gpu.queue.submit([encoder.finish()]);
         Ok((staging, n))
     }
-}
-
-/// Rounds the matmul input `x` (`n_x` floats in `x_buf`) into the scratch `acts` as ggml's CPU
-/// backend quantizes activations for weights like `w`; false where they stay f32. `x` stays
-/// unchanged while it is live, so its rounding is reused by every matmul on it until another
-/// input or format needs the scratch (`acts_of` says what it holds).
-#[allow(clippy::too_many_arguments)]
-fn round_activations(
-    rec: &mut Recorder,
-    acts: &wgpu::Buffer,
-    acts_of: &mut Option<(usize, &'static str)>,
-    w: &crate::weights::GpuWeight,
-    x: NodeId,
-    x_buf: &wgpu::Buffer,
-    n_x: usize,
-) -> Result<bool, WgpuError> {
-    let Some((define, block)) = act_rounding(w.ty) else {
-        return Ok(false);
-    };
-    if *acts_of != Some((x.0 as usize, define)) {
-        quantize::record(rec, define, block, x_buf, acts, n_x)?;
-        *acts_of = Some((x.0 as usize, define));
-    }
-    Ok(true)
 }

@@ -25,6 +25,8 @@ pub type Define = (&'static str, u32);
 
 /// The preprocessed text of `family` (a file name such as `mul_mat.wgsl`) with `defines`.
 /// The define `F16` also enables WGSL's `f16` type (the device must have `shader-f16`).
+/// `SUBGROUPS` kernels use the subgroup built-ins, which naga 30 reads without an `enable`
+/// directive (it refuses `enable subgroups;`): the device must have subgroup arithmetic.
 pub fn preprocess(family: &str, defines: &[Define]) -> Result<String, WgpuError> {
     let mut out = String::new();
     if defines.iter().any(|(n, _)| *n == "F16") {

@@ -9,6 +9,7 @@ use tessera_gguf::GgmlType;
 use crate::device::Gpu;
 use crate::error::WgpuError;
 use crate::shaders::Define;
+use crate::target::Target;
 
 /// The types the kernels read (`dequant.inc.wgsl`).
 pub fn is_gpu_type(ty: GgmlType) -> bool {
@@ -51,30 +52,30 @@ pub fn type_define(ty: GgmlType) -> Option<&'static str> {
 /// adapters only, where it was measured (lavapipe; Chromium's SwiftShader is one too, wgpu
 /// reports fallback adapters as `DeviceType::Cpu`): GPUs keep the branching reads until a
 /// real GPU measures it.
-pub fn alignment_define(gpu: &Gpu, w: &GpuWeight) -> Option<Define> {
+pub fn alignment_define<T: Target>(gpu: &T, w: &GpuWeight<T::Buffer>) -> Option<Define> {
     (gpu.is_cpu() && w.row_bytes % 4 == 0 && w.ty.type_size() % 4 == 0).then_some(("W_ALIGNED", 1))
 }
 
 /// Rows `row0 .. row0 + rows` of a weight in one buffer.
-pub struct WeightPart {
-    pub buffer: wgpu::Buffer,
+pub struct WeightPart<B = wgpu::Buffer> {
+    pub buffer: B,
     pub row0: usize,
     pub rows: usize,
 }
 
-/// A 2-D weight (rows of `k` elements) on the GPU.
-pub struct GpuWeight {
+/// A 2-D weight (rows of `k` elements) on the GPU (`B`: the API's buffer).
+pub struct GpuWeight<B = wgpu::Buffer> {
     pub ty: GgmlType,
     pub k: usize,
     pub n_rows: usize,
     pub row_bytes: usize,
-    pub parts: Vec<WeightPart>,
+    pub parts: Vec<WeightPart<B>>,
 }
 
-impl GpuWeight {
+impl<B> GpuWeight<B> {
     /// The buffer of an f32 vector (a norm weight, a bias, rope factors): the only type the
     /// ops that take one read.
-    pub fn f32_vector(&self, what: &str) -> Result<&wgpu::Buffer, WgpuError> {
+    pub fn f32_vector(&self, what: &str) -> Result<&B, WgpuError> {
         if self.ty != GgmlType::F32 || self.parts.len() != 1 {
             return Err(WgpuError::UnsupportedType {
                 name: what.into(),
@@ -84,6 +85,62 @@ impl GpuWeight {
         Ok(&self.parts[0].buffer)
     }
 
+    /// Rows each part (binding) of a weight of type `ty` with rows of `row_bytes` holds,
+    /// where a binding takes at most `limit` bytes.
+    pub fn rows_per_binding(
+        limit: u64,
+        name: &str,
+        ty: GgmlType,
+        row_bytes: usize,
+    ) -> Result<usize, WgpuError> {
+        if !is_gpu_type(ty) {
+            return Err(WgpuError::UnsupportedType {
+                name: name.to_string(),
+                ty,
+            });
+        }
+        if row_bytes as u64 > limit {
+            return Err(WgpuError::BindingTooLarge {
+                what: format!("one row of {name}"),
+                bytes: row_bytes as u64,
+                limit,
+            });
+        }
+        Ok((limit / row_bytes.max(1) as u64).max(1) as usize)
+    }
+
+    /// The parts of `n_rows` rows of `row_bytes`, `max_rows` per part, each buffer made by
+    /// `buffer(name, bytes)`.
+    pub fn split<E>(
+        ty: GgmlType,
+        k: usize,
+        n_rows: usize,
+        row_bytes: usize,
+        max_rows: usize,
+        mut buffer: impl FnMut(u64) -> Result<B, E>,
+    ) -> Result<GpuWeight<B>, E> {
+        let mut parts = Vec::new();
+        let mut row0 = 0;
+        while row0 < n_rows {
+            let rows = max_rows.min(n_rows - row0);
+            parts.push(WeightPart {
+                buffer: buffer((rows * row_bytes) as u64)?,
+                row0,
+                rows,
+            });
+            row0 += rows;
+        }
+        Ok(GpuWeight {
+            ty,
+            k,
+            n_rows,
+            row_bytes,
+            parts,
+        })
+    }
+}
+
+impl GpuWeight {
     /// Uploads `bytes` (`n_rows` rows of `row_bytes`), split so each part fits one binding.
     pub fn upload(
         gpu: &Gpu,
@@ -122,20 +179,8 @@ impl GpuWeight {
         mapped: bool,
     ) -> Result<GpuWeight, WgpuError> {
         let max_rows = GpuWeight::rows_per_part(gpu, name, ty, row_bytes)?;
-        let mut parts = Vec::new();
-        let mut row0 = 0;
-        while row0 < n_rows {
-            let rows = max_rows.min(n_rows - row0);
-            let buffer = GpuWeight::part_buffer(gpu, name, (rows * row_bytes) as u64, mapped)?;
-            parts.push(WeightPart { buffer, row0, rows });
-            row0 += rows;
-        }
-        Ok(GpuWeight {
-            ty,
-            k,
-            n_rows,
-            row_bytes,
-            parts,
+        GpuWeight::split(ty, k, n_rows, row_bytes, max_rows, |bytes| {
+            GpuWeight::part_buffer(gpu, name, bytes, mapped)
         })
     }
 
@@ -146,21 +191,7 @@ impl GpuWeight {
         ty: GgmlType,
         row_bytes: usize,
     ) -> Result<usize, WgpuError> {
-        if !is_gpu_type(ty) {
-            return Err(WgpuError::UnsupportedType {
-                name: name.to_string(),
-                ty,
-            });
-        }
-        let limit = gpu.max_weight_binding();
-        if row_bytes as u64 > limit {
-            return Err(WgpuError::BindingTooLarge {
-                what: format!("one row of {name}"),
-                bytes: row_bytes as u64,
-                limit,
-            });
-        }
-        Ok((limit / row_bytes.max(1) as u64).max(1) as usize)
+        GpuWeight::<wgpu::Buffer>::rows_per_binding(gpu.max_weight_binding(), name, ty, row_bytes)
     }
 
     /// One part's buffer of `bytes`.
@@ -179,11 +210,17 @@ impl GpuWeight {
 }
 
 /// Every weight of a model, indexed like its [`WeightStore`].
-pub struct GpuWeights {
+pub struct GpuWeights<B = wgpu::Buffer> {
     /// Identifies the store the weights came from (its address and size).
     pub source: (usize, usize),
-    pub weights: Vec<GpuWeight>,
+    pub weights: Vec<GpuWeight<B>>,
     pub bytes: usize,
+}
+
+impl<B> GpuWeights<B> {
+    pub fn get(&self, id: WeightId) -> &GpuWeight<B> {
+        &self.weights[id.0 as usize]
+    }
 }
 
 impl GpuWeights {
@@ -213,10 +250,6 @@ impl GpuWeights {
             weights,
             bytes: store.total_bytes(),
         })
-    }
-
-    pub fn get(&self, id: WeightId) -> &GpuWeight {
-        &self.weights[id.0 as usize]
     }
 }
 

@@ -26,6 +26,8 @@ pub enum Command {
     Tokenize(TokenizeArgs),
     /// Print a GGUF file's metadata and tensor table.
     Inspect(InspectArgs),
+    /// List the devices each backend can run on (CPU, wgpu adapters, Vulkan and CUDA devices).
+    Devices(crate::devices::DevicesArgs),
     /// Measure prompt processing and generation speed (like llama-bench).
     Bench(BenchArgs),
     /// Perplexity of a text file (llama-perplexity's method).
@@ -38,8 +40,6 @@ pub enum Command {
     Serve(crate::serve::ServeArgs),
     /// Concurrent streaming clients against an OpenAI-compatible server: throughput, latency.
     LoadTest(crate::load_test::LoadTestArgs),
-    /// List the devices each backend can run on (CPU, CUDA), or why there are none.
-    Devices(crate::devices::DevicesArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -60,10 +60,22 @@ pub struct ComputeArgs {
     /// Micro-batch size for prompt processing.
     #[arg(short = 'b', long = "batch-size", default_value_t = 512)]
     pub batch_size: usize,
-    /// Compute backend: cpu, wgpu (WebGPU natively: Vulkan, e.g. lavapipe or a real GPU), or
-    /// cuda (NVIDIA GPUs; needs the driver and NVRTC).
-    #[arg(long = "backend", default_value = "cpu", value_parser = ["cpu", "wgpu", "cuda"])]
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+/// The compute backend and device (`tessera devices` lists them).
+#[derive(Args, Debug, Clone)]
+pub struct BackendArgs {
+    /// Compute backend: cpu; wgpu (WebGPU natively, e.g. lavapipe or a real GPU); vulkan (ash);
+    /// cuda (NVIDIA GPUs; needs the driver and NVRTC); auto (Vulkan on a hardware GPU, else the
+    /// CPU, saying why).
+    #[arg(long = "backend", default_value = "cpu", value_parser = ["cpu", "wgpu", "vulkan", "cuda", "auto"])]
     pub backend: String,
+    /// Vulkan device: its number in `tessera devices` (default: the first GPU, else the first
+    /// device).
+    #[arg(long = "device")]
+    pub device: Option<usize>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -264,9 +276,8 @@ pub struct BenchArgs {
     /// Micro-batch size.
     #[arg(short = 'b', long = "batch-size", default_value_t = 512)]
     pub batch_size: usize,
-    /// Compute backend: cpu, wgpu or cuda.
-    #[arg(long = "backend", default_value = "cpu", value_parser = ["cpu", "wgpu", "cuda"])]
-    pub backend: String,
+    #[command(flatten)]
+    pub backend: BackendArgs,
     /// CPU kernel family (scalar, avx2, avx512, simd128; default: the widest this CPU runs).
     /// For comparing kernels: avx2 and avx512 give the same bits; scalar also keeps weights in
     /// their file layout (no repacking).
@@ -306,4 +317,6 @@ pub struct PerplexityArgs {
     /// Score at most this many chunks (-1: all).
     #[arg(long = "chunks", default_value_t = -1, allow_negative_numbers = true)]
     pub chunks: i64,
+    #[command(flatten)]
+    pub backend: BackendArgs,
 }

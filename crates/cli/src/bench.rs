@@ -120,7 +120,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
                         t,
                     )?;
                     let r = BenchResult {
-                        backends: backend_label(&args.backend, args.cpu_isa.is_some()),
+                        backends: backend_label(&args.backend.backend, args.cpu_isa.is_some()),
                         ..r
                     };
                     if !json {
@@ -159,6 +159,8 @@ fn backend_label(backend: &str, forced_isa: bool) -> String {
     match backend {
         "wgpu" => "WebGPU".into(),
         "cuda" => "CUDA".into(),
+        "vulkan" => "Vulkan".into(),
+        "auto" => "auto".into(),
         _ if forced_isa => format!("CPU ({})", isa::level().name()),
         _ => "CPU".into(),
     }

@@ -8,7 +8,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tessera_backend_cpu::CpuBackend;
 use tessera_core::{Context, ContextParams, Model, ThreadPool};
 
-use crate::args::ComputeArgs;
+use crate::args::{BackendArgs, ComputeArgs};
 use crate::pool::{default_threads, spin_pool};
 
 pub fn open_gguf(path: &Path) -> anyhow::Result<tessera_gguf::GgufFile> {
@@ -62,32 +62,35 @@ pub fn new_context(model: &Arc<Model>, compute: &ComputeArgs) -> anyhow::Result<
     )
 }
 
-/// A context on the named backend (`cpu`, `wgpu` or `cuda`); `threads` run the CPU backend's kernels.
+/// A context on the chosen backend; `threads` run the CPU backend's kernels.
 pub fn context_on(
     model: &Arc<Model>,
     params: ContextParams,
     threads: Arc<dyn ThreadPool>,
-    backend: &str,
+    backend: &BackendArgs,
 ) -> anyhow::Result<Context> {
     sequences_on(model, params, 1, threads, backend)
 }
 
 /// [`context_on`] for a context of `n_seq` sequences (`Context::with_sequences`), which the
-/// CPU backend batches together; the WebGPU backend holds one sequence per context.
+/// CPU backend batches together; the GPU backends hold one sequence per context.
 pub fn sequences_on(
     model: &Arc<Model>,
     params: ContextParams,
     n_seq: usize,
     threads: Arc<dyn ThreadPool>,
-    backend: &str,
+    backend: &BackendArgs,
 ) -> anyhow::Result<Context> {
-    match backend {
-        "cpu" => Ok(Context::with_sequences(
+    let cpu = |params, threads| {
+        Ok(Context::with_sequences(
             model.clone(),
             params,
             n_seq,
             Box::new(CpuBackend::new(threads)),
-        )?),
+        )?)
+    };
+    match backend.backend.as_str() {
+        "cpu" => cpu(params, threads),
         "wgpu" if n_seq > 1 => {
             anyhow::bail!("the WebGPU backend holds one sequence per context")
         }
@@ -111,6 +114,24 @@ pub fn sequences_on(
                 .context("cannot place the weights on the GPU")?;
             Ok(Context::new(model.clone(), params, Box::new(gpu))?)
         }
-        other => anyhow::bail!("unknown backend '{other}' (cpu, wgpu, cuda)"),
+        "vulkan" if n_seq > 1 => {
+            anyhow::bail!("the Vulkan backend holds one sequence per context")
+        }
+        "auto" if n_seq > 1 => {
+            eprintln!("backend auto: the CPU (the GPU backends hold one sequence per context)");
+            cpu(params, threads)
+        }
+        "vulkan" => {
+            let vk = crate::vulkan::backend(model, backend.device, false)?;
+            Ok(Context::new(model.clone(), params, Box::new(vk))?)
+        }
+        "auto" => match crate::vulkan::backend(model, backend.device, true) {
+            Ok(vk) => Ok(Context::new(model.clone(), params, Box::new(vk))?),
+            Err(why) => {
+                eprintln!("backend auto: the CPU ({why:#})");
+                cpu(params, threads)
+            }
+        },
+        other => anyhow::bail!("unknown backend '{other}' (cpu, wgpu, vulkan, cuda, auto)"),
     }
 }

@@ -20,6 +20,7 @@ mod serve;
 mod spec_cmds;
 mod speculative_args;
 mod tokenize;
+mod vulkan;
 
 use clap::Parser;
 
@@ -32,13 +33,13 @@ fn main() {
         Command::Chat(a) => chat::chat(a),
         Command::Tokenize(a) => tokenize::tokenize(a),
         Command::Inspect(a) => inspect::inspect(a),
+        Command::Devices(a) => devices::devices(a),
         Command::Bench(a) => bench::bench(a),
         Command::Perplexity(a) => perplexity::perplexity(a),
         Command::LookupCreate(a) => spec_cmds::lookup_create(a),
         Command::BenchSpec(a) => spec_cmds::bench_spec(a),
         Command::Serve(a) => serve::serve(a),
         Command::LoadTest(a) => load_test::load_test(a),
-        Command::Devices(a) => devices::devices(a),
     };
     if let Err(e) = result {
         eprintln!("error: {}", one_line(&e));

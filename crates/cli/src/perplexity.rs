@@ -4,12 +4,11 @@ use std::io::Write as _;
 
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
-use tessera_backend_cpu::CpuBackend;
-use tessera_core::{Context, ContextParams};
+use tessera_core::ContextParams;
 use tessera_runtime::perplexity::{perplexity as compute, tokenize_for_perplexity};
 
 use crate::args::PerplexityArgs;
-use crate::load::{load_model, thread_pool};
+use crate::load::{context_on, load_model, thread_pool};
 use crate::model_path;
 
 pub fn perplexity(args: PerplexityArgs) -> anyhow::Result<()> {
@@ -22,8 +21,7 @@ pub fn perplexity(args: PerplexityArgs) -> anyhow::Result<()> {
         n_ctx: args.ctx_size,
         n_batch: args.batch_size.min(args.ctx_size).max(1),
     };
-    let backend = Box::new(CpuBackend::new(thread_pool(args.threads)?));
-    let mut ctx = Context::new(model.clone(), params, backend)?;
+    let mut ctx = context_on(&model, params, thread_pool(args.threads)?, &args.backend)?;
     let n_chunks_all = tokens.len() / args.ctx_size.max(1);
     eprintln!("{}", model.describe());
     eprintln!(

@@ -54,14 +54,13 @@ pub struct ServeArgs {
     /// on, instead of ending the answer.
     #[arg(long = "context-shift")]
     pub context_shift: bool,
-    /// Compute backend: cpu, wgpu (WebGPU natively: Vulkan) or cuda.
-    #[arg(long = "backend", default_value = "cpu", value_parser = ["cpu", "wgpu", "cuda"])]
-    pub backend: String,
+    #[command(flatten)]
+    pub backend: crate::args::BackendArgs,
 }
 
 /// Loads models with this binary's loader and gives each slot a context on the chosen backend.
 struct Host {
-    backend: String,
+    backend: crate::args::BackendArgs,
     batch_size: usize,
     pool: Arc<dyn ThreadPool>,
 }

@@ -124,18 +124,25 @@ fn tokenize_ids_match_llama_cpp() {
     }
 }
 
-#[test]
-fn run_greedy_prints_llama_cpp_continuation() {
-    let m = model(SMOLLM2);
+/// The first greedy fixture's prompt and the text of its first 16 generated tokens.
+fn greedy_fixture(m: &std::path::Path) -> (String, String) {
     let case = &fixture("greedy_smollm2.jsonl")[0];
-    let prompt = case["prompt"].as_str().unwrap();
+    let prompt = case["prompt"].as_str().unwrap().to_string();
     let want_ids = &ids(&case["gen_ids"])[..16];
-    let file = tessera_gguf::GgufFile::open(&m).unwrap();
+    let file = tessera_gguf::GgufFile::open(m).unwrap();
     let tok = tessera_tokenizer::Tokenizer::from_gguf(file.header()).unwrap();
     let want: Vec<u8> = want_ids
         .iter()
         .flat_map(|&t| tok.token_to_piece(t, false))
         .collect();
+    (prompt, String::from_utf8(want).unwrap())
+}
+
+#[test]
+fn run_greedy_prints_llama_cpp_continuation() {
+    let m = model(SMOLLM2);
+    let (prompt, want) = greedy_fixture(&m);
+    let prompt = prompt.as_str();
     let o = tessera(&[
         "run",
         "-m",
@@ -151,10 +158,7 @@ fn run_greedy_prints_llama_cpp_continuation() {
     ]);
     let out = stdout(&o);
     // The generated text, then one newline.
-    assert_eq!(
-        out.strip_suffix('\n').unwrap(),
-        String::from_utf8(want).unwrap()
-    );
+    assert_eq!(out.strip_suffix('\n').unwrap(), want);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("generated: 16 tokens"), "{err}");
     // The positional prompt is the same as -p.
@@ -171,6 +175,84 @@ fn run_greedy_prints_llama_cpp_continuation() {
         prompt,
     ]);
     assert_eq!(stdout(&o2), out);
+}
+
+/// The Vulkan backend (lavapipe in CI) gives llama.cpp's greedy continuation too.
+#[test]
+fn run_greedy_on_vulkan_prints_llama_cpp_continuation() {
+    let m = model(SMOLLM2);
+    let (prompt, want) = greedy_fixture(&m);
+    let o = tessera(&[
+        "run",
+        "-m",
+        m.to_str().unwrap(),
+        "-p",
+        &prompt,
+        "-n",
+        "16",
+        "--temp",
+        "0",
+        "--backend",
+        "vulkan",
+        "--device",
+        "0",
+    ]);
+    assert_eq!(stdout(&o).strip_suffix('\n').unwrap(), want);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("vulkan: "), "{err}");
+}
+
+/// `--backend auto` without a usable Vulkan device runs on the CPU and says why: here the
+/// loader is missing (and lavapipe alone would be refused as a software device).
+#[test]
+fn auto_backend_falls_back_to_the_cpu_saying_why() {
+    let m = model(SMOLLM2);
+    let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args([
+            "run",
+            "-m",
+            m.to_str().unwrap(),
+            "-p",
+            "Hi",
+            "-n",
+            "2",
+            "--temp",
+            "0",
+        ])
+        .args(["--backend", "auto"])
+        .env("TESSERA_VULKAN_LOADER", "/nonexistent/libvulkan.so.1")
+        .output()
+        .unwrap();
+    stdout(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("backend auto: the CPU") && err.contains("no Vulkan loader"),
+        "{err}"
+    );
+    // `--backend vulkan` itself fails with that reason, in one line.
+    let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["run", "-m", m.to_str().unwrap(), "-p", "Hi", "-n", "2"])
+        .args(["--backend", "vulkan"])
+        .env("TESSERA_VULKAN_LOADER", "/nonexistent/libvulkan.so.1")
+        .output()
+        .unwrap();
+    assert_one_line_error(&o, "no Vulkan loader");
+}
+
+/// `tessera devices`: a section per backend; lavapipe in the Vulkan one with its driver,
+/// UUID, memory and features.
+#[test]
+fn devices_lists_every_backend_section() {
+    let out = stdout(&tessera(&["devices"]));
+    for section in ["cpu:", "wgpu:", "vulkan:", "cuda:"] {
+        assert!(out.lines().any(|l| l == section), "{out}");
+    }
+    let vulkan = out.split("vulkan:\n").nth(1).unwrap();
+    let vulkan = vulkan.split("cuda:\n").next().unwrap();
+    assert!(vulkan.contains("0: llvmpipe"), "{out}");
+    for field in ["driver: llvmpipe", "uuid: ", "memory: ", "features used: "] {
+        assert!(vulkan.contains(field), "{field} in {out}");
+    }
 }
 
 #[test]
@@ -451,13 +533,9 @@ fn post_json(url: &str, path: &str, body: &str) -> serde_json::Value {
 #[test]
 fn devices_lists_cuda_or_says_no_driver() {
     let out = stdout(&tessera(&["devices"]));
-    assert!(out.starts_with("CPU: "), "{out}");
-    let cuda = out
-        .lines()
-        .find(|l| l.starts_with("CUDA:"))
-        .expect("a CUDA line");
+    let cuda = out.split("cuda:\n").nth(1).expect("a cuda section");
     if !tessera_backend_cuda::libs::driver_present() {
-        assert_eq!(cuda, "CUDA: no driver");
+        assert_eq!(cuda.lines().next(), Some("  CUDA: no driver"), "{out}");
     }
 }
 

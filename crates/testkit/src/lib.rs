@@ -8,6 +8,7 @@
 
 mod async_backend;
 mod counted_backend;
+pub mod gpu_errors;
 
 pub use async_backend::AsyncCpuBackend;
 pub use counted_backend::{BatchCounts, CountedCpuBackend};

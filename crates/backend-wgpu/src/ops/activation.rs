@@ -6,6 +6,7 @@ use super::per_element_with;
 use crate::error::WgpuError;
 use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
+use crate::target::Target;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -15,11 +16,11 @@ pub struct ActivationParams {
 const _: () = assert!(size_of::<ActivationParams>() == wgsl_params::ACTIVATION);
 
 /// `y = act(x)` over `n` floats.
-pub fn record(
-    rec: &mut Recorder,
-    x: &wgpu::Buffer,
+pub fn record<T: Target>(
+    rec: &mut Recorder<T>,
+    x: &T::Buffer,
     act: Activation,
-    y: &wgpu::Buffer,
+    y: &T::Buffer,
     n: usize,
 ) -> Result<(), WgpuError> {
     let define = match act {

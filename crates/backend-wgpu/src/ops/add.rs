@@ -4,6 +4,7 @@ use super::per_element;
 use crate::error::WgpuError;
 use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
+use crate::target::Target;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -13,11 +14,11 @@ pub struct AddParams {
 const _: () = assert!(size_of::<AddParams>() == wgsl_params::ADD);
 
 /// Over `n` floats.
-pub fn record(
-    rec: &mut Recorder,
-    a: &wgpu::Buffer,
-    b: &wgpu::Buffer,
-    y: &wgpu::Buffer,
+pub fn record<T: Target>(
+    rec: &mut Recorder<T>,
+    a: &T::Buffer,
+    b: &T::Buffer,
+    y: &T::Buffer,
     n: usize,
 ) -> Result<(), WgpuError> {
     let params = AddParams { n: n as u32 };

@@ -4,6 +4,7 @@ use super::{per_element, u32_of};
 use crate::error::WgpuError;
 use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
+use crate::target::Target;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -17,14 +18,14 @@ const _: () = assert!(size_of::<AddIdParams>() == wgsl_params::ADD_ID);
 /// `x` `[m, n_used, T]` plus the biases `[m, n_expert]` of the experts in `route` → `y`
 /// (`n` = m · n_used · T floats).
 #[allow(clippy::too_many_arguments)]
-pub fn record(
-    rec: &mut Recorder,
-    x: &wgpu::Buffer,
-    bias: &wgpu::Buffer,
-    route: &wgpu::Buffer,
+pub fn record<T: Target>(
+    rec: &mut Recorder<T>,
+    x: &T::Buffer,
+    bias: &T::Buffer,
+    route: &T::Buffer,
     m: usize,
     n_used: usize,
-    y: &wgpu::Buffer,
+    y: &T::Buffer,
     n: usize,
 ) -> Result<(), WgpuError> {
     let params = AddIdParams {

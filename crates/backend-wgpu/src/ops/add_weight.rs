@@ -4,6 +4,7 @@ use super::per_element;
 use crate::error::WgpuError;
 use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
+use crate::target::Target;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -15,12 +16,12 @@ pub struct AddWeightParams {
 const _: () = assert!(size_of::<AddWeightParams>() == wgsl_params::ADD_WEIGHT);
 
 /// Over `n` floats.
-pub fn record(
-    rec: &mut Recorder,
-    x: &wgpu::Buffer,
-    w: &wgpu::Buffer,
+pub fn record<T: Target>(
+    rec: &mut Recorder<T>,
+    x: &T::Buffer,
+    w: &T::Buffer,
     width: usize,
-    y: &wgpu::Buffer,
+    y: &T::Buffer,
     n: usize,
 ) -> Result<(), WgpuError> {
     let params = AddWeightParams {

@@ -8,6 +8,7 @@ use crate::ops::kv::KvParams;
 use crate::pipelines::PipelineKey;
 use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
+use crate::target::Target;
 
 /// Threads per workgroup = keys per tile.
 const WG: usize = 64;
@@ -34,12 +35,12 @@ pub struct AttentionKernelParams {
 const _: () = assert!(size_of::<AttentionKernelParams>() == wgsl_params::ATTENTION);
 
 /// Stores the batch's k and v (`[head_dim, n_head_kv, n_tokens]`) at positions pos0 ...
-pub fn store(
-    rec: &mut Recorder,
-    step: &wgpu::Buffer,
-    k: &wgpu::Buffer,
-    v: &wgpu::Buffer,
-    kv: &LayerKv,
+pub fn store<T: Target>(
+    rec: &mut Recorder<T>,
+    step: &T::Buffer,
+    k: &T::Buffer,
+    v: &T::Buffer,
+    kv: &LayerKv<T::Buffer>,
     n_tokens: usize,
 ) -> Result<(), WgpuError> {
     if kv.k_pairs() != kv.v_pairs() {
@@ -74,13 +75,13 @@ pub fn store(
 /// q `[head_dim, n_head, n_tokens]` → y `[dv * n_head, n_tokens]`; `sinks`: the n_head sink
 /// logits where the model has them.
 #[allow(clippy::too_many_arguments)]
-pub fn attend(
-    rec: &mut Recorder,
-    step: &wgpu::Buffer,
-    q: &wgpu::Buffer,
-    kv: &LayerKv,
-    sinks: Option<&wgpu::Buffer>,
-    y: &wgpu::Buffer,
+pub fn attend<T: Target>(
+    rec: &mut Recorder<T>,
+    step: &T::Buffer,
+    q: &T::Buffer,
+    kv: &LayerKv<T::Buffer>,
+    sinks: Option<&T::Buffer>,
+    y: &T::Buffer,
     p: &AttentionParams,
     n_tokens: usize,
 ) -> Result<(), WgpuError> {

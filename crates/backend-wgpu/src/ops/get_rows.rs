@@ -4,6 +4,7 @@ use crate::error::WgpuError;
 use crate::pipelines::PipelineKey;
 use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
+use crate::target::Target;
 use crate::weights::{alignment_define, type_define, GpuWeight};
 
 #[repr(C)]
@@ -21,11 +22,11 @@ pub struct GetRowsParams {
 const _: () = assert!(size_of::<GetRowsParams>() == wgsl_params::GET_ROWS);
 
 /// `y[t] = dequantize(table row tokens[t])` for the step's `n_tokens` tokens.
-pub fn record(
-    rec: &mut Recorder,
-    table: &GpuWeight,
-    step: &wgpu::Buffer,
-    y: &wgpu::Buffer,
+pub fn record<T: Target>(
+    rec: &mut Recorder<T>,
+    table: &GpuWeight<T::Buffer>,
+    step: &T::Buffer,
+    y: &T::Buffer,
     n_tokens: usize,
 ) -> Result<(), WgpuError> {
     let ty_define = type_define(table.ty).ok_or_else(|| WgpuError::UnsupportedType {

@@ -6,6 +6,7 @@ use crate::ops::rope::mode_index;
 use crate::pipelines::PipelineKey;
 use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
+use crate::target::Target;
 
 /// `kv.wgsl`'s parameters; the store reads the first two.
 #[repr(C)]
@@ -35,14 +36,14 @@ pub struct KvParams {
 const _: () = assert!(size_of::<KvParams>() == wgsl_params::KV);
 
 /// Writes `moved` (a copy of `n_moved` positions of K) at `dst_pos ..`, rotated by `delta`.
-pub fn shift_keys(
-    rec: &mut Recorder,
-    moved: &wgpu::Buffer,
-    kv: &LayerKv,
+pub fn shift_keys<T: Target>(
+    rec: &mut Recorder<T>,
+    moved: &T::Buffer,
+    kv: &LayerKv<T::Buffer>,
     n_moved: usize,
     dst_pos: usize,
     delta: f32,
-    factors: Option<&wgpu::Buffer>,
+    factors: Option<&T::Buffer>,
 ) -> Result<(), WgpuError> {
     let rope = kv.layout.rope;
     let mut buffers = vec![(1, moved.clone()), (4, kv.k.clone())];

@@ -30,6 +30,7 @@ pub mod swiglu_oai;
 use crate::error::WgpuError;
 use crate::pipelines::PipelineKey;
 use crate::recorder::Recorder;
+use crate::target::Target;
 
 /// u32 fields in the kernels' parameter blocks: a size that does not fit is an error.
 pub fn u32_of(what: &str, v: usize) -> Result<usize, WgpuError> {
@@ -43,25 +44,25 @@ pub fn u32_of(what: &str, v: usize) -> Result<usize, WgpuError> {
 
 /// Dispatches an element-wise kernel (`elementwise.inc.wgsl`'s frame): `inputs` at bindings
 /// 1, 2 and 4, `y` at 3, one invocation per output float.
-fn per_element<P: bytemuck::Pod>(
-    rec: &mut Recorder,
+fn per_element<P: bytemuck::Pod, T: Target>(
+    rec: &mut Recorder<T>,
     family: &'static str,
     params: P,
-    inputs: &[&wgpu::Buffer],
-    y: &wgpu::Buffer,
+    inputs: &[&T::Buffer],
+    y: &T::Buffer,
     n: usize,
 ) -> Result<(), WgpuError> {
     per_element_with(rec, family, vec![], params, inputs, y, n)
 }
 
 /// [`per_element`] with defines.
-fn per_element_with<P: bytemuck::Pod>(
-    rec: &mut Recorder,
+fn per_element_with<P: bytemuck::Pod, T: Target>(
+    rec: &mut Recorder<T>,
     family: &'static str,
     defines: Vec<crate::shaders::Define>,
     params: P,
-    inputs: &[&wgpu::Buffer],
-    y: &wgpu::Buffer,
+    inputs: &[&T::Buffer],
+    y: &T::Buffer,
     n: usize,
 ) -> Result<(), WgpuError> {
     let key = PipelineKey {
@@ -70,7 +71,7 @@ fn per_element_with<P: bytemuck::Pod>(
         defines,
     };
     // `elementwise.inc.wgsl`'s input bindings, in order (y is at 3).
-    let mut buffers: Vec<(u32, wgpu::Buffer)> = [1, 2, 4]
+    let mut buffers: Vec<(u32, T::Buffer)> = [1, 2, 4]
         .into_iter()
         .zip(inputs.iter().map(|b| (*b).clone()))
         .collect();

@@ -6,6 +6,7 @@ use crate::error::WgpuError;
 use crate::pipelines::PipelineKey;
 use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
+use crate::target::Target;
 
 /// The most experts per token the kernel keeps (`MAX_USED` in the WGSL).
 const MAX_USED: usize = 32;
@@ -22,11 +23,11 @@ const _: () = assert!(size_of::<MoeRouteKernelParams>() == wgsl_params::MOE_ROUT
 
 /// `logits` `[n_expert, n_tokens]` → `y` `[2 · n_used, n_tokens]`; `bias` holds the
 /// selection bias where `p` has one.
-pub fn record(
-    rec: &mut Recorder,
-    logits: &wgpu::Buffer,
-    bias: Option<&wgpu::Buffer>,
-    y: &wgpu::Buffer,
+pub fn record<T: Target>(
+    rec: &mut Recorder<T>,
+    logits: &T::Buffer,
+    bias: Option<&T::Buffer>,
+    y: &T::Buffer,
     n_expert: usize,
     n_tokens: usize,
     p: &MoeRouteParams,

@@ -4,6 +4,7 @@ use super::{per_element, u32_of};
 use crate::error::WgpuError;
 use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
+use crate::target::Target;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -15,13 +16,13 @@ pub struct MoeSumParams {
 const _: () = assert!(size_of::<MoeSumParams>() == wgsl_params::MOE_SUM);
 
 /// `x` `[m, n_used, T]` and the route → `y` `[m, T]` (`n` = m · T floats).
-pub fn record(
-    rec: &mut Recorder,
-    x: &wgpu::Buffer,
-    route: &wgpu::Buffer,
+pub fn record<T: Target>(
+    rec: &mut Recorder<T>,
+    x: &T::Buffer,
+    route: &T::Buffer,
     m: usize,
     n_used: usize,
-    y: &wgpu::Buffer,
+    y: &T::Buffer,
     n: usize,
 ) -> Result<(), WgpuError> {
     let params = MoeSumParams {

@@ -5,6 +5,7 @@ use crate::ops::u32_of;
 use crate::pipelines::PipelineKey;
 use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
+use crate::target::Target;
 use crate::weights::{alignment_define, type_define, GpuWeight};
 
 /// Columns per workgroup for batches on GPUs: each dequantized chunk of weights is reused this
@@ -47,11 +48,11 @@ const _: () = assert!(size_of::<MulMatParams>() == wgsl_params::MUL_MAT);
 
 /// `x` is `[k, n]`, `y` is `[w.n_rows, n]`. `x_uniform`: bind `x` as a uniform buffer of that
 /// many vec4s (its whole size); the recording decides where (CPU adapters, decode).
-pub fn record(
-    rec: &mut Recorder,
-    w: &GpuWeight,
-    x: &wgpu::Buffer,
-    y: &wgpu::Buffer,
+pub fn record<T: Target>(
+    rec: &mut Recorder<T>,
+    w: &GpuWeight<T::Buffer>,
+    x: &T::Buffer,
+    y: &T::Buffer,
     n: usize,
     x_uniform: Option<usize>,
 ) -> Result<(), WgpuError> {

@@ -6,6 +6,7 @@ use crate::ops::u32_of;
 use crate::pipelines::PipelineKey;
 use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
+use crate::target::Target;
 use crate::weights::{alignment_define, type_define, GpuWeight};
 
 #[repr(C)]
@@ -35,12 +36,12 @@ pub struct MulMatIdShape {
 }
 
 /// `y[slot] = W[expert(slot)] · x[row(slot)]` (see [`MulMatIdShape`]).
-pub fn record(
-    rec: &mut Recorder,
-    w: &GpuWeight,
-    x: &wgpu::Buffer,
-    route: &wgpu::Buffer,
-    y: &wgpu::Buffer,
+pub fn record<T: Target>(
+    rec: &mut Recorder<T>,
+    w: &GpuWeight<T::Buffer>,
+    x: &T::Buffer,
+    route: &T::Buffer,
+    y: &T::Buffer,
     s: &MulMatIdShape,
 ) -> Result<(), WgpuError> {
     let ty_define = type_define(w.ty).ok_or_else(|| WgpuError::UnsupportedType {

@@ -4,6 +4,7 @@ use crate::error::WgpuError;
 use crate::pipelines::PipelineKey;
 use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
+use crate::target::Target;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -15,11 +16,11 @@ pub struct OutputRowsParams {
 const _: () = assert!(size_of::<OutputRowsParams>() == wgsl_params::OUTPUT_ROWS);
 
 /// `y[r] = x[output_rows[r]]`, rows of `width`.
-pub fn record(
-    rec: &mut Recorder,
-    step: &wgpu::Buffer,
-    x: &wgpu::Buffer,
-    y: &wgpu::Buffer,
+pub fn record<T: Target>(
+    rec: &mut Recorder<T>,
+    step: &T::Buffer,
+    x: &T::Buffer,
+    y: &T::Buffer,
     width: usize,
     n_tokens: usize,
     n_outputs: usize,

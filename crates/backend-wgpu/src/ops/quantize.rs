@@ -7,6 +7,7 @@ use crate::error::WgpuError;
 use crate::pipelines::PipelineKey;
 use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
+use crate::target::Target;
 
 /// How activations are rounded for a weight type: the define and the block size.
 pub fn act_rounding(w_ty: GgmlType) -> Option<(&'static str, usize)> {
@@ -34,12 +35,12 @@ pub struct QuantizeParams {
 const _: () = assert!(size_of::<QuantizeParams>() == wgsl_params::QUANTIZE);
 
 /// `y = round(x)` over `n` floats (`n` a multiple of the block size).
-pub fn record(
-    rec: &mut Recorder,
+pub fn record<T: Target>(
+    rec: &mut Recorder<T>,
     define: &'static str,
     block: usize,
-    x: &wgpu::Buffer,
-    y: &wgpu::Buffer,
+    x: &T::Buffer,
+    y: &T::Buffer,
     n: usize,
 ) -> Result<(), WgpuError> {
     if n % block != 0 {

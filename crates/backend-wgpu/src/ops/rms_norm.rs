@@ -4,6 +4,7 @@ use crate::error::WgpuError;
 use crate::pipelines::PipelineKey;
 use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
+use crate::target::Target;
 
 /// `rms_norm.wgsl`'s parameters.
 #[repr(C)]
@@ -16,10 +17,10 @@ pub struct RmsNormParams {
 const _: () = assert!(size_of::<RmsNormParams>() == wgsl_params::RMS_NORM);
 
 /// Each of `rows` rows of `width` floats divided by its root mean square.
-pub fn record(
-    rec: &mut Recorder,
-    x: &wgpu::Buffer,
-    y: &wgpu::Buffer,
+pub fn record<T: Target>(
+    rec: &mut Recorder<T>,
+    x: &T::Buffer,
+    y: &T::Buffer,
     width: usize,
     rows: usize,
     eps: f32,
@@ -27,7 +28,10 @@ pub fn record(
     let key = PipelineKey {
         family: "rms_norm.wgsl",
         entry: "main",
-        defines: vec![],
+        defines: match rec.gpu.subgroup_kernels() {
+            true => vec![("SUBGROUPS", 1)],
+            false => vec![],
+        },
     };
     let groups = rec.grid(rows, 1)?;
     rec.dispatch(

@@ -6,6 +6,7 @@ use crate::error::WgpuError;
 use crate::pipelines::PipelineKey;
 use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
+use crate::target::Target;
 
 pub fn mode_index(mode: RopeMode) -> u32 {
     match mode {
@@ -38,16 +39,16 @@ const _: () = assert!(size_of::<RopeKernelParams>() == wgsl_params::ROPE);
 
 /// `x` is `[head_dim, n_heads, n_tokens]`; `factors` holds `p`'s frequency factors.
 #[allow(clippy::too_many_arguments)]
-pub fn record(
-    rec: &mut Recorder,
-    step: &wgpu::Buffer,
-    x: &wgpu::Buffer,
-    y: &wgpu::Buffer,
+pub fn record<T: Target>(
+    rec: &mut Recorder<T>,
+    step: &T::Buffer,
+    x: &T::Buffer,
+    y: &T::Buffer,
     head_dim: usize,
     n_heads: usize,
     n_tokens: usize,
     p: &RopeParams,
-    factors: Option<&wgpu::Buffer>,
+    factors: Option<&T::Buffer>,
 ) -> Result<(), WgpuError> {
     if p.n_dims > head_dim || p.n_dims % 2 != 0 {
         return Err(WgpuError::Unsupported(format!(

@@ -5,6 +5,7 @@ use crate::error::WgpuError;
 use crate::pipelines::PipelineKey;
 use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
+use crate::target::Target;
 
 /// `sample.wgsl`'s parameters.
 #[repr(C)]
@@ -26,10 +27,10 @@ pub struct SampleChainParams {
 const _: () = assert!(size_of::<SampleChainParams>() == wgsl_params::SAMPLE_CHAIN);
 
 /// The greedy token of each of `rows` rows of `logits` (`width` wide) into `ids`.
-pub fn argmax(
-    rec: &mut Recorder,
-    logits: &wgpu::Buffer,
-    ids: &wgpu::Buffer,
+pub fn argmax<T: Target>(
+    rec: &mut Recorder<T>,
+    logits: &T::Buffer,
+    ids: &T::Buffer,
     width: usize,
     rows: usize,
 ) -> Result<(), WgpuError> {
@@ -59,12 +60,12 @@ pub fn spec_words(step: &tessera_core::sampling::DeviceSampling) -> Option<Vec<u
 
 /// The engine's sampling chain on row `row` of `logits` (`width` wide): writes (status, token)
 /// to `result` (see `sample_chain.wgsl`); `work` holds 3 × `width` words.
-pub fn sample_chain(
-    rec: &mut Recorder,
-    logits: &wgpu::Buffer,
-    spec: &wgpu::Buffer,
-    result: &wgpu::Buffer,
-    work: &wgpu::Buffer,
+pub fn sample_chain<T: Target>(
+    rec: &mut Recorder<T>,
+    logits: &T::Buffer,
+    spec: &T::Buffer,
+    result: &T::Buffer,
+    work: &T::Buffer,
     width: usize,
     row: usize,
 ) -> Result<(), WgpuError> {
@@ -88,3 +89,4 @@ pub fn sample_chain(
         [1, 1, 1],
     )
 }
+

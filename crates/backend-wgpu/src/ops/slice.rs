@@ -4,6 +4,7 @@ use super::{per_element, u32_of};
 use crate::error::WgpuError;
 use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
+use crate::target::Target;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -16,13 +17,13 @@ pub struct SliceParams {
 const _: () = assert!(size_of::<SliceParams>() == wgsl_params::SLICE);
 
 /// `n` output floats.
-pub fn record(
-    rec: &mut Recorder,
-    x: &wgpu::Buffer,
+pub fn record<T: Target>(
+    rec: &mut Recorder<T>,
+    x: &T::Buffer,
     width: usize,
     offset: usize,
     len: usize,
-    y: &wgpu::Buffer,
+    y: &T::Buffer,
     n: usize,
 ) -> Result<(), WgpuError> {
     let params = SliceParams {

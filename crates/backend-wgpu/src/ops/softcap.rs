@@ -4,6 +4,7 @@ use super::per_element;
 use crate::error::WgpuError;
 use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
+use crate::target::Target;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -14,11 +15,11 @@ pub struct SoftcapParams {
 const _: () = assert!(size_of::<SoftcapParams>() == wgsl_params::SOFTCAP);
 
 /// Over `n` floats.
-pub fn record(
-    rec: &mut Recorder,
-    x: &wgpu::Buffer,
+pub fn record<T: Target>(
+    rec: &mut Recorder<T>,
+    x: &T::Buffer,
     cap: f32,
-    y: &wgpu::Buffer,
+    y: &T::Buffer,
     n: usize,
 ) -> Result<(), WgpuError> {
     let params = SoftcapParams { n: n as u32, cap };

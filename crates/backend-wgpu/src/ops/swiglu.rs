@@ -4,6 +4,7 @@ use super::per_element;
 use crate::error::WgpuError;
 use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
+use crate::target::Target;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -13,11 +14,11 @@ pub struct SwigluParams {
 const _: () = assert!(size_of::<SwigluParams>() == wgsl_params::SWIGLU);
 
 /// Over `n` floats.
-pub fn record(
-    rec: &mut Recorder,
-    gate: &wgpu::Buffer,
-    up: &wgpu::Buffer,
-    y: &wgpu::Buffer,
+pub fn record<T: Target>(
+    rec: &mut Recorder<T>,
+    gate: &T::Buffer,
+    up: &T::Buffer,
+    y: &T::Buffer,
     n: usize,
 ) -> Result<(), WgpuError> {
     let params = SwigluParams { n: n as u32 };

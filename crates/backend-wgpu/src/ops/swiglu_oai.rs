@@ -4,6 +4,7 @@ use super::per_element;
 use crate::error::WgpuError;
 use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
+use crate::target::Target;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -16,13 +17,13 @@ const _: () = assert!(size_of::<SwigluOaiParams>() == wgsl_params::SWIGLU_OAI);
 
 /// Over `n` floats.
 #[allow(clippy::too_many_arguments)]
-pub fn record(
-    rec: &mut Recorder,
-    gate: &wgpu::Buffer,
-    up: &wgpu::Buffer,
+pub fn record<T: Target>(
+    rec: &mut Recorder<T>,
+    gate: &T::Buffer,
+    up: &T::Buffer,
     alpha: f32,
     limit: f32,
-    y: &wgpu::Buffer,
+    y: &T::Buffer,
     n: usize,
 ) -> Result<(), WgpuError> {
     let params = SwigluOaiParams {

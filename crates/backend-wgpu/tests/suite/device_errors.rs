@@ -1,49 +1,13 @@
 //! Device loss and failed allocations become typed errors (never a panic or a hang), and a
 //! backend can be created again afterwards.
 
-use std::sync::Arc;
-
 use tessera_backend_wgpu::{WgpuBackend, WgpuError};
-use tessera_core::backend::{Backend, Batch, KvLayerLayout, KvLayout, Segment};
-use tessera_core::graph::{GraphBuilder, RopeMode, RopeParams};
+use tessera_core::backend::{Backend, Batch, Segment};
+use tessera_core::graph::GraphBuilder;
 use tessera_core::weights::WeightStore;
 use tessera_core::EngineError;
-use tessera_gguf::{GgmlType, GgufFile, GgufWriter};
 
-fn store() -> WeightStore {
-    let mut w = GgufWriter::new();
-    let data: Vec<f32> = (0..64 * 8).map(|i| (i as f32 * 0.1).sin()).collect();
-    w.add_tensor(
-        "emb",
-        &[64, 8],
-        GgmlType::F32,
-        bytemuck::cast_slice(&data).to_vec(),
-    )
-    .unwrap();
-    let file = Arc::new(GgufFile::from_bytes(w.to_bytes()).unwrap());
-    WeightStore::new(file)
-}
-
-fn layout(n_ctx: usize) -> KvLayout {
-    KvLayout {
-        n_ctx,
-        n_seq: 1,
-        layers: vec![KvLayerLayout {
-            n_head_kv: 8,
-            head_dim_k: 256,
-            head_dim_v: 256,
-            rope: RopeParams {
-                n_dims: 256,
-                mode: RopeMode::Neox,
-                freq_base: 1e4,
-                freq_scale: 1.0,
-                freq_factors: None,
-                attn_factor: 1.0,
-                yarn: None,
-            },
-        }],
-    }
-}
+use tessera_testkit::gpu_errors::{emb_store as store, one_layer_kv as layout};
 
 fn wgpu_error(e: EngineError) -> WgpuError {
     match e {

@@ -8,4 +8,5 @@ mod device_errors;
 mod models;
 mod sampling;
 mod synth;
+mod under_test;
 mod weight_stream;

@@ -1,5 +1,6 @@
-//! End to end on the test models: the WebGPU backend against the CPU backend and the
-//! llama.cpp fixtures.
+//! End to end on the test models: a GPU backend (the WebGPU one here, the Vulkan one in its
+//! crate's suite, which includes this file with its own `under_test`) against the CPU backend
+//! and the llama.cpp fixtures.
 //! - Forced decoding: the CPU backend's greedy continuation (256 tokens) is fed to the wgpu
 //!   backend in one pass; its top-1 (sampled on the GPU) must agree at >= 99 % of positions.
 //! - Greedy 32 tokens after a fixture prompt, sampled on the GPU, identical to the fixture
@@ -9,7 +10,6 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use tessera_backend_wgpu::WgpuBackend;
 use tessera_core::{Context, ContextParams, Model};
 
 fn env_dir(var: &str, default: &str) -> PathBuf {
@@ -80,9 +80,8 @@ impl tessera_core::ThreadPool for Pool2 {
 }
 
 fn gpu_context(model: &Arc<Model>, n_ctx: usize, n_batch: usize) -> Context {
-    let mut backend = WgpuBackend::new().expect("a WebGPU adapter (lavapipe in CI)");
-    backend.upload_weights(model.weights()).unwrap();
-    Context::new(model.clone(), params(n_ctx, n_batch), Box::new(backend)).unwrap()
+    let backend = crate::under_test::model_backend(model);
+    Context::new(model.clone(), params(n_ctx, n_batch), backend).unwrap()
 }
 
 /// What forced decoding found: agreeing positions, positions, and for each disagreement the

@@ -3,8 +3,8 @@
 
 use tessera_backend_cuda::{kernels, probe, CudaError};
 
-/// The section's lines: a heading line, then one indented line per device.
-pub fn section() -> Vec<String> {
+/// The section's lines: the driver and NVRTC, then one line per device.
+pub fn lines() -> Vec<String> {
     let devices = match probe::devices() {
         Ok(d) => d,
         Err(CudaError::NoDriver) => return vec!["CUDA: no driver".into()],
@@ -23,10 +23,10 @@ pub fn section() -> Vec<String> {
         .unwrap_or_else(|_| "no NVRTC: kernels cannot be compiled".into());
     let mut lines = vec![format!("CUDA: {driver}, {nvrtc}")];
     if devices.is_empty() {
-        lines.push("  no devices".into());
+        lines.push("no devices".into());
     }
     for d in devices {
-        lines.push(format!("  cuda:{}  {}", d.ordinal, d.describe()));
+        lines.push(format!("{}: {}", d.ordinal, d.describe()));
     }
     lines
 }

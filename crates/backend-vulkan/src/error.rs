@@ -1,0 +1,89 @@
+//! The backend's typed errors. They reach the engine as `EngineError::Backend` (boxed, so a
+//! caller can downcast to [`VulkanError`], e.g. to fall back to the CPU or recreate the
+//! backend after a device loss).
+
+use ash::vk;
+use tessera_core::EngineError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum VulkanError {
+    #[error("no Vulkan loader (libvulkan.so.1): {0}")]
+    NoLoader(String),
+    #[error("no usable Vulkan device: {0}")]
+    NoDevice(String),
+    #[error("the Vulkan device was lost during {0}")]
+    DeviceLost(&'static str),
+    #[error("Vulkan out of {kind} memory during {call}")]
+    OutOfMemory {
+        call: &'static str,
+        kind: &'static str,
+    },
+    #[error("{call} failed: {result}")]
+    Call {
+        call: &'static str,
+        result: vk::Result,
+    },
+    #[error("the GPU did not finish within {0} s")]
+    Timeout(u64),
+    #[error("Vulkan out of memory allocating {what} ({bytes} bytes)")]
+    Allocation { what: String, bytes: u64 },
+    #[error("WGSL kernel '{family}' does not compile for Vulkan: {message}")]
+    Shader { family: String, message: String },
+    #[error(transparent)]
+    Kernel(#[from] tessera_backend_wgpu::WgpuError),
+    #[error("Vulkan validation error: {0}")]
+    Validation(String),
+    #[error("unsupported by the Vulkan backend: {0}")]
+    Unsupported(String),
+}
+
+impl VulkanError {
+    /// The typed error of a failed Vulkan call: device loss and out-of-memory get their own
+    /// variants (callers react to them), everything else names the call.
+    pub fn from_vk(call: &'static str, result: vk::Result) -> VulkanError {
+        match result {
+            vk::Result::ERROR_DEVICE_LOST => VulkanError::DeviceLost(call),
+            vk::Result::ERROR_OUT_OF_DEVICE_MEMORY => VulkanError::OutOfMemory {
+                call,
+                kind: "device",
+            },
+            vk::Result::ERROR_OUT_OF_HOST_MEMORY => VulkanError::OutOfMemory { call, kind: "host" },
+            result => VulkanError::Call { call, result },
+        }
+    }
+}
+
+/// `.vk("vkCall")` on an ash result: the typed error naming the call.
+pub trait VkContext<T> {
+    fn vk(self, call: &'static str) -> Result<T, VulkanError>;
+}
+
+impl<T> VkContext<T> for Result<T, vk::Result> {
+    fn vk(self, call: &'static str) -> Result<T, VulkanError> {
+        self.map_err(|r| VulkanError::from_vk(call, r))
+    }
+}
+
+impl From<VulkanError> for EngineError {
+    fn from(e: VulkanError) -> EngineError {
+        EngineError::Backend(Box::new(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_loss_and_out_of_memory_are_their_own_variants() {
+        let lost = VulkanError::from_vk("vkQueueSubmit", vk::Result::ERROR_DEVICE_LOST);
+        assert!(matches!(lost, VulkanError::DeviceLost("vkQueueSubmit")));
+        let oom = VulkanError::from_vk("vkAllocateMemory", vk::Result::ERROR_OUT_OF_DEVICE_MEMORY);
+        assert!(matches!(
+            oom,
+            VulkanError::OutOfMemory { kind: "device", .. }
+        ));
+        let other = VulkanError::from_vk("vkCreateBuffer", vk::Result::ERROR_UNKNOWN);
+        assert!(other.to_string().starts_with("vkCreateBuffer failed"));
+    }
+}

@@ -1,0 +1,36 @@
+//! What the op recorders need from a GPU API, so that the WebGPU backend (wgpu) and the
+//! Vulkan backend (ash, SPIR-V compiled from the same WGSL) share one dispatch builder per op
+//! and one graph walk (`recording::record_nodes`): each API says how it names a buffer and a
+//! pipeline, compiles a kernel variant, and what its device is like. Errors stay the kernels'
+//! [`WgpuError`]s (shapes and types a kernel refuses); a backend maps its own.
+
+use crate::error::WgpuError;
+use crate::pipelines::PipelineKey;
+
+pub trait Target {
+    /// A storage or uniform buffer (cheap to clone: a handle).
+    type Buffer: Clone;
+    /// A compiled compute pipeline (cheap to clone).
+    type Pipeline: Clone;
+
+    /// The pipeline of a kernel variant, compiled on first use.
+    fn pipeline(&self, key: PipelineKey) -> Result<Self::Pipeline, WgpuError>;
+    /// A software device on the CPU (lavapipe, SwiftShader): kernels pick variants without
+    /// workgroup barriers there.
+    fn is_cpu(&self) -> bool;
+    /// Kernels take their f16 variants.
+    fn f16_kernels(&self) -> bool;
+    /// Workgroups per dispatch dimension.
+    fn max_workgroups_per_dimension(&self) -> u32;
+    /// Alignment of a uniform binding's offset.
+    fn uniform_offset_alignment(&self) -> u64;
+    /// Bytes of the largest uniform binding.
+    fn max_uniform_binding(&self) -> u64;
+    /// Kernels are timed one by one (recordings then keep each dispatch's kernel name).
+    fn profiled(&self) -> bool;
+    /// Kernels with a `SUBGROUPS` variant take it (subgroup arithmetic in compute shaders).
+    /// wgpu devices do not (this default): the WebGPU backend runs the portable kernels.
+    fn subgroup_kernels(&self) -> bool {
+        false
+    }
+}

@@ -1,0 +1,12 @@
+//! The backend the shared model tests (`models.rs`, `synth.rs`) run: WebGPU.
+
+use tessera_backend_wgpu::WgpuBackend;
+use tessera_core::backend::Backend;
+use tessera_core::Model;
+
+/// A backend with `model`'s weights uploaded.
+pub fn model_backend(model: &Model) -> Box<dyn Backend> {
+    let mut backend = WgpuBackend::new().expect("a WebGPU adapter (lavapipe in CI)");
+    backend.upload_weights(model.weights()).unwrap();
+    Box::new(backend)
+}
