@@ -89,4 +89,3 @@ pub fn sample_chain<T: Target>(
         [1, 1, 1],
     )
 }
-
