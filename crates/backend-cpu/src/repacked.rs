@@ -7,8 +7,10 @@
 //! Once a weight is repacked its file pages are released (`WeightStore::release_file_pages`),
 //! so the process holds one copy of each weight. A table the graph also reads row by row (a
 //! tied token embedding, `GetRows`) is repacked too: the output matmul reads all of it every
-//! step, `GetRows` only a few rows, which fault back in from the file. Setting `TESSERA_REPACK=0` keeps every weight in its file
-//! layout (ggml's kernels), for side-by-side measurements.
+//! step, `GetRows` only a few rows, which fault back in from the file.
+//!
+//! `TESSERA_REPACK=0` keeps every weight in its file layout (ggml's kernels), for side-by-side
+//! measurements.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -63,14 +65,9 @@ impl RepackedWeights {
         let matrix = if d.ty == GgmlType::Q4_1 {
             None
         } else {
-            RepackedMatrix::new_parallel(
-                d.ty,
-                d.ne[0],
-                d.ne[1],
-                bytes,
-                pool.n_threads() * 4,
-                &|n, task| pool.run(n, task),
-            )
+            RepackedMatrix::new_parallel(d.ty, d.ne[0], d.ne[1], bytes, &|n, task| {
+                pool.run(n, task)
+            })
             .map_err(|e| EngineError::InvalidArgument(format!("{}: {e}", weights.get(w).name)))?
             .map(Arc::new)
         };

@@ -140,13 +140,13 @@ impl RepackedMatrix {
         .map(Some)
     }
 
-    /// [`Self::new`] with the groups split over `n_tasks` calls of `tasks`.
+    /// [`Self::new`] with the groups packed by `tasks` (a thread pool's `run`: every task
+    /// index below the count it is given, in any order, possibly in parallel).
     pub fn new_parallel(
         ty: GgmlType,
         n: usize,
         n_rows: usize,
         rows: &[u8],
-        n_tasks: usize,
         tasks: Tasks,
     ) -> Result<Option<RepackedMatrix>, QuantError> {
         let Some(kind) = Kind::of(ty) else {
@@ -155,8 +155,7 @@ impl RepackedMatrix {
         if isa().is_none() {
             return Ok(None);
         }
-        let split = |_: usize, task: &(dyn Fn(usize) + Sync)| tasks(n_tasks.max(1), task);
-        Self::with_kind(kind, ty, n, n_rows, rows, &split).map(Some)
+        Self::with_kind(kind, ty, n, n_rows, rows, tasks).map(Some)
     }
 
     fn with_kind(

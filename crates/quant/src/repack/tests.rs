@@ -158,3 +158,24 @@ fn a_wrong_length_is_an_error() {
     let err = RepackedMatrix::new(GgmlType::Q4_K, 100, 3, &[]);
     assert!(matches!(err, Err(QuantError::PartialBlock { .. })));
 }
+
+/// Packing split over tasks (run in reverse, as a pool may) gives the sequential packing's
+/// matrix, for a row count that puts several groups in each task's chunk.
+#[test]
+fn parallel_packing_equals_sequential_packing() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    let (n, n_rows) = (256, 1003);
+    for ty in TYPES {
+        let w = quantize(ty, &floats(&mut rng, n * n_rows), n);
+        let seq = RepackedMatrix::new(ty, n, n_rows, &w).unwrap().unwrap();
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let par = RepackedMatrix::new_parallel(ty, n, n_rows, &w, &|count, task| {
+            calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            (0..count).rev().for_each(task)
+        })
+        .unwrap()
+        .unwrap();
+        assert_eq!(calls.into_inner(), 1);
+        assert!(seq.words == par.words, "{ty}: parallel packing differs");
+    }
+}
