@@ -86,6 +86,14 @@ unsafe fn mul_sum_us8(ux: __m256i, sy: __m256i) -> __m256i {
     _mm256_madd_epi16(_mm256_maddubs_epi16(ux, sy), _mm256_set1_epi16(1))
 }
 
+/// [`mul_sum_us8`] with AVX-512 VNNI's `vpdpbusd` for `maddubs` + `madd`: the same exact lane
+/// sums (for the unsigned 4- and 5-bit weights no 16-bit saturation is there to mimic), so the
+/// same bits. Only for kernels compiled with AVX-512 VNNI.
+#[inline(always)]
+unsafe fn mul_sum_us8_vnni(ux: __m256i, sy: __m256i) -> __m256i {
+    _mm256_dpbusd_epi32(_mm256_setzero_si256(), ux, sy)
+}
+
 /// Signed × signed bytes (|y| ≤ 127), summed in groups of 4 into 8 exact i32 lanes.
 #[inline(always)]
 unsafe fn mul_sum_i8(x: __m256i, y: __m256i) -> __m256i {
@@ -302,29 +310,35 @@ unsafe fn step_signed_q8_0(w: &LegacyW, y: &BlockQ8_0, acc: &mut Acc) {
     acc.fma(dd, mul_sum_i8(w.q, load256(y.qs.as_ptr() as *const u8)));
 }
 
-/// Unsigned weights with a min (Q4_1, Q5_1) × Q8_1: lanes of d_w*d_a*isum, summs += m_w*s_a.
+/// Unsigned weights with a min (Q4_1, Q5_1) × Q8_1: lanes of d_w*d_a*isum, summs += m_w*s_a;
+/// the exact i32 lane sums `isum` from [`mul_sum_us8`], or its VNNI twin where `VNNI`.
 #[inline(always)]
-unsafe fn step_unsigned_q8_1(w: &LegacyW, y: &BlockQ8_1, acc: &mut Acc) {
+unsafe fn step_unsigned_q8_1_with<const VNNI: bool>(w: &LegacyW, y: &BlockQ8_1, acc: &mut Acc) {
     // Lanes 0, 1: [d_a, s_a] (converted together); the products are single f32 roundings.
     let ds = f16_pair(y);
     let m_w = _mm_cvtss_f32(_mm_movehdup_ps(w.dm));
     let s_a = _mm_cvtss_f32(_mm_movehdup_ps(ds));
     acc.summs = m_w.mul_add(s_a, acc.summs);
     let dd = _mm_cvtss_f32(w.dm) * _mm_cvtss_f32(ds);
-    acc.fma(dd, mul_sum_us8(w.q, load256(y.qs.as_ptr() as *const u8)));
+    let q = load256(y.qs.as_ptr() as *const u8);
+    acc.fma(
+        dd,
+        if VNNI {
+            mul_sum_us8_vnni(w.q, q)
+        } else {
+            mul_sum_us8(w.q, q)
+        },
+    );
 }
 
-/// [`step_unsigned_q8_1`] with AVX-512 VNNI's `vpdpbusd` for `maddubs` + `madd`: the same exact
-/// lane sums, so the same bits.
+#[inline(always)]
+unsafe fn step_unsigned_q8_1(w: &LegacyW, y: &BlockQ8_1, acc: &mut Acc) {
+    step_unsigned_q8_1_with::<false>(w, y, acc)
+}
+
 #[inline(always)]
 unsafe fn step_unsigned_q8_1_vnni(w: &LegacyW, y: &BlockQ8_1, acc: &mut Acc) {
-    let ds = f16_pair(y);
-    let m_w = _mm_cvtss_f32(_mm_movehdup_ps(w.dm));
-    let s_a = _mm_cvtss_f32(_mm_movehdup_ps(ds));
-    acc.summs = m_w.mul_add(s_a, acc.summs);
-    let dd = _mm_cvtss_f32(w.dm) * _mm_cvtss_f32(ds);
-    let y = load256(y.qs.as_ptr() as *const u8);
-    acc.fma(dd, _mm256_dpbusd_epi32(_mm256_setzero_si256(), w.q, y));
+    step_unsigned_q8_1_with::<true>(w, y, acc)
 }
 
 rows4!(

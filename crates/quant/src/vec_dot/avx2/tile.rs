@@ -125,24 +125,26 @@ unsafe fn tstep_signed(w: &LegacyTW, y: &LegacyA, acc: &mut Acc) {
     fma_dd(w, y, mul_sum_us8(w.ax, _mm256_sign_epi8(y.q, w.sx)), acc);
 }
 
-/// `step_unsigned_q8_1` with the activation pre-loaded.
+/// `step_unsigned_q8_1` with the activation pre-loaded (the lane sums by VNNI where `VNNI`).
 #[inline(always)]
-unsafe fn tstep_unsigned(w: &LegacyTW, y: &LegacyA, acc: &mut Acc) {
+unsafe fn tstep_unsigned_with<const VNNI: bool>(w: &LegacyTW, y: &LegacyA, acc: &mut Acc) {
     acc.summs = w.m.mul_add(y.s, acc.summs);
-    fma_dd(w, y, mul_sum_us8(w.ax, y.q), acc);
+    let sums = if VNNI {
+        mul_sum_us8_vnni(w.ax, y.q)
+    } else {
+        mul_sum_us8(w.ax, y.q)
+    };
+    fma_dd(w, y, sums, acc);
 }
 
-/// [`tstep_unsigned`] with AVX-512 VNNI's `vpdpbusd` for `maddubs` + `madd`: the same exact
-/// i32 lane sums (no 16-bit saturation to mimic: 15 · 127 · 2 fits), so the same bits.
+#[inline(always)]
+unsafe fn tstep_unsigned(w: &LegacyTW, y: &LegacyA, acc: &mut Acc) {
+    tstep_unsigned_with::<false>(w, y, acc)
+}
+
 #[inline(always)]
 unsafe fn tstep_unsigned_vnni(w: &LegacyTW, y: &LegacyA, acc: &mut Acc) {
-    acc.summs = w.m.mul_add(y.s, acc.summs);
-    fma_dd(
-        w,
-        y,
-        _mm256_dpbusd_epi32(_mm256_setzero_si256(), w.ax, y.q),
-        acc,
-    );
+    tstep_unsigned_with::<true>(w, y, acc)
 }
 
 /// K-quant activations need no pre-loading (step_k reads the groups it needs).
