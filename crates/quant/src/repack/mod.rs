@@ -128,16 +128,9 @@ impl RepackedMatrix {
         n_rows: usize,
         rows: &[u8],
     ) -> Result<Option<RepackedMatrix>, QuantError> {
-        let Some(kind) = Kind::of(ty) else {
-            return Ok(None);
-        };
-        if isa().is_none() {
-            return Ok(None);
-        }
-        Self::with_kind(kind, ty, n, n_rows, rows, &|n_tasks, task| {
+        Self::new_parallel(ty, n, n_rows, rows, &|n_tasks, task| {
             (0..n_tasks).for_each(task)
         })
-        .map(Some)
     }
 
     /// [`Self::new`] with the groups packed by `tasks` (a thread pool's `run`: every task
