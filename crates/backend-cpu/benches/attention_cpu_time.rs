@@ -2,15 +2,16 @@
 //! each row against every key) in CPU time of this thread (Linux schedstat), as nanoseconds
 //! per key and row. Gemma 3's shape (4 heads of 256 per KV head: whole 128-element steps in
 //! emulated f16 arithmetic) and SmolLM2's (3 heads of 64: the sequential f64 sum), 512 keys,
-//! normally distributed keys, values and queries. The fastest of 9 samples is the
-//! figure to compare (another process on the same core inflates CPU time too).
+//! normally distributed keys, values and queries; each with both kernels (ggml's f16
+//! arithmetic and the f32 tiled one). The fastest of 9 samples is the figure to compare
+//! (another process on the same core inflates CPU time too).
 //!
 //! `cargo bench -p tessera-backend-cpu --bench attention_cpu_time`
 
 use half::f16;
 use std::hint::black_box;
 use tessera_backend_cpu::kv_cache::LayerKv;
-use tessera_backend_cpu::ops::attention::{attend_rows, QueryRow, RowGroup};
+use tessera_backend_cpu::ops::attention::{attend_rows, AttentionKernel, QueryRow, RowGroup};
 use tessera_backend_cpu::parallel::SharedOut;
 use tessera_core::backend::KvLayerLayout;
 use tessera_core::graph::{RopeMode, RopeParams};
@@ -37,7 +38,7 @@ impl Normal {
     }
 }
 
-fn run(hd: usize, heads: usize, tokens: usize, n_keys: usize) {
+fn run(kernel: AttentionKernel, hd: usize, heads: usize, tokens: usize, n_keys: usize) {
     let n_rows = heads * tokens;
     let mut rng = Normal(7);
     let kv = LayerKv {
@@ -82,6 +83,7 @@ fn run(hd: usize, heads: usize, tokens: usize, n_keys: usize) {
             scale,
             softcap: None,
             out: &SharedOut::new(&mut out),
+            kernel,
         });
         black_box(&out);
     };
@@ -98,14 +100,16 @@ fn run(hd: usize, heads: usize, tokens: usize, n_keys: usize) {
     }
     samples.sort_by(f64::total_cmp);
     println!(
-        "{tokens} tokens × {heads} heads of {hd:>3}, {n_keys} keys: {:.1} ns per key and row (fastest of 9; median {:.1})",
+        "{kernel:?}: {tokens} tokens × {heads} heads of {hd:>3}, {n_keys} keys: {:.1} ns per key and row (fastest of 9; median {:.1})",
         samples[0], samples[4]
     );
 }
 
 fn main() {
-    run(256, 4, 4, 512);
-    run(256, 4, 1, 512);
-    run(256, 1, 1, 512);
-    run(64, 3, 4, 512);
+    for kernel in [AttentionKernel::Ggml, AttentionKernel::F32Tiled] {
+        run(kernel, 256, 4, 4, 512);
+        run(kernel, 256, 4, 1, 512);
+        run(kernel, 256, 1, 1, 512);
+        run(kernel, 64, 3, 4, 512);
+    }
 }

@@ -8,6 +8,7 @@ use tessera_gguf::GgmlType;
 
 use crate::kv_cache::KvCache;
 use crate::ops;
+use crate::ops::attention::AttentionKernel;
 use crate::ops::mul_mat::QuantizedActs;
 use tessera_core::backend::{Backend, Batch, KvLayout};
 use tessera_core::error::EngineError;
@@ -31,6 +32,9 @@ pub struct CpuBackend {
     trace: Option<TraceFn>,
     reference_matmul: bool,
     repacked: crate::repacked::RepackedWeights,
+    /// The attention kernel set by `set_attention_kernel` or `TESSERA_ATTENTION`; `None`
+    /// chooses per model ([`CpuBackend::attention_kernel`]).
+    attention: Option<AttentionKernel>,
 }
 
 /// Called after every node with its index, the node and its output (debugging aid, like
@@ -51,7 +55,30 @@ impl CpuBackend {
             trace: None,
             reference_matmul: false,
             repacked: crate::repacked::RepackedWeights::new(),
+            attention: match std::env::var("TESSERA_ATTENTION").as_deref() {
+                Ok("ggml") => Some(AttentionKernel::Ggml),
+                Ok("f32") => Some(AttentionKernel::F32Tiled),
+                _ => None,
+            },
         }
+    }
+
+    /// Forces an attention kernel, or (`None`) lets [`CpuBackend::attention_kernel`] choose.
+    pub fn set_attention_kernel(&mut self, kernel: Option<AttentionKernel>) {
+        self.attention = kernel;
+    }
+
+    /// The attention kernel for a model: the f32 tiled one where its layers' matmuls run the
+    /// repacked kernels (its logits are not the reference build's bits anyway, and emulating
+    /// f16 arithmetic costs most of a prompt's attention time), else ggml's f16 arithmetic,
+    /// which keeps a model on ggml's kernels bit-identical to llama.cpp's reference.
+    pub fn attention_kernel(&self, weights: &WeightStore) -> AttentionKernel {
+        self.attention
+            .unwrap_or(if self.repacked.repacks_layers(weights) {
+                AttentionKernel::F32Tiled
+            } else {
+                AttentionKernel::Ggml
+            })
     }
 
     /// Uses the slow float reference for matmuls (dequantized weights, f32 activations).
@@ -145,6 +172,7 @@ impl Backend for CpuBackend {
         }
         let plan = &self.plan.as_ref().expect("plan set above").1;
         self.acts_of = None;
+        let attention = self.attention_kernel(weights);
         let pool: &dyn ThreadPool = &*self.pool;
 
         for (i, node) in graph.nodes.iter().enumerate() {
@@ -280,6 +308,7 @@ impl Backend for CpuBackend {
                             &segments,
                             &params,
                             sinks,
+                            attention,
                             dst,
                         );
                     }

@@ -19,7 +19,7 @@ use tessera_core::error::EngineError;
 use tessera_core::threading::ThreadPool;
 use tessera_core::weights::{WeightId, WeightStore};
 use tessera_gguf::GgmlType;
-use tessera_quant::repack::RepackedMatrix;
+use tessera_quant::repack::{Kind, RepackedMatrix};
 
 #[derive(Default)]
 pub struct RepackedWeights {
@@ -43,6 +43,24 @@ impl RepackedWeights {
         self.map.clear();
     }
 
+    /// Whether weights of type `ty` get repacked (a layout and a kernel for this CPU exist, the
+    /// type is not Q4_1, repacking is on).
+    pub fn repacks(&self, ty: GgmlType) -> bool {
+        !self.disabled
+            && ty != GgmlType::Q4_1
+            && Kind::of(ty).is_some()
+            && tessera_quant::repack::isa().is_some()
+    }
+
+    /// Whether some layer weight (`blk.*`) of `weights` gets repacked: the model's logits then
+    /// come from the repacked kernels' arithmetic, not the reference build's bits.
+    pub fn repacks_layers(&self, weights: &WeightStore) -> bool {
+        (0..weights.len()).any(|i| {
+            let w = weights.get(WeightId(i as u32));
+            w.name.starts_with("blk.") && self.repacks(w.desc.ty)
+        })
+    }
+
     /// Weight `w`'s repacked matrix, made now on its first use; `None` when it keeps the
     /// file layout (no layout or kernel for its type, Q4_1, repacking off).
     pub fn get(
@@ -62,7 +80,7 @@ impl RepackedWeights {
             }
         }
         let d = weights.desc(w);
-        let matrix = if d.ty == GgmlType::Q4_1 {
+        let matrix = if !self.repacks(d.ty) {
             None
         } else {
             RepackedMatrix::new_parallel(d.ty, d.ne[0], d.ne[1], bytes, &|n, task| {

@@ -16,6 +16,7 @@ pub mod f16_arith;
 pub mod f64_sum;
 #[cfg(test)]
 mod isa_tests;
+pub mod tiled;
 
 pub use f64_sum::head_plus_leftovers;
 
@@ -29,6 +30,17 @@ use crate::kv_cache::LayerKv;
 use crate::parallel::SharedOut;
 use tessera_core::graph::AttentionParams;
 use tessera_core::threading::ThreadPool;
+
+/// The arithmetic of an attention row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttentionKernel {
+    /// ggml's f16 flash attention bit for bit (this module): what llama.cpp computes for
+    /// batches under 64 queries, in the reference build.
+    Ggml,
+    /// f32 in tiles of keys ([`tiled`]): llama.cpp's arithmetic for larger batches, several
+    /// times faster than emulating f16 on CPUs without f16 arithmetic.
+    F32Tiled,
+}
 
 /// Largest head dimension the stack scratch holds.
 pub use tessera_core::backend::MAX_HEAD_DIM;
@@ -93,10 +105,15 @@ pub struct RowGroup<'a> {
     pub softcap: Option<f32>,
     /// The output matrix (`head_dim_v` values per row).
     pub out: &'a SharedOut<f32>,
+    pub kernel: AttentionKernel,
 }
 
-/// Attends `group` on the widest instruction set the CPU runs (or the one forced).
+/// Attends `group` with its kernel on the widest instruction set the CPU runs (or the one
+/// forced).
 pub fn attend_rows(group: &RowGroup) {
+    if group.kernel == AttentionKernel::F32Tiled {
+        return tiled::attend_rows_tiled(group);
+    }
     match isa::level() {
         #[cfg(target_arch = "x86_64")]
         isa::Level::Avx512 => {
@@ -151,6 +168,7 @@ pub(crate) fn attend_rows_on<S: Simd>(s: S, group: &RowGroup) {
         scale,
         softcap,
         out,
+        ..
     } = *group;
     // ggml folds the cap into the scale: cap * tanh(s * (scale / cap)).
     let scale = softcap.map_or(scale, |cap| scale / cap);
@@ -380,6 +398,7 @@ pub fn attention(
     pos0: usize,
     p: &AttentionParams,
     sinks: Option<&[f32]>,
+    kernel: AttentionKernel,
     out: &mut [f32],
 ) {
     let n_tokens = q.len() / (p.head_dim * p.n_head);
@@ -389,7 +408,7 @@ pub fn attention(
         n_tokens,
         pos0,
     };
-    attention_segments(pool, q, &[segment], p, sinks, out);
+    attention_segments(pool, q, &[segment], p, sinks, kernel, out);
 }
 
 /// One sequence's query tokens in a batch of several: `n_tokens` tokens from token `row0`
@@ -411,6 +430,7 @@ pub fn attention_segments(
     segments: &[AttentionSegment],
     p: &AttentionParams,
     sinks: Option<&[f32]>,
+    kernel: AttentionKernel,
     out: &mut [f32],
 ) {
     let n_tokens: usize = segments.iter().map(|s| s.n_tokens).sum();
@@ -483,6 +503,7 @@ pub fn attention_segments(
             scale: p.scale,
             softcap: p.softcap,
             out: &shared,
+            kernel,
         });
     });
 }
@@ -533,13 +554,18 @@ mod tests {
         (lo, hi): (usize, usize),
         scale: f32,
         sink: Option<f32>,
+        q_in_f16: bool,
     ) -> Vec<f64> {
         let hd = kv.layout.head_dim_k;
         let s = kv.k_stride();
+        let q_d = |d: usize| match q_in_f16 {
+            true => f16::from_f32(q[d]).to_f64(),
+            false => q[d] as f64,
+        };
         let scores: Vec<f64> = (lo..=hi)
             .map(|j| {
                 (0..hd)
-                    .map(|d| kv.k[j * s + head * hd + d].to_f64() * f16::from_f32(q[d]).to_f64())
+                    .map(|d| kv.k[j * s + head * hd + d].to_f64() * q_d(d))
                     .sum::<f64>()
                     * scale as f64
             })
@@ -558,12 +584,21 @@ mod tests {
             .collect()
     }
 
+    const KERNELS: [AttentionKernel; 2] = [AttentionKernel::Ggml, AttentionKernel::F32Tiled];
+
     #[test]
     fn matches_plain_softmax_attention_with_gqa_windows_and_sinks() {
-        let (hd, n_head, n_head_kv, n_ctx) = (64, 4, 2, 40);
+        for kernel in KERNELS {
+            matches_plain_softmax(kernel);
+        }
+    }
+
+    /// Keys across three tiles of the tiled kernel, windows across a tile boundary.
+    fn matches_plain_softmax(kernel: AttentionKernel) {
+        let (hd, n_head, n_head_kv, n_ctx) = (64, 4, 2, 160);
         let kv = layer(n_ctx, n_head_kv, hd);
         let t = 5;
-        let pos0 = 30;
+        let pos0 = 130;
         let q: Vec<f32> = (0..hd * n_head * t)
             .map(|i| ((i * 31 % 97) as f32 / 48.0) - 1.0)
             .collect();
@@ -586,7 +621,7 @@ mod tests {
                 sinks: None,
             };
             let mut out = vec![0.0; hd * n_head * t];
-            attention(&SequentialPool, &q, &kv, pos0, &p, sinks, &mut out);
+            attention(&SequentialPool, &q, &kv, pos0, &p, sinks, kernel, &mut out);
             for ti in 0..t {
                 for h in 0..n_head {
                     let pos = pos0 + ti;
@@ -594,13 +629,15 @@ mod tests {
                     let row = ti * n_head + h;
                     let sink = sinks.map(|s| s[h]);
                     let q_row = &q[row * hd..(row + 1) * hd];
-                    let want = reference(q_row, &kv, h / 2, (lo, pos), 0.125, sink);
+                    let ggml = kernel == AttentionKernel::Ggml;
+                    let want = reference(q_row, &kv, h / 2, (lo, pos), 0.125, sink, ggml);
+                    // ggml's f16 accumulator limits agreement to f16 precision.
+                    let tolerance = if ggml { 4e-3 } else { 1e-5 };
                     for d in 0..hd {
-                        // The f16 accumulator limits agreement to f16 precision.
                         let got = out[row * hd + d] as f64;
                         assert!(
-                            (got - want[d]).abs() < 4e-3,
-                            "{window:?} {sink:?} t{ti} h{h} d{d}: {got} vs {}",
+                            (got - want[d]).abs() < tolerance,
+                            "{kernel:?} {window:?} {sink:?} t{ti} h{h} d{d}: {got} vs {}",
                             want[d]
                         );
                     }
@@ -645,6 +682,7 @@ mod tests {
         rows: &'a [QueryRow],
         kv: &'a LayerKv,
         out: &'a SharedOut<f32>,
+        kernel: AttentionKernel,
     ) -> RowGroup<'a> {
         RowGroup {
             q,
@@ -654,39 +692,61 @@ mod tests {
             scale: 0.1,
             softcap: Some(3.0),
             out,
+            kernel,
         }
     }
 
-    /// `rows` of `q` attended together on the vectors of `s`; the output rows in the order of
+    /// `rows` of `q` attended together by `attend(group)`; the output rows in the order of
     /// `rows`.
-    fn run_rows_on<S: Simd>(s: S, q: &[f32], rows: &[QueryRow], kv: &LayerKv) -> Vec<Vec<f32>> {
+    fn run_rows_with(
+        attend: impl Fn(&RowGroup),
+        kernel: AttentionKernel,
+        q: &[f32],
+        rows: &[QueryRow],
+        kv: &LayerKv,
+    ) -> Vec<Vec<f32>> {
         let dv = kv.layout.head_dim_v;
         let mut out = vec![f32::NAN; (rows.iter().map(|r| r.row).max().unwrap() + 1) * dv];
         let shared = SharedOut::new(&mut out);
-        attend_rows_on(s, &test_group(q, rows, kv, &shared));
+        attend(&test_group(q, rows, kv, &shared, kernel));
         rows.iter()
             .map(|r| out[r.row * dv..(r.row + 1) * dv].to_vec())
             .collect()
     }
 
-    /// [`run_rows_on`] through [`attend_rows`]'s dispatch.
-    fn run_rows(q: &[f32], rows: &[QueryRow], kv: &LayerKv) -> Vec<Vec<f32>> {
-        let dv = kv.layout.head_dim_v;
-        let mut out = vec![f32::NAN; (rows.iter().map(|r| r.row).max().unwrap() + 1) * dv];
-        let shared = SharedOut::new(&mut out);
-        attend_rows(&test_group(q, rows, kv, &shared));
-        rows.iter()
-            .map(|r| out[r.row * dv..(r.row + 1) * dv].to_vec())
-            .collect()
+    /// [`run_rows_with`] the kernel's generic code on the vectors of `s`.
+    fn run_rows_on<S: Simd>(
+        s: S,
+        kernel: AttentionKernel,
+        q: &[f32],
+        rows: &[QueryRow],
+        kv: &LayerKv,
+    ) -> Vec<Vec<f32>> {
+        let attend = |g: &RowGroup| match kernel {
+            AttentionKernel::Ggml => attend_rows_on(s, g),
+            AttentionKernel::F32Tiled => tiled::attend_rows_tiled_on(s, g),
+        };
+        run_rows_with(attend, kernel, q, rows, kv)
     }
 
-    /// Rows of a token block: 4 tokens at positions 10..14 (causal), 3 heads each, the first
-    /// tokens' keys ending before the block's last keys, and windows of 6 keys; the second
-    /// head with a small attention sink, the third with a large one.
+    /// [`run_rows_with`] [`attend_rows`]'s dispatch.
+    fn run_rows(
+        kernel: AttentionKernel,
+        q: &[f32],
+        rows: &[QueryRow],
+        kv: &LayerKv,
+    ) -> Vec<Vec<f32>> {
+        run_rows_with(attend_rows, kernel, q, rows, kv)
+    }
+
+    /// Rows of a token block: 4 tokens at positions 62..66 (causal, across the tiled kernel's
+    /// tile boundary at 64), 3 heads each, the first tokens' keys ending before the block's
+    /// last keys, and windows of 6 keys; the second head with a small attention sink, the
+    /// third with a large one.
     fn block_rows(window: bool) -> Vec<QueryRow> {
         let mut rows = Vec::new();
         for t in 0..4 {
-            let hi = 10 + t;
+            let hi = 62 + t;
             let lo = if window { hi - 5 } else { 0 };
             for h in 0..3 {
                 rows.push(QueryRow {
@@ -704,19 +764,22 @@ mod tests {
     fn rows_match_scalar_on<S: Simd>(s: S) {
         // 66, 130, 132: leftovers that are not whole vectors, after no step or one, or that are.
         for hd in [64, 66, 96, 130, 132, 192, 256] {
-            let kv = layer(24, 2, hd);
+            let kv = layer(72, 2, hd);
             let q: Vec<f32> = (0..12 * hd)
                 .map(|i| ((i * 29 % 83) as f32 / 20.0) - 2.0)
                 .collect();
-            for window in [false, true] {
-                let rows = block_rows(window);
-                let want = run_rows_on(Scalar, &q, &rows, &kv);
-                assert_eq!(
-                    want,
-                    run_rows_on(s, &q, &rows, &kv),
-                    "hd {hd} window {window}"
-                );
-                assert_eq!(want, run_rows(&q, &rows, &kv), "dispatched, hd {hd}");
+            for kernel in KERNELS {
+                for window in [false, true] {
+                    let rows = block_rows(window);
+                    let want = run_rows_on(Scalar, kernel, &q, &rows, &kv);
+                    assert_eq!(
+                        want,
+                        run_rows_on(s, kernel, &q, &rows, &kv),
+                        "{kernel:?} hd {hd} window {window}"
+                    );
+                    let dispatched = run_rows(kernel, &q, &rows, &kv);
+                    assert_eq!(want, dispatched, "{kernel:?} dispatched, hd {hd}");
+                }
             }
         }
     }
@@ -738,17 +801,21 @@ mod tests {
 
     #[test]
     fn rows_walked_together_equal_rows_alone() {
-        for hd in [64, 256] {
-            let kv = layer(24, 2, hd);
+        for (hd, kernel) in [64, 256]
+            .into_iter()
+            .flat_map(|hd| KERNELS.map(|k| (hd, k)))
+        {
+            let kv = layer(72, 2, hd);
             let q: Vec<f32> = (0..12 * hd)
                 .map(|i| ((i * 37 % 101) as f32 / 25.0) - 2.0)
                 .collect();
             for window in [false, true] {
                 let rows = block_rows(window);
-                let together = run_rows(&q, &rows, &kv);
+                let together = run_rows(kernel, &q, &rows, &kv);
                 for (r, want) in rows.iter().zip(&together) {
-                    let alone = run_rows(&q, &[*r], &kv);
-                    assert_eq!(&alone[0], want, "hd {hd} window {window} row {}", r.row);
+                    let alone = run_rows(kernel, &q, &[*r], &kv);
+                    let what = format!("{kernel:?} hd {hd} window {window} row {}", r.row);
+                    assert_eq!(&alone[0], want, "{what}");
                 }
             }
         }
@@ -756,8 +823,15 @@ mod tests {
 
     #[test]
     fn a_row_does_not_depend_on_the_batch() {
-        let (hd, n_head, n_head_kv) = (64, 2, 1);
-        let kv = layer(16, n_head_kv, hd);
+        for kernel in KERNELS {
+            row_independent_of_batch(kernel);
+        }
+    }
+
+    /// Tokens at positions 62..66: the tiled kernel's boundary at 64 inside the batch.
+    fn row_independent_of_batch(kernel: AttentionKernel) {
+        let (hd, n_head, n_head_kv, pos0) = (64, 2, 1, 62);
+        let kv = layer(72, n_head_kv, hd);
         let p = AttentionParams {
             layer: 0,
             n_head,
@@ -773,7 +847,16 @@ mod tests {
             .collect();
         let sinks = [0.25f32, 3.0];
         let mut batch = vec![0.0; q.len()];
-        attention(&SequentialPool, &q, &kv, 6, &p, Some(&sinks), &mut batch);
+        attention(
+            &SequentialPool,
+            &q,
+            &kv,
+            pos0,
+            &p,
+            Some(&sinks),
+            kernel,
+            &mut batch,
+        );
         for t in 0..4 {
             let n = hd * n_head;
             let mut alone = vec![0.0; n];
@@ -781,12 +864,13 @@ mod tests {
                 &SequentialPool,
                 &q[t * n..(t + 1) * n],
                 &kv,
-                6 + t,
+                pos0 + t,
                 &p,
                 Some(&sinks),
+                kernel,
                 &mut alone,
             );
-            assert_eq!(alone, batch[t * n..(t + 1) * n]);
+            assert_eq!(alone, batch[t * n..(t + 1) * n], "{kernel:?} token {t}");
         }
     }
 }

@@ -1,0 +1,325 @@
+//! f32 attention in tiles of keys ([`AttentionKernel::F32Tiled`](super::AttentionKernel)): the
+//! arithmetic of llama.cpp's CPU path for prompt batches (`flash_attn_ext_tiled`, taken there
+//! from 64 queries on): q stays f32, K and V are widened from the f16 cache, and the scores,
+//! the online softmax and the V accumulator are f32.
+//!
+//! The softmax state moves once per tile of [`KV_TILE`] keys, the tiles at fixed positions of
+//! the cache (`0..64`, `64..128`, ...), and inside a tile each row takes only its own keys, in
+//! key order; every output lane is one sequential chain of fused multiply-adds (a score over
+//! the head's elements, an accumulator over the keys). So a row gets the same bits alone, in
+//! any row group or batch, and on every instruction set. (llama.cpp switches between this and
+//! its f16 path by batch size; here the choice is per model, see `CpuBackend`.)
+//!
+//! A row group shares each tile's keys and values, widened to f32 once. A score sums its
+//! products in [`LANE_SUMS`] lanes (one 512-bit register's worth, whatever the vector width).
+
+use std::cell::Cell;
+
+use super::{expf, RowGroup, MAX_ROWS};
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+use tessera_quant::isa::Simd128;
+use tessera_quant::isa::{self, Scalar, Simd};
+#[cfg(target_arch = "x86_64")]
+use tessera_quant::isa::{Avx2, Avx512};
+
+/// Keys per tile: the softmax state is rescaled at most once per tile.
+pub const KV_TILE: usize = 64;
+
+/// Accumulator vectors per row updated together by the V pass.
+const V_VECS: usize = 8;
+
+thread_local! {
+    /// The widened K and V tiles of the current row group (kept between calls).
+    static SCRATCH: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
+}
+
+/// Attends `group` with the f32 tiled kernel on the widest instruction set the CPU runs.
+pub fn attend_rows_tiled(group: &RowGroup) {
+    match isa::level() {
+        #[cfg(target_arch = "x86_64")]
+        isa::Level::Avx512 => {
+            if let Some(s) = Avx512::new() {
+                // SAFETY: the token proves the CPU runs AVX-512 F/BW/DQ/VL.
+                return unsafe { tiled_avx512(s, group) };
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        isa::Level::Avx2 => {
+            if let Some(s) = Avx2::new() {
+                // SAFETY: the token proves the CPU runs AVX2, FMA and F16C.
+                return unsafe { tiled_avx2(s, group) };
+            }
+        }
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        isa::Level::Simd128 => return attend_rows_tiled_on(Simd128, group),
+        _ => {}
+    }
+    attend_rows_tiled_on(Scalar, group);
+}
+
+/// # Safety
+/// None beyond the token's existence (it proves the CPU runs AVX2, FMA and F16C).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn tiled_avx2(s: Avx2, group: &RowGroup) {
+    attend_rows_tiled_on(s, group);
+}
+
+/// # Safety
+/// None beyond the token's existence (it proves the CPU runs AVX-512 F/BW/DQ/VL).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
+unsafe fn tiled_avx512(s: Avx512, group: &RowGroup) {
+    attend_rows_tiled_on(s, group);
+}
+
+/// The kernel on the vectors of `s` (bit-identical on every instruction set).
+#[inline(always)]
+pub(crate) fn attend_rows_tiled_on<S: Simd>(s: S, group: &RowGroup) {
+    let RowGroup {
+        q,
+        rows,
+        kv,
+        kv_head,
+        scale,
+        softcap,
+        out,
+        ..
+    } = *group;
+    // As ggml: with a cap, the scale is folded into it (cap * tanh(s * scale / cap)).
+    let scale = softcap.map_or(scale, |cap| scale / cap);
+    let hd = kv.layout.head_dim_k;
+    let dv = kv.layout.head_dim_v;
+    let (ks, vs) = (kv.k_stride(), kv.v_stride());
+    let n = rows.len();
+    assert!(n <= MAX_ROWS);
+    let (Some(lo), Some(hi)) = (
+        rows.iter().map(|r| r.lo).min(),
+        rows.iter().map(|r| r.hi).max(),
+    ) else {
+        return;
+    };
+    let mut scratch = SCRATCH.take();
+    // Only the accumulators need zeros: a tile's keys and values are written before use.
+    scratch.resize(KV_TILE * (hd + dv) + n * dv, 0.0);
+    let (kw, rest) = scratch.split_at_mut(KV_TILE * hd);
+    let (vt, acc) = rest.split_at_mut(KV_TILE * dv);
+    let acc = &mut acc[..n * dv];
+    acc.fill(0.0);
+    let mut sum = [0.0f32; MAX_ROWS];
+    let mut max = [f32::NEG_INFINITY; MAX_ROWS];
+    let mut p = [[0.0f32; KV_TILE]; MAX_ROWS];
+    let mut t0 = lo / KV_TILE * KV_TILE;
+    while t0 <= hi {
+        // The group's keys in this tile, widened once for all its rows.
+        let (j0, j1) = (t0.max(lo), (t0 + KV_TILE).min(hi + 1));
+        for j in j0..j1 {
+            let t = j - t0;
+            let (k, v) = (
+                &kv.k[j * ks + kv_head * hd..],
+                &kv.v[j * vs + kv_head * dv..],
+            );
+            super::f16_arith::widen(s, &k[..hd], &mut kw[t * hd..(t + 1) * hd]);
+            super::f16_arith::widen(s, &v[..dv], &mut vt[t * dv..(t + 1) * dv]);
+        }
+        // Scores of two rows at a time (each key loaded once for both), over the keys of
+        // either.
+        let mut g = 0;
+        while g < n {
+            let pair = (g + 1 < n) as usize;
+            let (r0, r1) = (&rows[g], &rows[g + pair]);
+            let (a, b) = (j0.max(r0.lo.min(r1.lo)), j1.min(r0.hi.max(r1.hi) + 1));
+            if a < b {
+                let q0 = &q[r0.row * hd..(r0.row + 1) * hd];
+                let q1 = &q[r1.row * hd..(r1.row + 1) * hd];
+                let (first, second) = p.split_at_mut(g + 1);
+                let mut spare = [0.0f32; KV_TILE];
+                let p1 = if pair == 1 {
+                    &mut second[0]
+                } else {
+                    &mut spare
+                };
+                scores_pair(s, kw, a - t0..b - t0, q0, q1, &mut first[g], p1);
+            }
+            g += 1 + pair;
+        }
+        for (g, r) in rows.iter().enumerate() {
+            let (a, b) = (j0.max(r.lo), j1.min(r.hi + 1));
+            if a >= b {
+                continue;
+            }
+            let p = &mut p[g][a - t0..b - t0];
+            let mut tile_max = f32::NEG_INFINITY;
+            for x in p.iter_mut() {
+                *x *= scale;
+                if let Some(cap) = softcap {
+                    *x = cap * x.tanh();
+                }
+                tile_max = tile_max.max(*x);
+            }
+            let row_acc = &mut acc[g * dv..(g + 1) * dv];
+            if tile_max > max[g] {
+                let ms = expf(max[g] - tile_max);
+                scale_row(s, row_acc, ms);
+                sum[g] *= ms;
+                max[g] = tile_max;
+            }
+            for x in p.iter_mut() {
+                *x = expf(*x - max[g]);
+                sum[g] += *x;
+            }
+            accumulate_v(s, row_acc, &vt[(a - t0) * dv..(b - t0) * dv], p);
+        }
+        t0 += KV_TILE;
+    }
+    for (g, r) in rows.iter().enumerate() {
+        let row_acc = &mut acc[g * dv..(g + 1) * dv];
+        // A sink joins the softmax as one more score without a value, after the keys.
+        if let Some(sink) = r.sink {
+            let (mut ms, mut vs) = (1.0f32, 1.0f32);
+            if sink > max[g] {
+                ms = expf(max[g] - sink);
+                scale_row(s, row_acc, ms);
+            } else {
+                vs = expf(sink - max[g]);
+            }
+            sum[g] = sum[g] * ms + vs;
+        }
+        let inv = if sum[g] == 0.0 { 0.0 } else { 1.0 / sum[g] };
+        scale_row(s, row_acc, inv);
+        out.slice(r.row * dv, dv).copy_from_slice(row_acc);
+    }
+    SCRATCH.set(scratch);
+}
+
+/// Elements summed in separate lanes by a score: lane `l` adds `q[d] · k[d]` for `d ≡ l` (mod
+/// 16) in order, then the lanes are halved (`x[l] += x[l + w]` for w = 8, 4, 2, 1), as one
+/// 512-bit register would; the `head_dim % 16` last products are added one by one after.
+const LANE_SUMS: usize = 16;
+
+/// Keys whose scores are computed together (with two rows: 8 independent sums).
+const SCORE_KEYS: usize = 4;
+
+/// `p0[t] = q0 · k_t` and `p1[t] = q1 · k_t` for the keys `keys` of the tile (`kw`: the tile's
+/// widened keys, `hd` each), in [`LANE_SUMS`] lanes.
+#[inline(always)]
+fn scores_pair<S: Simd>(
+    s: S,
+    kw: &[f32],
+    keys: std::ops::Range<usize>,
+    q0: &[f32],
+    q1: &[f32],
+    p0: &mut [f32; KV_TILE],
+    p1: &mut [f32; KV_TILE],
+) {
+    let hd = q0.len();
+    let steps = hd / LANE_SUMS * LANE_SUMS;
+    let per_sum = LANE_SUMS / S::LANES;
+    let mut t = keys.start;
+    while t < keys.end {
+        // Slots past the last key repeat it (their sums are not stored).
+        let last = keys.end - 1;
+        let key = |i: usize| &kw[(t + i).min(last) * hd..][..hd];
+        let (k0, k1, k2, k3) = (key(0), key(1), key(2), key(3));
+        let mut a0 = [[s.splat(0.0); LANE_SUMS]; SCORE_KEYS];
+        let mut a1 = [[s.splat(0.0); LANE_SUMS]; SCORE_KEYS];
+        // Whole blocks of LANE_SUMS elements, cut to one length so the loads need no checks.
+        let (x0s, x1s) = (&q0[..steps], &q1[..steps]);
+        let ks = [&k0[..steps], &k1[..steps], &k2[..steps], &k3[..steps]];
+        for e in (0..steps).step_by(LANE_SUMS) {
+            for v in 0..per_sum {
+                let at = e + v * S::LANES;
+                let (x0, x1) = (s.load(&x0s[at..]), s.load(&x1s[at..]));
+                for i in 0..SCORE_KEYS {
+                    let k = s.load(&ks[i][at..]);
+                    a0[i][v] = s.mul_add(x0, k, a0[i][v]);
+                    a1[i][v] = s.mul_add(x1, k, a1[i][v]);
+                }
+            }
+        }
+        let kr = [k0, k1, k2, k3];
+        for i in 0..SCORE_KEYS.min(keys.end - t) {
+            let k = &kr[i][steps..];
+            p0[t + i] = finish_score(s, &a0[i][..per_sum], &q0[steps..], k);
+            p1[t + i] = finish_score(s, &a1[i][..per_sum], &q1[steps..], k);
+        }
+        t += SCORE_KEYS;
+    }
+}
+
+/// A score from its lane sums (`LANE_SUMS` lanes in vectors) and the leftover elements.
+#[inline(always)]
+fn finish_score<S: Simd>(s: S, sums: &[S::F32], q_rest: &[f32], k_rest: &[f32]) -> f32 {
+    let mut x = [0.0f32; LANE_SUMS];
+    for (v, &sum) in sums.iter().enumerate() {
+        s.store(&mut x[v * S::LANES..], sum);
+    }
+    let mut w = LANE_SUMS / 2;
+    while w >= 1 {
+        for l in 0..w {
+            x[l] += x[l + w];
+        }
+        w /= 2;
+    }
+    let mut score = x[0];
+    for (&q, &k) in q_rest.iter().zip(k_rest) {
+        score = q.mul_add(k, score);
+    }
+    score
+}
+
+/// `acc += Σ_t p[t] · v_t` over the keys in order (`v`: `p.len()` rows of `acc.len()`), every
+/// element one chain of fused multiply-adds.
+#[inline(always)]
+fn accumulate_v<S: Simd>(s: S, acc: &mut [f32], v: &[f32], p: &[f32]) {
+    let dv = acc.len();
+    let wide = dv / (V_VECS * S::LANES) * (V_VECS * S::LANES);
+    let mut d0 = 0;
+    while d0 < wide {
+        let mut a = [s.splat(0.0); V_VECS];
+        for i in 0..V_VECS {
+            a[i] = s.load(&acc[d0 + i * S::LANES..]);
+        }
+        for (t, &pt) in p.iter().enumerate() {
+            let pt = s.splat(pt);
+            let row = &v[t * dv + d0..];
+            for i in 0..V_VECS {
+                a[i] = s.mul_add(pt, s.load(&row[i * S::LANES..]), a[i]);
+            }
+        }
+        for i in 0..V_VECS {
+            s.store(&mut acc[d0 + i * S::LANES..], a[i]);
+        }
+        d0 += V_VECS * S::LANES;
+    }
+    let vecs = dv / S::LANES * S::LANES;
+    while d0 < vecs {
+        let mut a = s.load(&acc[d0..]);
+        for (t, &pt) in p.iter().enumerate() {
+            a = s.mul_add(s.splat(pt), s.load(&v[t * dv + d0..]), a);
+        }
+        s.store(&mut acc[d0..], a);
+        d0 += S::LANES;
+    }
+    for d in d0..dv {
+        let mut a = acc[d];
+        for (t, &pt) in p.iter().enumerate() {
+            a = pt.mul_add(v[t * dv + d], a);
+        }
+        acc[d] = a;
+    }
+}
+
+/// `x *= f`, element by element.
+#[inline(always)]
+fn scale_row<S: Simd>(s: S, x: &mut [f32], f: f32) {
+    let vecs = x.len() / S::LANES * S::LANES;
+    let (head, tail) = x.split_at_mut(vecs);
+    let fv = s.splat(f);
+    for c in head.chunks_exact_mut(S::LANES) {
+        s.store(c, s.mul(s.load(c), fv));
+    }
+    for x in tail {
+        *x *= f;
+    }
+}
