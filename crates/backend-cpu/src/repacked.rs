@@ -9,6 +9,9 @@
 //! tied token embedding, `GetRows`) is repacked too: the output matmul reads all of it every
 //! step, `GetRows` only a few rows, which fault back in from the file.
 //!
+//! In wasm32 (SIMD128 kernels) the same happens for models of up to 1 GiB of weights; there
+//! the file's bytes stay in memory, so the copy costs the weights' size once more.
+//!
 //! `TESSERA_REPACK=0` keeps every weight in its file layout (ggml's kernels), for side-by-side
 //! measurements.
 
@@ -55,10 +58,11 @@ impl RepackedWeights {
     /// Whether some layer weight (`blk.*`) of `weights` gets repacked: the model's logits then
     /// come from the repacked kernels' arithmetic, not the reference build's bits.
     pub fn repacks_layers(&self, weights: &WeightStore) -> bool {
-        (0..weights.len()).any(|i| {
-            let w = weights.get(WeightId(i as u32));
-            w.name.starts_with("blk.") && self.repacks(w.desc.ty)
-        })
+        memory_allows(weights)
+            && (0..weights.len()).any(|i| {
+                let w = weights.get(WeightId(i as u32));
+                w.name.starts_with("blk.") && self.repacks(w.desc.ty)
+            })
     }
 
     /// Weight `w`'s repacked matrix, made now on its first use; `None` when it keeps the
@@ -80,7 +84,7 @@ impl RepackedWeights {
             }
         }
         let d = weights.desc(w);
-        let matrix = if !self.repacks(d.ty) {
+        let matrix = if !self.repacks(d.ty) || !memory_allows(weights) {
             None
         } else {
             RepackedMatrix::new_parallel(d.ty, d.ne[0], d.ne[1], bytes, &|n, task| {
@@ -96,5 +100,23 @@ impl RepackedWeights {
         }
         self.map.insert(w, (key, matrix.clone()));
         Ok(matrix)
+    }
+}
+
+/// Largest model (bytes of weights) repacked in wasm32, where the file's bytes stay in memory
+/// beside the copy (there are no file pages to release) and a memory holds at most 4 GiB.
+#[cfg(target_arch = "wasm32")]
+const WASM_REPACK_LIMIT: usize = 1 << 30;
+
+/// Whether holding a repacked copy of `weights` is affordable here.
+fn memory_allows(weights: &WeightStore) -> bool {
+    #[cfg(target_arch = "wasm32")]
+    {
+        weights.total_bytes() <= WASM_REPACK_LIMIT
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let _ = weights;
+        true
     }
 }

@@ -8,11 +8,15 @@
 //! and activation row, so a token gets the same bits alone or in any batch, and every ISA
 //! gives the same bits.
 //!
-//! Kernels exist for x86-64 (AVX2, AVX-VNNI, AVX-512 VNNI; [`x86`]). Where none runs,
-//! [`RepackedMatrix::new`] returns `None` and callers keep ggml's layout and kernels.
+//! The kernels are written once ([`tiles`]) and built for x86-64 (AVX2, AVX-VNNI, AVX-512
+//! VNNI; `x86`) and wasm32 SIMD128 (`simd128`). Where none runs, [`RepackedMatrix::new`]
+//! returns `None` and callers keep ggml's layout and kernels.
 
 pub mod layout;
 pub mod reference;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod simd128;
+mod tiles;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
@@ -56,20 +60,24 @@ impl Kind {
     }
 }
 
-/// The x86 kernel builds; every one gives the same bits.
+/// The kernel builds; every one gives the same bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Isa {
     Avx2,
     AvxVnni,
     Avx512Vnni,
+    Simd128,
 }
 
 impl Isa {
+    pub const ALL: [Isa; 4] = [Isa::Avx2, Isa::AvxVnni, Isa::Avx512Vnni, Isa::Simd128];
+
     pub fn name(self) -> &'static str {
         match self {
             Isa::Avx2 => "avx2",
             Isa::AvxVnni => "avx-vnni",
             Isa::Avx512Vnni => "avx512-vnni",
+            Isa::Simd128 => "simd128",
         }
     }
 
@@ -83,9 +91,17 @@ impl Isa {
                     Isa::Avx2 => true,
                     Isa::AvxVnni => std::arch::is_x86_feature_detected!("avxvnni"),
                     Isa::Avx512Vnni => f.level == isa::Level::Avx512 && f.avx512_vnni,
+                    Isa::Simd128 => false,
                 }
         }
-        #[cfg(not(target_arch = "x86_64"))]
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        {
+            self == Isa::Simd128
+        }
+        #[cfg(not(any(
+            target_arch = "x86_64",
+            all(target_arch = "wasm32", target_feature = "simd128")
+        )))]
         {
             let _ = self;
             false
@@ -94,9 +110,11 @@ impl Isa {
 }
 
 /// The build the dispatch level allows: the widest integer dot product at AVX-512, AVX-VNNI
-/// or plain AVX2 at the AVX2 level, none at the scalar level (which keeps ggml's kernels).
+/// or plain AVX2 at the AVX2 level, SIMD128 in wasm, none at the scalar level (which keeps
+/// ggml's kernels).
 pub fn isa() -> Option<Isa> {
     match isa::level() {
+        isa::Level::Simd128 if Isa::Simd128.runs_here() => Some(Isa::Simd128),
         isa::Level::Avx512 if Isa::Avx512Vnni.runs_here() => Some(Isa::Avx512Vnni),
         isa::Level::Avx512 | isa::Level::Avx2 if Isa::AvxVnni.runs_here() => Some(Isa::AvxVnni),
         isa::Level::Avx512 | isa::Level::Avx2 => Some(Isa::Avx2),
@@ -276,18 +294,23 @@ impl RepackedMatrix {
                 "gemm: activation sums missing"
             );
         }
-        #[cfg(target_arch = "x86_64")]
+        let (kind, nb) = (self.kind, self.nb);
         // SAFETY: `runs_here` checked the features; lengths asserted above.
+        #[allow(unreachable_code, unused_variables)]
         unsafe {
-            let (kind, nb) = (self.kind, self.nb);
             match isa {
+                #[cfg(target_arch = "x86_64")]
                 Isa::Avx2 => x86::avx2::gemm(kind, nb, w, a, n_acts, sums, out),
+                #[cfg(target_arch = "x86_64")]
                 Isa::AvxVnni => x86::avx_vnni::gemm(kind, nb, w, a, n_acts, sums, out),
+                #[cfg(target_arch = "x86_64")]
                 Isa::Avx512Vnni => x86::avx512_vnni::gemm(kind, nb, w, a, n_acts, sums, out),
+                #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+                Isa::Simd128 => simd128::gemm(kind, nb, w, a, n_acts, sums, out),
+                #[allow(unreachable_patterns)]
+                _ => unreachable!("runs_here refuses {} on this target", isa.name()),
             }
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = (w, a, sums, out);
     }
 
     /// Whether [`Self::gemm`] needs the activation blocks' sums ([`act_block_sums`]).
@@ -361,5 +384,5 @@ fn pack_block(kind: Kind, rows: [&[u8]; ROWS], b: usize, dst: &mut [u8]) {
     }
 }
 
-#[cfg(all(test, target_arch = "x86_64"))]
+#[cfg(test)]
 mod tests;

@@ -2,6 +2,9 @@
 
 use super::*;
 use rand::{Rng, SeedableRng};
+// In Node, under wasm-bindgen-test (`cargo test --target wasm32-unknown-unknown`).
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
 
 const TYPES: [GgmlType; 7] = [
     GgmlType::Q4_0,
@@ -58,7 +61,9 @@ fn check_all_isas(ty: GgmlType, n: usize, w: &[u8], n_rows: usize, acts: &[u8], 
     let width = m.n_groups() * ROWS;
     let mut sums = Vec::new();
     act_block_sums(acts, &mut sums);
-    for isa in [Isa::Avx2, Isa::AvxVnni, Isa::Avx512Vnni] {
+    // Where repacking is on, its build must be among those checked.
+    assert!(isa().is_none_or(|i| i.runs_here()));
+    for isa in Isa::ALL {
         if !isa.runs_here() {
             eprintln!("skipping {} (not on this CPU)", isa.name());
             continue;

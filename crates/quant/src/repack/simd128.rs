@@ -1,0 +1,213 @@
+//! The wasm32 SIMD128 build of the repacked kernels ([`super::tiles`]). `simd128` is enabled at
+//! compile time (`.cargo/config.toml`), so the intrinsics are safe; only loads and stores take
+//! pointers.
+//!
+//! A 32-byte `B` is two vectors (rows 0-1's chunks, rows 2-3's). Bytes are widened to i16 and
+//! multiplied in pairs (`i32x4.dot_i16x8`), each row's products summed in its own vector of an
+//! `I`; `per_row` adds each vector's four lanes. The float steps are plain multiplies and adds
+//! (the reference's, which has no fused step: wasm has no FMA instruction), so this build
+//! needs no emulation to give the reference's bits.
+
+use crate::blocks::*;
+use crate::repack::layout::*;
+use core::arch::wasm32::*;
+use half::f16;
+
+/// 32 bytes: rows 0-1's 8-byte chunks, rows 2-3's (or one chunk repeated).
+type B = [v128; 2];
+/// Integer sums of one register's 4 rows: four i32 partial sums per row, one vector per row.
+type I = [v128; 4];
+/// One i32 lane per row: rows 0-3, rows 4-7.
+type R = [v128; 2];
+/// One f32 lane per row: rows 0-3, rows 4-7.
+type F = [v128; 2];
+
+#[inline(always)]
+unsafe fn load(p: *const u8) -> B {
+    [
+        v128_load(p as *const v128),
+        v128_load(p.add(16) as *const v128),
+    ]
+}
+
+/// 8 activation bytes, repeated for 4 rows.
+#[inline(always)]
+unsafe fn bcast8(p: *const i8) -> B {
+    let x = i64x2_splat((p as *const i64).read_unaligned());
+    [x, x]
+}
+
+/// 8 f16 (no conversion instruction in wasm: half's software one, once per block).
+#[inline(always)]
+unsafe fn f16x8(p: *const f16) -> F {
+    let h = core::slice::from_raw_parts(p, 8);
+    let f = |i: usize| h[i].to_f32();
+    [f32x4(f(0), f(1), f(2), f(3)), f32x4(f(4), f(5), f(6), f(7))]
+}
+
+/// 8 bytes widened to 8 lanes (signed or unsigned per `signed`).
+#[inline(always)]
+unsafe fn widen8(p: *const u8, signed: bool) -> R {
+    let x = v128_load64_zero(p as *const u64);
+    if signed {
+        let w = i16x8_extend_low_i8x16(x);
+        [i32x4_extend_low_i16x8(w), i32x4_extend_high_i16x8(w)]
+    } else {
+        let w = u16x8_extend_low_u8x16(x);
+        [u32x4_extend_low_u16x8(w), u32x4_extend_high_u16x8(w)]
+    }
+}
+
+/// Unsigned `u` × signed `s` bytes, each row's products added into its vector of `acc`.
+#[inline(always)]
+unsafe fn dot(acc: I, u: B, s: B) -> I {
+    let mut r = acc;
+    for k in 0..2 {
+        let lo = i32x4_dot_i16x8(u16x8_extend_low_u8x16(u[k]), i16x8_extend_low_i8x16(s[k]));
+        let hi = i32x4_dot_i16x8(u16x8_extend_high_u8x16(u[k]), i16x8_extend_high_i8x16(s[k]));
+        r[2 * k] = i32x4_add(r[2 * k], lo);
+        r[2 * k + 1] = i32x4_add(r[2 * k + 1], hi);
+    }
+    r
+}
+
+/// Q8_0's operands: signed weights and activations as they are (`dot_q8` widens both signed).
+#[inline(always)]
+unsafe fn q8_operands(w: B, a: B) -> (B, B) {
+    (w, a)
+}
+
+#[inline(always)]
+unsafe fn dot_q8(acc: I, w: B, a: B) -> I {
+    let mut r = acc;
+    for k in 0..2 {
+        let lo = i32x4_dot_i16x8(i16x8_extend_low_i8x16(w[k]), i16x8_extend_low_i8x16(a[k]));
+        let hi = i32x4_dot_i16x8(i16x8_extend_high_i8x16(w[k]), i16x8_extend_high_i8x16(a[k]));
+        r[2 * k] = i32x4_add(r[2 * k], lo);
+        r[2 * k + 1] = i32x4_add(r[2 * k + 1], hi);
+    }
+    r
+}
+
+/// The four rows' totals of `a` (lane r = the sum of `a[r]`'s lanes).
+#[inline(always)]
+fn row_totals(a: I) -> v128 {
+    let s01 = i32x4_add(
+        i32x4_shuffle::<0, 4, 2, 6>(a[0], a[1]),
+        i32x4_shuffle::<1, 5, 3, 7>(a[0], a[1]),
+    );
+    let s23 = i32x4_add(
+        i32x4_shuffle::<0, 4, 2, 6>(a[2], a[3]),
+        i32x4_shuffle::<1, 5, 3, 7>(a[2], a[3]),
+    );
+    i32x4_add(
+        i32x4_shuffle::<0, 1, 4, 5>(s01, s23),
+        i32x4_shuffle::<2, 3, 6, 7>(s01, s23),
+    )
+}
+
+/// Rows 0-3 (`a`) and rows 4-7 (`b`) → one lane per row, in order.
+#[inline(always)]
+unsafe fn per_row(a: I, b: I) -> R {
+    [row_totals(a), row_totals(b)]
+}
+
+/// `acc + isum * scale`, unfused like the reference.
+#[inline(always)]
+unsafe fn add_scaled(acc: F, isum: R, scale: F) -> F {
+    add_f(acc, mul_f(to_f(isum), scale))
+}
+
+/// Each byte of `x` shifted as 16-bit lanes by `n` (left when positive) and masked: the same
+/// bits as the x86 builds' 16-bit shifts.
+#[inline(always)]
+fn shift_mask(x: B, n: i32, mask: i8) -> B {
+    let m = i8x16_splat(mask);
+    x.map(|v| {
+        let s = if n >= 0 {
+            i16x8_shl(v, n as u32)
+        } else {
+            u16x8_shr(v, (-n) as u32)
+        };
+        v128_and(s, m)
+    })
+}
+
+/// Nibbles: `part` 0 the low ones, 1 the high ones.
+#[inline(always)]
+unsafe fn nibbles(q: B, part: usize) -> B {
+    shift_mask(q, -4 * part as i32, 15)
+}
+
+/// A spread 5th bit at bit 4 (see the x86 build's `fifth_bit`).
+#[inline(always)]
+unsafe fn fifth_bit(hb: B, k: usize, part: usize) -> B {
+    shift_mask(hb, 4 - (2 * (k % 4) + part) as i32, 0x10)
+}
+
+/// Q6_K's two high bits at `shift` (0, 2, 4, 6) moved to bits 4-5.
+#[inline(always)]
+unsafe fn q6_high(qh: B, shift: usize) -> B {
+    shift_mask(qh, 4 - shift as i32, 0x30)
+}
+
+#[inline(always)]
+unsafe fn or_b(a: B, b: B) -> B {
+    [v128_or(a[0], b[0]), v128_or(a[1], b[1])]
+}
+
+#[inline(always)]
+unsafe fn zero_i() -> I {
+    [i32x4_splat(0); 4]
+}
+#[inline(always)]
+unsafe fn zero_r() -> R {
+    [i32x4_splat(0); 2]
+}
+#[inline(always)]
+unsafe fn zero_f() -> F {
+    [f32x4_splat(0.0); 2]
+}
+#[inline(always)]
+unsafe fn add_r(a: R, b: R) -> R {
+    [i32x4_add(a[0], b[0]), i32x4_add(a[1], b[1])]
+}
+#[inline(always)]
+unsafe fn sub_r(a: R, b: R) -> R {
+    [i32x4_sub(a[0], b[0]), i32x4_sub(a[1], b[1])]
+}
+#[inline(always)]
+unsafe fn mul_r(a: R, b: R) -> R {
+    [i32x4_mul(a[0], b[0]), i32x4_mul(a[1], b[1])]
+}
+#[inline(always)]
+unsafe fn splat_r(x: i32) -> R {
+    [i32x4_splat(x); 2]
+}
+#[inline(always)]
+unsafe fn add_f(a: F, b: F) -> F {
+    [f32x4_add(a[0], b[0]), f32x4_add(a[1], b[1])]
+}
+#[inline(always)]
+unsafe fn sub_f(a: F, b: F) -> F {
+    [f32x4_sub(a[0], b[0]), f32x4_sub(a[1], b[1])]
+}
+#[inline(always)]
+unsafe fn mul_f(a: F, b: F) -> F {
+    [f32x4_mul(a[0], b[0]), f32x4_mul(a[1], b[1])]
+}
+#[inline(always)]
+unsafe fn splat_f(x: f32) -> F {
+    [f32x4_splat(x); 2]
+}
+#[inline(always)]
+unsafe fn to_f(x: R) -> F {
+    [f32x4_convert_i32x4(x[0]), f32x4_convert_i32x4(x[1])]
+}
+#[inline(always)]
+unsafe fn store_f(p: *mut f32, x: F) {
+    v128_store(p as *mut v128, x[0]);
+    v128_store(p.add(4) as *mut v128, x[1]);
+}
+
+super::tiles::repack_tiles!();

@@ -1,0 +1,374 @@
+//! The repacked kernels' tiles, written once over a set of primitives that each kernel build
+//! (the x86 ones in [`super::x86`], SIMD128 in [`super::simd128`]) defines in the module that
+//! invokes [`repack_tiles`]:
+//!
+//! - `B`, 32 quant or activation bytes: 8-byte chunks of 4 rows, or one chunk repeated
+//!   (`load`, `bcast8`, `nibbles`, `fifth_bit`, `q6_high`, `or_b`, `q8_operands`);
+//! - `I`, the integer sums of byte products `dot(I, u, s)` (unsigned `u` under 128, signed `s`)
+//!   and `dot_q8` (Q8_0's operands from `q8_operands`), in whatever lanes the build likes as long
+//!   as `per_row(rows 0-3, rows 4-7)` folds them into one lane per row;
+//! - `R`, one i32 lane per row (`zero_r`, `add_r`, `sub_r`, `mul_r`, `splat_r`, `widen8`);
+//! - `F`, one f32 lane per row (`zero_f`, `add_f`, `sub_f`, `mul_f`, `splat_f`, `to_f`, `f16x8`,
+//!   `add_scaled` = `acc + f32(isum) * scale` unfused, `store_f`).
+//!
+//! Integer sums are exact in any order, and every float step is the reference's
+//! ([`super::reference`]), so every build gives the same bits. `$attr`: the attributes of each
+//! tile function (an x86 build's `target_feature`).
+
+use super::layout::{Q4Kx8, Q4_0x8, Q5Kx8, Q5_0x8};
+use half::f16;
+
+/// A 4-bit legacy group whose weights carry an offset (x = d · (q - OFFSET)), with Q5_0's
+/// spread 5th bits where it has them.
+pub(crate) trait OffsetGroup: bytemuck::Pod {
+    const OFFSET: i32;
+    fn parts(&self) -> (&[f16; 8], &[u8; 128], Option<&[u8; 32]>);
+}
+
+impl OffsetGroup for Q4_0x8 {
+    const OFFSET: i32 = 8;
+    fn parts(&self) -> (&[f16; 8], &[u8; 128], Option<&[u8; 32]>) {
+        (&self.d, &self.qs, None)
+    }
+}
+
+impl OffsetGroup for Q5_0x8 {
+    const OFFSET: i32 = 16;
+    fn parts(&self) -> (&[f16; 8], &[u8; 128], Option<&[u8; 32]>) {
+        (&self.d, &self.qs, Some(&self.qh))
+    }
+}
+
+/// The fields of a Q4_K or Q5_K group (`qh`: Q5_K's spread 5th bits).
+pub(crate) struct K4Parts<'a> {
+    pub(crate) d: &'a [f16; 8],
+    pub(crate) dmin: &'a [f16; 8],
+    pub(crate) scales: &'a [u8; 64],
+    pub(crate) mins: &'a [u8; 64],
+    pub(crate) qs: &'a [u8; 1024],
+    pub(crate) qh: Option<&'a [u8; 256]>,
+}
+
+pub(crate) trait K4Group: bytemuck::Pod {
+    fn parts(&self) -> K4Parts<'_>;
+}
+
+impl K4Group for Q4Kx8 {
+    fn parts(&self) -> K4Parts<'_> {
+        K4Parts {
+            d: &self.d,
+            dmin: &self.dmin,
+            scales: &self.scales,
+            mins: &self.mins,
+            qs: &self.qs,
+            qh: None,
+        }
+    }
+}
+
+impl K4Group for Q5Kx8 {
+    fn parts(&self) -> K4Parts<'_> {
+        K4Parts {
+            d: &self.d,
+            dmin: &self.dmin,
+            scales: &self.scales,
+            mins: &self.mins,
+            qs: &self.qs,
+            qh: Some(&self.qh),
+        }
+    }
+}
+
+macro_rules! repack_tiles {
+    ($(#[$attr:meta])*) => {
+        /// Activation rows per tile.
+        const T: usize = 4;
+
+        /// Rows of one group × `N` activation rows, through the tile function `$tile`, for
+        /// every group; `out[t * width + 8 * group + r]`.
+        macro_rules! drive {
+            ($tile:ident, $nb:expr, $groups:expr, $acts:expr, $n_acts:expr, $sums:expr, $out:expr) => {{
+                let nb = $nb;
+                let n_groups = $groups.len() / nb;
+                let width = n_groups * ROWS;
+                for gi in 0..n_groups {
+                    let g = &$groups[gi * nb..(gi + 1) * nb];
+                    let mut t = 0;
+                    while t < $n_acts {
+                        let take = if t + T <= $n_acts { T } else { 1 };
+                        let row = |i: usize| &$acts[(t + i) * nb..(t + i + 1) * nb];
+                        let sums = |i: usize| $sums.get((t + i) * nb..(t + i + 1) * nb).unwrap_or(&[]);
+                        let dst = $out.as_mut_ptr().add(t * width + gi * ROWS);
+                        if take == T {
+                            let res = $tile::<T>(g, [row(0), row(1), row(2), row(3)], [sums(0), sums(1), sums(2), sums(3)]);
+                            for (i, v) in res.iter().enumerate() {
+                                store_f(dst.add(i * width), *v);
+                            }
+                        } else {
+                            let res = $tile::<1>(g, [row(0)], [sums(0)]);
+                            store_f(dst, res[0]);
+                        }
+                        t += take;
+                    }
+                }
+            }};
+        }
+
+        /// Q4_0, Q4_1 and Q5_0: 4-bit quants (plus Q5_0's spread 5th bits) against Q8_0 or
+        /// Q8_1 rows. `offset` 8 (Q4_0) or 16 (Q5_0) is taken off through the rows' sums.
+        #[inline]
+        $(#[$attr])*
+        unsafe fn legacy4_block<const N: usize>(
+            qs: &[u8; 128],
+            hb: Option<&[u8; 32]>,
+            qa: [*const i8; N],
+        ) -> [R; N] {
+            let mut ia = [[zero_i(); 2]; N];
+            let hb = hb.map(|h| load(h.as_ptr()));
+            for c in 0..2 {
+                for h in 0..2 {
+                    let k = 2 * c + h;
+                    let q = load(qs.as_ptr().add(32 * k));
+                    let (mut lo, mut hi) = (nibbles(q, 0), nibbles(q, 1));
+                    if let Some(hb) = hb {
+                        lo = or_b(lo, fifth_bit(hb, k, 0));
+                        hi = or_b(hi, fifth_bit(hb, k, 1));
+                    }
+                    for t in 0..N {
+                        ia[t][h] = dot(ia[t][h], lo, bcast8(qa[t].add(8 * c)));
+                        ia[t][h] = dot(ia[t][h], hi, bcast8(qa[t].add(16 + 8 * c)));
+                    }
+                }
+            }
+            ia.map(|[a, b]| per_row(a, b))
+        }
+
+        /// Q4_0 and Q5_0: `isum - offset · Σa` per block, then the scaled step.
+        $(#[$attr])*
+        unsafe fn tile_offset<const N: usize, G: crate::repack::tiles::OffsetGroup>(
+            g: &[G],
+            a: [&[BlockQ8_0]; N],
+            sums: [&[i32]; N],
+        ) -> [F; N] {
+            let mut acc = [zero_f(); N];
+            for (b, gb) in g.iter().enumerate() {
+                let (d, qs, hb) = gb.parts();
+                let ia = legacy4_block::<N>(qs, hb, a.map(|a| a[b].qs.as_ptr()));
+                let d = f16x8(d.as_ptr());
+                for t in 0..N {
+                    let off = splat_r(G::OFFSET * sums[t][b]);
+                    let isum = sub_r(ia[t], off);
+                    acc[t] = add_scaled(acc[t], isum, mul_f(d, splat_f(a[t][b].d.to_f32())));
+                }
+            }
+            acc
+        }
+
+        $(#[$attr])*
+        unsafe fn tile_q4_1<const N: usize>(g: &[Q4_1x8], a: [&[BlockQ8_1]; N], _: [&[i32]; N]) -> [F; N] {
+            let mut acc = [zero_f(); N];
+            for (b, gb) in g.iter().enumerate() {
+                let ia = legacy4_block::<N>(&gb.qs, None, a.map(|a| a[b].qs.as_ptr()));
+                let (d, m) = (f16x8(gb.d.as_ptr()), f16x8(gb.m.as_ptr()));
+                for t in 0..N {
+                    let act = &a[t][b];
+                    acc[t] = add_scaled(acc[t], ia[t], mul_f(d, splat_f(act.d.to_f32())));
+                    acc[t] = add_f(acc[t], mul_f(m, splat_f(act.s.to_f32())));
+                }
+            }
+            acc
+        }
+
+        $(#[$attr])*
+        unsafe fn tile_q8_0<const N: usize>(g: &[Q8_0x8], a: [&[BlockQ8_0]; N], _: [&[i32]; N]) -> [F; N] {
+            let mut acc = [zero_f(); N];
+            for (b, gb) in g.iter().enumerate() {
+                let mut ia = [[zero_i(); 2]; N];
+                let qs = gb.qs.as_ptr() as *const u8;
+                for c in 0..4 {
+                    for h in 0..2 {
+                        let w = load(qs.add(64 * c + 32 * h));
+                        for t in 0..N {
+                            let (u, s) = q8_operands(w, bcast8(a[t][b].qs.as_ptr().add(8 * c)));
+                            ia[t][h] = dot_q8(ia[t][h], u, s);
+                        }
+                    }
+                }
+                let d = f16x8(gb.d.as_ptr());
+                for t in 0..N {
+                    let isum = per_row(ia[t][0], ia[t][1]);
+                    acc[t] = add_scaled(acc[t], isum, mul_f(d, splat_f(a[t][b].d.to_f32())));
+                }
+            }
+            acc
+        }
+
+        /// One Q4_K/Q5_K super-block: Σ_j sc_j Σ q·a per row.
+        #[inline]
+        $(#[$attr])*
+        unsafe fn k4_isum<const N: usize>(
+            qs: &[u8; 1024],
+            qh: Option<&[u8; 256]>,
+            scales: &[u8; 64],
+            qa: [*const i8; N],
+        ) -> [R; N] {
+            let mut isum = [zero_r(); N];
+            for j2 in 0..4 {
+                for part in 0..2 {
+                    let mut p = [[zero_i(); 2]; N];
+                    for cl in 0..4 {
+                        for h in 0..2 {
+                            let k = 2 * cl + h;
+                            let mut x = nibbles(load(qs.as_ptr().add(256 * j2 + 32 * k)), part);
+                            if let Some(qh) = qh {
+                                let hb = load(qh.as_ptr().add(64 * j2 + 32 * (k / 4)));
+                                x = or_b(x, fifth_bit(hb, k, part));
+                            }
+                            for t in 0..N {
+                                let av = bcast8(qa[t].add(64 * j2 + 32 * part + 8 * cl));
+                                p[t][h] = dot(p[t][h], x, av);
+                            }
+                        }
+                    }
+                    let sc = widen8(scales.as_ptr().add(8 * (2 * j2 + part)), false);
+                    for t in 0..N {
+                        isum[t] = add_r(isum[t], mul_r(per_row(p[t][0], p[t][1]), sc));
+                    }
+                }
+            }
+            isum
+        }
+
+        /// Σ_j m_j Σ a per row, from the activations' 16-element sums.
+        #[inline]
+        $(#[$attr])*
+        unsafe fn k4_msum(mins: &[u8; 64], bsums: &[i16; 16]) -> R {
+            let mut m = zero_r();
+            for j in 0..8 {
+                let bs = bsums[2 * j] as i32 + bsums[2 * j + 1] as i32;
+                m = add_r(m, mul_r(widen8(mins.as_ptr().add(8 * j), false), splat_r(bs)));
+            }
+            m
+        }
+
+        #[inline]
+        $(#[$attr])*
+        unsafe fn k4_finish(acc: F, isum: R, msum: R, d: F, dmin: F, da: f32) -> F {
+            let da = splat_f(da);
+            let acc = add_scaled(acc, isum, mul_f(d, da));
+            sub_f(acc, mul_f(to_f(msum), mul_f(dmin, da)))
+        }
+
+        /// Q4_K and Q5_K.
+        $(#[$attr])*
+        unsafe fn tile_k4<const N: usize, G: crate::repack::tiles::K4Group>(
+            g: &[G],
+            a: [&[BlockQ8K]; N],
+            _: [&[i32]; N],
+        ) -> [F; N] {
+            let mut acc = [zero_f(); N];
+            for (b, gb) in g.iter().enumerate() {
+                let p = gb.parts();
+                let isum = k4_isum::<N>(p.qs, p.qh, p.scales, a.map(|a| a[b].qs.as_ptr()));
+                let (d, dmin) = (f16x8(p.d.as_ptr()), f16x8(p.dmin.as_ptr()));
+                for t in 0..N {
+                    let msum = k4_msum(p.mins, &a[t][b].bsums);
+                    acc[t] = k4_finish(acc[t], isum[t], msum, d, dmin, a[t][b].d);
+                }
+            }
+            acc
+        }
+
+        $(#[$attr])*
+        unsafe fn tile_q6_k<const N: usize>(g: &[Q6Kx8], a: [&[BlockQ8K]; N], _: [&[i32]; N]) -> [F; N] {
+            let mut acc = [zero_f(); N];
+            for (b, gb) in g.iter().enumerate() {
+                let mut isum = [zero_r(); N];
+                for hf in 0..2 {
+                    for cc2 in 0..4 {
+                        for part in 0..2 {
+                            let mut p = [[zero_i(); 2]; N];
+                            for cc in 2 * cc2..2 * cc2 + 2 {
+                                let c = 8 * hf + cc;
+                                let qc = 4 * hf + cc % 4;
+                                // Elements of the low nibbles; the high nibbles are 64 further.
+                                let (first, shift) = if cc < 4 { (8 * cc, 0) } else { (32 + 8 * (cc - 4), 2) };
+                                for h in 0..2 {
+                                    let ql = load(gb.ql.as_ptr().add(64 * c + 32 * h));
+                                    let qh = load(gb.qh.as_ptr().add(64 * qc + 32 * h));
+                                    let x = or_b(nibbles(ql, part), q6_high(qh, shift + 4 * part));
+                                    for t in 0..N {
+                                        let av = bcast8(a[t][b].qs.as_ptr().add(128 * hf + 64 * part + first));
+                                        p[t][h] = dot(p[t][h], x, av);
+                                    }
+                                }
+                            }
+                            // Sub-block 8hf+cc2 holds the low nibbles of this chunk pair, 8hf+4+cc2 the high.
+                            let j = 8 * hf + 4 * part + cc2;
+                            let sc = widen8(gb.scales.as_ptr().add(8 * j) as *const u8, true);
+                            for t in 0..N {
+                                let off = splat_r(32 * a[t][b].bsums[j] as i32);
+                                let s = sub_r(per_row(p[t][0], p[t][1]), off);
+                                isum[t] = add_r(isum[t], mul_r(s, sc));
+                            }
+                        }
+                    }
+                }
+                let d = f16x8(gb.d.as_ptr());
+                for t in 0..N {
+                    acc[t] = add_scaled(acc[t], isum[t], mul_f(d, splat_f(a[t][b].d)));
+                }
+            }
+            acc
+        }
+
+        /// The per-type tiles `drive!` calls (it takes one generic parameter, the tokens).
+        $(#[$attr])*
+        unsafe fn tile_q4_0<const N: usize>(g: &[Q4_0x8], a: [&[BlockQ8_0]; N], s: [&[i32]; N]) -> [F; N] {
+            tile_offset::<N, Q4_0x8>(g, a, s)
+        }
+        $(#[$attr])*
+        unsafe fn tile_q5_0<const N: usize>(g: &[Q5_0x8], a: [&[BlockQ8_0]; N], s: [&[i32]; N]) -> [F; N] {
+            tile_offset::<N, Q5_0x8>(g, a, s)
+        }
+        $(#[$attr])*
+        unsafe fn tile_q4_k<const N: usize>(g: &[Q4Kx8], a: [&[BlockQ8K]; N], s: [&[i32]; N]) -> [F; N] {
+            tile_k4::<N, Q4Kx8>(g, a, s)
+        }
+        $(#[$attr])*
+        unsafe fn tile_q5_k<const N: usize>(g: &[Q5Kx8], a: [&[BlockQ8K]; N], s: [&[i32]; N]) -> [F; N] {
+            tile_k4::<N, Q5Kx8>(g, a, s)
+        }
+
+        /// The entry points: `nb` blocks per row, `groups` of `nb` group blocks each,
+        /// `n_acts` activation rows of `nb` blocks, `sums` (Q4_0/Q5_0 only) each activation
+        /// block's Σa; `out[t * 8 * n_groups + 8 * group + r]`.
+        ///
+        /// # Safety
+        /// The CPU must have this module's features; `out` must hold `n_acts * 8 * n_groups`
+        /// floats and `acts`/`sums` `n_acts * nb` entries.
+        pub unsafe fn gemm(
+            kind: crate::repack::Kind,
+            nb: usize,
+            groups: &[u8],
+            acts: &[u8],
+            n_acts: usize,
+            sums: &[i32],
+            out: &mut [f32],
+        ) {
+            use crate::repack::Kind;
+            let (g, a) = (groups, acts);
+            match kind {
+                Kind::Q4_0 => drive!(tile_q4_0, nb, bytemuck::cast_slice::<u8, Q4_0x8>(g), bytemuck::cast_slice::<u8, BlockQ8_0>(a), n_acts, sums, out),
+                Kind::Q4_1 => drive!(tile_q4_1, nb, bytemuck::cast_slice::<u8, Q4_1x8>(g), bytemuck::cast_slice::<u8, BlockQ8_1>(a), n_acts, sums, out),
+                Kind::Q5_0 => drive!(tile_q5_0, nb, bytemuck::cast_slice::<u8, Q5_0x8>(g), bytemuck::cast_slice::<u8, BlockQ8_0>(a), n_acts, sums, out),
+                Kind::Q8_0 => drive!(tile_q8_0, nb, bytemuck::cast_slice::<u8, Q8_0x8>(g), bytemuck::cast_slice::<u8, BlockQ8_0>(a), n_acts, sums, out),
+                Kind::Q4_K => drive!(tile_q4_k, nb, bytemuck::cast_slice::<u8, Q4Kx8>(g), bytemuck::cast_slice::<u8, BlockQ8K>(a), n_acts, sums, out),
+                Kind::Q5_K => drive!(tile_q5_k, nb, bytemuck::cast_slice::<u8, Q5Kx8>(g), bytemuck::cast_slice::<u8, BlockQ8K>(a), n_acts, sums, out),
+                Kind::Q6_K => drive!(tile_q6_k, nb, bytemuck::cast_slice::<u8, Q6Kx8>(g), bytemuck::cast_slice::<u8, BlockQ8K>(a), n_acts, sums, out),
+            }
+        }
+    };
+}
+
+pub(crate) use repack_tiles;
