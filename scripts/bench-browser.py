@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""The browser build (npm package, wasm CPU, headless Chromium) against native, side by side.
+
+Alternates `tessera bench` and `node tests/browser/bench.mjs` (the relaxed-SIMD builds where
+exact; threads > 1 is the threaded build), one model and thread count at a time, for several
+rounds. Writes bench/results/<date>-browser-native.json with every round and the medians of the
+per-round ratios native ÷ browser (scripts/bench-report.py shows it in docs/BENCHMARKS.md).
+Needs the wasm builds in web/ (scripts/build-wasm.sh all) and Chromium (scripts/setup.sh).
+
+    python3 scripts/bench-browser.py --tessera PATH [--rounds 3] [--threads 1,2]
+"""
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = [("Gemma 3 270M Q4_K_M", "gemma3", "gemma-3-270m-q4_k_m.gguf"),
+          ("SmolLM2-135M Q4_1", "smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")]
+P, N, REPS = 256, 32, 2
+
+
+def native(tessera, path, threads):
+    out = subprocess.run([tessera, "bench", "-m", str(path), "-p", str(P), "-n", str(N),
+                          "-r", str(REPS), "-t", str(threads), "-o", "json"],
+                         check=True, capture_output=True, text=True).stdout
+    rows = json.loads(out)
+    pp = next(r["avg_ts"] for r in rows if r["n_prompt"] > 0)
+    tg = next(r["avg_ts"] for r in rows if r["n_gen"] > 0)
+    return pp, tg
+
+
+def browser(key, threads):
+    out = subprocess.run(["node", "tests/browser/bench.mjs", "--models", key, "--threads", str(threads),
+                          "-p", str(P), "-n", str(N), "-r", str(REPS)],
+                         check=True, capture_output=True, text=True, cwd=ROOT).stdout
+    line = json.loads(next(l for l in out.splitlines() if l.startswith("{")))
+    return line["pp_tps"], line["tg_tps"], f"{line['build']}, {line['simd']}"
+
+
+def fmt(xs):
+    return ", ".join(f"{x:.1f}" for x in xs)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("--tessera", required=True)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", default="1,2")
+    a = ap.parse_args()
+    models_dir = Path(os.environ.get("TESSERA_MODELS", ROOT / "models"))
+    rows, builds = [], set()
+    for label, key, file in MODELS:
+        for t in [int(x) for x in a.threads.split(",")]:
+            web, nat = [], []
+            for i in range(a.rounds):
+                pp, tg, build = browser(key, t)
+                builds.add(build)
+                web.append((pp, tg))
+                nat.append(native(a.tessera, models_dir / file, t))
+                print(f"{label} t={t} round {i + 1}: browser pp {pp:.1f} tg {tg:.1f}; "
+                      f"native pp {nat[-1][0]:.1f} tg {nat[-1][1]:.1f}", file=sys.stderr)
+            cells = [f"{label}, {t}"]
+            for k in (0, 1):
+                w, n = [x[k] for x in web], [x[k] for x in nat]
+                ratios = [y / x for x, y in zip(w, n)]
+                median = statistics.median(ratios)
+                cells += [fmt(w), fmt(n), f"{', '.join(f'{r:.2f}' for r in ratios)} (**{median:.2f}×**)"]
+            rows.append(cells)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=ROOT).stdout.strip()
+    load = os.getloadavg()[0]
+    now = datetime.datetime.now(datetime.timezone.utc)
+    result = {
+        "kind": "browser-vs-native",
+        "title": "Browser (npm package, wasm CPU) against native, side by side",
+        "date": now.strftime("%Y-%m-%dT%H:%M"),
+        "commit": commit or None,
+        "machine": f"2-core x86-64 VM (AVX2, AVX-512, VNNI); load average {load:.1f} at the end",
+        "commands": [
+            f"tessera bench -m MODEL -p {P} -n {N} -r {REPS} -t T -o json",
+            f"node tests/browser/bench.mjs --models M --threads T -p {P} -n {N} -r {REPS}",
+            "python3 scripts/bench-browser.py --tessera PATH",
+        ],
+        "tables": [
+            {"columns": ["model, threads", f"browser pp{P}", f"native pp{P}", "pp ratio (median)",
+                         f"browser tg{N}", f"native tg{N}", "tg ratio (median)"],
+             "rows": rows},
+        ],
+        "notes": [
+            f"{a.rounds} alternated pairs per model and thread count; ratio = native ÷ browser per "
+            "pair, then the median (bold).",
+            f"Browser builds: {'; '.join(sorted(builds))} (headless Chromium). Both sides repack "
+            "the weights into 8-row groups (SIMD128 kernels in the browser).",
+        ],
+    }
+    out = ROOT / "bench/results" / f"{now.strftime('%Y-%m-%d-%H%M')}-browser-native.json"
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(out.relative_to(ROOT), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
