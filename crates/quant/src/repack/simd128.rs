@@ -4,9 +4,11 @@
 //!
 //! A 32-byte `B` is two vectors (rows 0-1's chunks, rows 2-3's). Bytes are widened to i16 and
 //! multiplied in pairs (`i32x4.dot_i16x8`), each row's products summed in its own vector of an
-//! `I`; `per_row` adds each vector's four lanes. The float steps are plain multiplies and adds
-//! (the reference's, which has no fused step: wasm has no FMA instruction), so this build
-//! needs no emulation to give the reference's bits.
+//! `I`; `per_row` adds each vector's four lanes. The relaxed-SIMD build multiplies the 4-, 5-
+//! and 6-bit weights with one `i32x4.relaxed_dot_i8x16_i7x16_add` per 16 bytes instead.
+//!
+//! The float steps are plain multiplies and adds (the reference's, which has no fused step:
+//! wasm has no FMA instruction), so this build needs no emulation to give the reference's bits.
 
 use crate::blocks::*;
 use crate::repack::layout::*;
@@ -15,7 +17,9 @@ use half::f16;
 
 /// 32 bytes: rows 0-1's 8-byte chunks, rows 2-3's (or one chunk repeated).
 type B = [v128; 2];
-/// Integer sums of one register's 4 rows: four i32 partial sums per row, one vector per row.
+/// Integer sums of one register's 4 rows: in the plain SIMD128 build four i32 partial sums
+/// per row, one vector per row; in the relaxed-SIMD build two lanes per row in the first two
+/// vectors (see `dot`).
 type I = [v128; 4];
 /// One i32 lane per row: rows 0-3, rows 4-7.
 type R = [v128; 2];
@@ -58,7 +62,22 @@ unsafe fn widen8(p: *const u8, signed: bool) -> R {
     }
 }
 
-/// Unsigned `u` × signed `s` bytes, each row's products added into its vector of `acc`.
+/// Unsigned `u` (under 128) × signed `s` bytes, added into `acc`'s lanes for their rows. The
+/// relaxed-SIMD build uses `relaxed_dot` (exact for 7-bit `u`, which the loader checks this
+/// engine does: `relaxed_simd_is_exact`): lanes 0-1 of `acc[k]` get row 2k's sums, lanes 2-3
+/// row 2k+1's.
+#[cfg(target_feature = "relaxed-simd")]
+#[inline(always)]
+unsafe fn dot(acc: I, u: B, s: B) -> I {
+    [
+        i32x4_relaxed_dot_i8x16_i7x16_add(s[0], u[0], acc[0]),
+        i32x4_relaxed_dot_i8x16_i7x16_add(s[1], u[1], acc[1]),
+        acc[2],
+        acc[3],
+    ]
+}
+
+#[cfg(not(target_feature = "relaxed-simd"))]
 #[inline(always)]
 unsafe fn dot(acc: I, u: B, s: B) -> I {
     let mut r = acc;
@@ -77,19 +96,44 @@ unsafe fn q8_operands(w: B, a: B) -> (B, B) {
     (w, a)
 }
 
+/// Signed × signed bytes (Q8_0's full range has no 7-bit side), into `dot`'s lanes.
 #[inline(always)]
 unsafe fn dot_q8(acc: I, w: B, a: B) -> I {
     let mut r = acc;
     for k in 0..2 {
         let lo = i32x4_dot_i16x8(i16x8_extend_low_i8x16(w[k]), i16x8_extend_low_i8x16(a[k]));
         let hi = i32x4_dot_i16x8(i16x8_extend_high_i8x16(w[k]), i16x8_extend_high_i8x16(a[k]));
-        r[2 * k] = i32x4_add(r[2 * k], lo);
-        r[2 * k + 1] = i32x4_add(r[2 * k + 1], hi);
+        #[cfg(target_feature = "relaxed-simd")]
+        {
+            // Two lanes per row, as relaxed_dot leaves them.
+            let pairs = i32x4_add(
+                i32x4_shuffle::<0, 2, 4, 6>(lo, hi),
+                i32x4_shuffle::<1, 3, 5, 7>(lo, hi),
+            );
+            r[k] = i32x4_add(r[k], pairs);
+        }
+        #[cfg(not(target_feature = "relaxed-simd"))]
+        {
+            r[2 * k] = i32x4_add(r[2 * k], lo);
+            r[2 * k + 1] = i32x4_add(r[2 * k + 1], hi);
+        }
     }
     r
 }
 
+/// The four rows' totals of `a`: in the relaxed-SIMD build, lanes 0-1 and 2-3 of `a[0]` (rows
+/// 0, 1) and `a[1]` (rows 2, 3) added.
+#[cfg(target_feature = "relaxed-simd")]
+#[inline(always)]
+fn row_totals(a: I) -> v128 {
+    i32x4_add(
+        i32x4_shuffle::<0, 2, 4, 6>(a[0], a[1]),
+        i32x4_shuffle::<1, 3, 5, 7>(a[0], a[1]),
+    )
+}
+
 /// The four rows' totals of `a` (lane r = the sum of `a[r]`'s lanes).
+#[cfg(not(target_feature = "relaxed-simd"))]
 #[inline(always)]
 fn row_totals(a: I) -> v128 {
     let s01 = i32x4_add(
