@@ -36,7 +36,12 @@ fn repacked_greedy_follows_the_plain_reference_for_32_tokens() {
     for case in fixture("greedy_gemma3_norepack.jsonl") {
         let prompt = ids(&case["prompt_ids"]);
         let want = ids(&case["gen_ids"]);
-        assert_eq!(greedy(&mut ctx, &prompt, 32), want[..32], "{:?}", case["prompt"]);
+        assert_eq!(
+            greedy(&mut ctx, &prompt, 32),
+            want[..32],
+            "{:?}",
+            case["prompt"]
+        );
     }
 }
 
