@@ -179,7 +179,7 @@ impl Gpu {
         let mut robust2 = vk::PhysicalDeviceRobustness2FeaturesEXT::default()
             .robust_buffer_access2(features.robust_buffer_access2);
         // Robust buffer access (2 needs 1): out-of-range accesses are the driver's to catch,
-        // as in wgpu, so the kernels' SPIR-V carries no clamps (`pipelines::spirv`).
+        // as in wgpu, so the kernels' SPIR-V carries no clamps (`build/spirv.rs`).
         let base = vk::PhysicalDeviceFeatures::default()
             .robust_buffer_access(features.robust_buffer_access2);
         let extensions = match features.robust_buffer_access2 {

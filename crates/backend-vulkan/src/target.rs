@@ -57,7 +57,7 @@ pub fn kernel_error(e: VulkanError) -> WgpuError {
         VulkanError::Kernel(k) => k,
         VulkanError::DeviceLost(call) => WgpuError::DeviceLost(call.to_string()),
         VulkanError::Allocation { what, bytes } => WgpuError::OutOfMemory { what, bytes },
-        VulkanError::Shader { family, message } => WgpuError::Shader { family, message },
+        VulkanError::NotPrebuilt(name) => WgpuError::NotPrebuilt(name),
         e => WgpuError::Validation(e.to_string()),
     }
 }
@@ -68,6 +68,7 @@ impl VulkanError {
         match e {
             WgpuError::DeviceLost(_) => VulkanError::DeviceLost("a kernel's creation"),
             WgpuError::OutOfMemory { what, bytes } => VulkanError::Allocation { what, bytes },
+            WgpuError::NotPrebuilt(name) => VulkanError::NotPrebuilt(name),
             e => VulkanError::Kernel(e),
         }
     }

@@ -46,13 +46,22 @@ pub fn activations_len(graph: &Graph) -> usize {
 
 /// CPU adapters read the activations of decode matmuls from a uniform buffer where it fits
 /// one (`mul_mat::record`): lavapipe (Mesa 22) loads a storage buffer lane by lane, a scalar
-/// loop with a bounds check per lane, a uniform buffer with one gather. The vec4s, if so.
+/// loop with a bounds check per lane, a uniform buffer with one gather. The vec4s, if so: the
+/// activations' length rounded up to one of the prebuilt sizes
+/// (`tessera_kernels::variants::uniform_capacity`); the buffer is allocated at that size
+/// ([`activations_alloc_len`]), as the kernel declares it.
 pub fn uniform_activations<T: Target>(gpu: &T, graph: &Graph, act_len: usize) -> Option<usize> {
-    (gpu.is_cpu()
-        && graph.n_tokens == 1
-        && act_len % 4 == 0
-        && act_len as u64 * 4 <= gpu.max_uniform_binding())
-    .then_some(act_len / 4)
+    if !gpu.is_cpu() || graph.n_tokens != 1 || act_len % 4 != 0 {
+        return None;
+    }
+    let vec4s = tessera_kernels::variants::uniform_capacity(act_len / 4)? as usize;
+    (vec4s as u64 * 16 <= gpu.max_uniform_binding()).then_some(vec4s)
+}
+
+/// Floats to allocate for the rounded activations: [`activations_len`], or the uniform
+/// binding's size where it is larger.
+pub fn activations_alloc_len(act_len: usize, uniform_vec4s: Option<usize>) -> usize {
+    act_len.max(uniform_vec4s.map_or(0, |v| 4 * v)).max(1)
 }
 
 /// Records every node of `graph` into `rec`.

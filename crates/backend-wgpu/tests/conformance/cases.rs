@@ -642,7 +642,9 @@ fn kernel_variants(file: &str) -> Vec<(&'static str, Vec<Define>)> {
             ),
         ],
         "kv.wgsl" => vec![("store", vec![("STORE", 1)]), ("shift", vec![("SHIFT", 1)])],
-        "mul_mat.wgsl" => vec![("main", vec![("W_Q4_K", 1), ("WG", 64), ("NR", 1)])],
+        // Variants the builders request (the Vulkan backend has no others, see
+        // `tessera_kernels::variants`): Q4_0 is read without W_ALIGNED on every device.
+        "mul_mat.wgsl" => vec![("main", vec![("W_Q4_0", 1), ("WG", 64), ("NR", 1)])],
         "add.wgsl" | "add_weight.wgsl" | "geglu.wgsl" | "mul_weight.wgsl" | "output_rows.wgsl"
         | "slice.wgsl" | "rms_norm.wgsl" | "rope.wgsl" | "scale.wgsl" | "softcap.wgsl"
         | "swiglu.wgsl" | "moe_sum.wgsl" | "reglu.wgsl" | "swiglu_oai.wgsl" | "add_id.wgsl" => {
