@@ -6,6 +6,7 @@ mod device_errors;
 mod devices;
 #[path = "../../../backend-wgpu/tests/suite/models.rs"]
 mod models;
+mod prebuilt;
 mod subgroups;
 #[path = "../../../backend-wgpu/tests/suite/synth.rs"]
 mod synth;
