@@ -75,7 +75,9 @@ fn main() {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
-                let built = build(job);
+                // naga can panic on a module it cannot write: name the variant.
+                let built = std::panic::catch_unwind(|| build(job))
+                    .unwrap_or_else(|_| panic!("naga failed on {}", job.name));
                 results.lock().unwrap()[i] = Some(built);
             });
         }
@@ -165,7 +167,7 @@ fn build(job: &Job) -> Built {
             continue; // the same module as with those bits off
         }
         let profile = Profile { bits };
-        let options = profile.options(&job.defines);
+        let options = profile.options(&job.defines, &job.text);
         let pipeline = naga::back::spv::PipelineOptions {
             shader_stage: naga::ShaderStage::Compute,
             entry_point: job.entry.to_string(),

@@ -1,9 +1,9 @@
 //! naga's SPIR-V options for a kernel variant on a device profile (build.rs only: the crate
 //! itself has no naga). What changes a module besides its defines is the `Profile`: whether
 //! the device bounds-checks buffers itself (robustBufferAccess2), zeroes workgroup memory
-//! itself, and has `shaderInt8`. Capabilities a define asks for (`F16`, `SUBGROUPS`,
-//! `INT_DOT`) are granted with it: the backend only requests those variants where the device
-//! has the feature.
+//! itself, and has `shaderInt8`. The capabilities of the defines `F16` and `SUBGROUPS`, and of
+//! packed integer dot products (`mul_mat_q8.wgsl`), are granted to the kernels that use them:
+//! the backend only requests those variants where the device has the feature.
 
 use naga::back::spv;
 
@@ -47,7 +47,7 @@ impl Profile {
     /// (buffer accesses by the driver where it has robustBufferAccess2, else by naga's
     /// clamps), so a kernel behaves the same on both backends; capabilities limited to what
     /// the device was created with, which the validation layer checks.
-    pub fn options(self, defines: &[(&str, u32)]) -> spv::Options<'static> {
+    pub fn options(self, defines: &[(&str, u32)], text: &str) -> spv::Options<'static> {
         use spv::Capability as C;
         let defined = |name: &str| defines.iter().any(|(n, _)| *n == name);
         let mut caps: naga::FastHashSet<C> = [C::Shader].into_iter().collect();
@@ -60,7 +60,8 @@ impl Profile {
         if defined("SUBGROUPS") {
             caps.extend([C::GroupNonUniform, C::GroupNonUniformArithmetic]);
         }
-        if defined("INT_DOT") {
+        // Else naga would polyfill dot4I8Packed with bit-field extracts.
+        if text.contains("dot4I8Packed") || text.contains("dot4U8Packed") {
             caps.extend([C::DotProduct, C::DotProductInput4x8BitPacked]);
         }
         let restrict = naga::proc::BoundsCheckPolicy::Restrict;

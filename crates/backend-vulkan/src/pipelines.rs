@@ -76,6 +76,11 @@ impl Pipelines {
         self.by_name.is_empty()
     }
 
+    /// The variants created so far, by canonical name.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.by_name.keys().copied().collect()
+    }
+
     /// The pipeline for `key`, created on first use from its prebuilt SPIR-V (`extra`:
     /// device-dependent defines); [`VulkanError::NotPrebuilt`] if build.rs did not build it.
     pub fn get(

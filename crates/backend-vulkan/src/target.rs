@@ -48,6 +48,9 @@ impl Target for Gpu {
     fn subgroup_kernels(&self) -> bool {
         Gpu::subgroup_kernels(self)
     }
+    fn int_dot_kernels(&self) -> bool {
+        Gpu::int_dot_kernels(self)
+    }
 }
 
 /// A Vulkan failure inside the shared builders, as the kernels' error type (device loss and

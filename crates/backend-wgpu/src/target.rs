@@ -33,4 +33,9 @@ pub trait Target {
     fn subgroup_kernels(&self) -> bool {
         false
     }
+    /// Quantized matmuls take the packed integer dot product kernel (`mul_mat_q8.wgsl`) for
+    /// the types it reads. wgpu devices do not (this default).
+    fn int_dot_kernels(&self) -> bool {
+        false
+    }
 }

@@ -42,6 +42,22 @@ pub mod mul_mat {
     pub const WIDE_TILE_COLUMNS: u32 = 16;
 }
 
+/// The weight types `mul_mat_q8.wgsl` reads as integers (packed integer dot products), with
+/// the activations' quantization each takes (`quantize.wgsl`'s `PACK` variant of it).
+pub const INT_DOT_TYPES: [(&str, &str); 7] = [
+    ("W_Q4_0", "ACT_Q8_0"),
+    ("W_Q4_1", "ACT_Q8_0"),
+    ("W_Q5_0", "ACT_Q8_0"),
+    ("W_Q5_1", "ACT_Q8_0"),
+    ("W_Q8_0", "ACT_Q8_0"),
+    ("W_Q4_K", "ACT_Q8_K"),
+    ("W_Q5_K", "ACT_Q8_K"),
+];
+
+/// `mul_mat_q8.wgsl`'s shapes: (rows, columns) per invocation for decode through small
+/// weights, decode through tall ones, and batches.
+pub const INT_DOT_SHAPES: [(u32, u32); 3] = [(1, 1), (4, 1), (4, 8)];
+
 /// `attention.wgsl`'s threads per workgroup (keys per tile).
 pub const ATTENTION_WG: u32 = 64;
 
@@ -130,6 +146,7 @@ pub fn all() -> Vec<Variant> {
     }
     attention(&mut out);
     weight_kernels(&mut out);
+    int_dot_kernels(&mut out);
     // lavapipe's built-in math: every variant also with it (dropped by `canonical` where the
     // family does not read it).
     let with_math: Vec<Variant> = out
@@ -203,6 +220,23 @@ fn weight_kernels(out: &mut Vec<Variant>) {
                 for xu in UNIFORM_VEC4S {
                     out.push(with(&[("NR", nr), ("X_UNIFORM", xu)]));
                 }
+            }
+        }
+    }
+}
+
+/// Packed integer dot products: the activations' packing and the integer matmul, per type.
+fn int_dot_kernels(out: &mut Vec<Variant>) {
+    for act in ["ACT_Q8_0", "ACT_Q8_K"] {
+        out.push(v("quantize.wgsl", "main", vec![(act, 1), ("PACK", 1)]));
+    }
+    for (ty, _) in INT_DOT_TYPES {
+        let aligned = ALIGNED_TYPES.contains(&ty);
+        for w_aligned in [false, aligned] {
+            for (nr, nc) in INT_DOT_SHAPES {
+                let mut d = vec![(ty, 1), ("WG", mul_mat::WG), ("NR", nr), ("NC", nc)];
+                d.extend(w_aligned.then_some(("W_ALIGNED", 1)));
+                out.push(v("mul_mat_q8.wgsl", "main", d));
             }
         }
     }

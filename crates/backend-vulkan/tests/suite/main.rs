@@ -4,6 +4,7 @@
 
 mod device_errors;
 mod devices;
+mod int_dot;
 #[path = "../../../backend-wgpu/tests/suite/models.rs"]
 mod models;
 mod prebuilt;

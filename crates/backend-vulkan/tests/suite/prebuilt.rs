@@ -2,7 +2,8 @@
 //! device: both test models' graphs (prefill, decode, all-logits) and every synthetic
 //! architecture's are recorded on a stand-in target that only looks each request up in the
 //! table (`kernels::find`), for each device class the builders tell apart (CPU adapter or
-//! GPU, f16, subgroups, lavapipe's built-in math, a 16 or 64 KiB uniform binding), with the
+//! GPU, f16, subgroups, lavapipe's built-in math, a 16 or 64 KiB uniform binding, integer dot
+//! products), with the
 //! sampling and KV-shift kernels. No device is needed: this checks GPU-class variants too,
 //! which lavapipe never requests.
 
@@ -32,6 +33,7 @@ struct Class {
     subgroups: bool,
     builtin_math: bool,
     max_uniform: u64,
+    int_dot: bool,
 }
 
 /// Records nothing: each pipeline request is looked up in the prebuilt table.
@@ -77,6 +79,9 @@ impl Target for LookUp {
     fn subgroup_kernels(&self) -> bool {
         self.class.subgroups
     }
+    fn int_dot_kernels(&self) -> bool {
+        self.class.int_dot
+    }
 }
 
 fn classes() -> Vec<Class> {
@@ -86,13 +91,16 @@ fn classes() -> Vec<Class> {
             for subgroups in [false, true] {
                 for builtin_math in [false, cpu] {
                     for max_uniform in [16 << 10, 64 << 10] {
-                        out.push(Class {
-                            cpu,
-                            f16,
-                            subgroups,
-                            builtin_math,
-                            max_uniform,
-                        });
+                        for int_dot in [false, true] {
+                            out.push(Class {
+                                cpu,
+                                f16,
+                                subgroups,
+                                builtin_math,
+                                max_uniform,
+                                int_dot,
+                            });
+                        }
                     }
                 }
             }
@@ -156,7 +164,8 @@ fn record_model(model: &Model, target: &LookUp) -> Result<(), WgpuError> {
     Ok(())
 }
 
-fn check(models: &[(&str, std::sync::Arc<Model>)]) {
+/// Records `models` on every class; the canonical names requested.
+fn check(models: &[(&str, std::sync::Arc<Model>)]) -> BTreeSet<String> {
     let mut missing = Vec::new();
     let mut requested = BTreeSet::new();
     for class in classes() {
@@ -174,16 +183,27 @@ fn check(models: &[(&str, std::sync::Arc<Model>)]) {
     assert!(missing.is_empty(), "{missing:#?}");
     // The stand-in saw GPU-class and CPU-class matmuls (it exercised both).
     assert!(requested.iter().any(|n| n.contains("ROW_PER_WORKGROUP")));
-    assert!(requested.iter().any(|n| n.contains("X_UNIFORM")));
-    assert!(requested.iter().any(|n| n.starts_with("attention.wgsl:main F16")));
+    assert!(requested
+        .iter()
+        .any(|n| n.starts_with("attention.wgsl:main F16")));
+    requested
 }
 
 #[test]
 fn the_test_models_request_only_prebuilt_kernels() {
-    check(&[
-        ("SmolLM2", tessera_testkit::load_model(tessera_testkit::SMOLLM2)),
-        ("Gemma 3", tessera_testkit::load_model(tessera_testkit::GEMMA3)),
+    let requested = check(&[
+        (
+            "SmolLM2",
+            tessera_testkit::load_model(tessera_testkit::SMOLLM2),
+        ),
+        (
+            "Gemma 3",
+            tessera_testkit::load_model(tessera_testkit::GEMMA3),
+        ),
     ]);
+    // Their quantized weights took the uniform decode input and the integer-dot kernel.
+    assert!(requested.iter().any(|n| n.contains("X_UNIFORM")));
+    assert!(requested.iter().any(|n| n.starts_with("mul_mat_q8.wgsl")));
 }
 
 #[test]

@@ -1,0 +1,135 @@
+//! The packed integer dot product matmul (`mul_mat_q8.wgsl`, off by default, see
+//! `Gpu::int_dot_kernels`) against the CPU backend: every weight type it reads, decode and
+//! batches, a weight tall enough for its 4-row decode shape, with the same NMSE limit as the
+//! f32 path's conformance cases (1e-6; ggml's test-backend-ops allows 5e-4 for its matmuls).
+//! It runs ggml's arithmetic (integer chunk sums, then the scales), so Q4_0 and Q8_0 land
+//! within float rounding of the CPU; Q4_1/Q5_1 differ by the CPU's q8_1 activation sums, as
+//! the f32 path does.
+
+use std::sync::Arc;
+
+use tessera_backend_cpu::CpuBackend;
+use tessera_backend_vulkan::{Gpu, VulkanBackend};
+use tessera_core::backend::{Backend, Batch, Segment};
+use tessera_core::graph::GraphBuilder;
+use tessera_core::weights::WeightStore;
+use tessera_core::SequentialPool;
+use tessera_gguf::{GgmlType, GgufFile, GgufWriter};
+use tessera_testkit::gpu_errors::one_layer_kv;
+
+const LIMIT: f64 = 1e-6;
+
+fn values(n: usize, seed: f32) -> Vec<f32> {
+    (0..n)
+        .map(|i| ((i as f32 * 0.731 + seed).sin() * 2.0) + ((i % 7) as f32 - 3.0) * 0.1)
+        .collect()
+}
+
+/// `ty` weights of `rows` × 256 against `n` activation rows: NMSE of the Vulkan backend
+/// (`gpu`) against the CPU.
+fn nmse(gpu: &Gpu, ty: GgmlType, rows: usize, n: usize) -> f64 {
+    let k = 256;
+    let mut w = GgufWriter::new();
+    let table: Vec<u8> = values(k * 64, 0.5)
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    w.add_tensor("inp", &[k as u64, 64], GgmlType::F32, table)
+        .unwrap();
+    let rb = tessera_quant::row_bytes(ty, k).unwrap();
+    let mut weights = vec![0u8; rb * rows];
+    for (src, dst) in values(k * rows, 1.7).chunks(k).zip(weights.chunks_mut(rb)) {
+        tessera_quant::quantize_row_ref(ty, src, dst).unwrap();
+    }
+    w.add_tensor("w", &[k as u64, rows as u64], ty, weights)
+        .unwrap();
+    let mut store = WeightStore::new(Arc::new(GgufFile::from_bytes(w.to_bytes()).unwrap()));
+    let inp = store.require("inp", &[k, 64]).unwrap();
+    let wt = store.require("w", &[k, rows]).unwrap();
+    let mut b = GraphBuilder::new(&store, n, n);
+    let x = b.get_rows(inp);
+    let y = b.mul_mat(wt, x).unwrap();
+    let graph = b.finish(y);
+    let tokens: Vec<u32> = (0..n as u32).map(|i| (i * 7 + 3) % 64).collect();
+    let segments = [Segment {
+        seq: 0,
+        pos0: 0,
+        len: n,
+    }];
+    let rows_out: Vec<usize> = (0..n).collect();
+    let batch = Batch {
+        tokens: &tokens,
+        segments: &segments,
+        output_rows: &rows_out,
+    };
+    let (mut got, mut want) = (vec![0.0f32; rows * n], vec![0.0f32; rows * n]);
+    let mut vk = VulkanBackend::with_gpu(gpu.clone());
+    let mut cpu = CpuBackend::new(Arc::new(SequentialPool));
+    vk.init_kv(&one_layer_kv(32)).unwrap();
+    cpu.init_kv(&one_layer_kv(32)).unwrap();
+    assert!(vk
+        .compute(&graph, &batch, &store, &mut got)
+        .unwrap()
+        .is_ready());
+    assert!(cpu
+        .compute(&graph, &batch, &store, &mut want)
+        .unwrap()
+        .is_ready());
+    let err: f64 = got
+        .iter()
+        .zip(&want)
+        .map(|(g, w)| (*g as f64 - *w as f64).powi(2))
+        .sum();
+    let norm: f64 = want.iter().map(|w| (*w as f64).powi(2)).sum();
+    err / norm
+}
+
+#[test]
+fn integer_dot_matmuls_match_the_cpu() {
+    let mut gpu = Gpu::new(None).unwrap();
+    if !gpu.device().features.int_dot {
+        eprintln!(
+            "no integer dot product on {}: nothing to check",
+            gpu.device().name
+        );
+        return;
+    }
+    gpu.set_int_dot_kernels(true);
+    let types = [
+        GgmlType::Q4_0,
+        GgmlType::Q4_1,
+        GgmlType::Q5_0,
+        GgmlType::Q5_1,
+        GgmlType::Q8_0,
+        GgmlType::Q4_K,
+        GgmlType::Q5_K,
+    ];
+    for ty in types {
+        for n in [1, 5, 17] {
+            let e = nmse(&gpu, ty, 72, n);
+            eprintln!("int-dot {ty:?} m72 n{n}: nmse {e:.3e}");
+            assert!(e <= LIMIT, "{ty:?} n{n}: nmse {e:.3e}");
+        }
+    }
+    // Tall weights: 4 rows per invocation in decode, partial row groups.
+    for n in [1, 9] {
+        let e = nmse(&gpu, GgmlType::Q4_K, 16411, n);
+        assert!(e <= LIMIT, "tall Q4_K n{n}: nmse {e:.3e}");
+    }
+    // Every type and shape ran on the integer kernel (canonical names: defines sorted).
+    let names = gpu.kernel_names();
+    for ty in types {
+        let define = format!("W_{ty:?}");
+        let mut shapes = vec!["NC NR WG=64", "NC=8 NR=4 WG=64"];
+        if ty == GgmlType::Q4_K {
+            shapes.push("NC NR=4 WG=64");
+        }
+        for shape in shapes {
+            let prefix = format!("mul_mat_q8.wgsl:main {shape} ");
+            let ran = names
+                .iter()
+                .any(|n| n.starts_with(&prefix) && n.split(' ').any(|w| w == define));
+            assert!(ran, "{prefix}{define} did not run: {names:?}");
+        }
+    }
+}
