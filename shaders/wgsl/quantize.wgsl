@@ -8,8 +8,9 @@
 // -127 / max, q = min(127, round(iscale * x)), d = 1 / iscale), ACT_F16 (F16 weights).
 // PACK (with ACT_Q8_0 or ACT_Q8_K; mul_mat_q8.wgsl's input, devices with packed integer dot
 // products): the same q as signed bytes, four to a word, then per 32-element chunk its scale
-// d (f32 bits; a Q8_K block's d repeated for its 8 chunks) and the sum of its q (i32 bits):
-// P.n / 4 words, P.n / 32 scales, P.n / 32 sums.
+// d (f32 bits; a Q8_K block's d repeated for its 8 chunks), the sum of its q (i32 bits) and
+// q8_1's s = f16(amax / 127 · sum) (f32 bits; Q8_0 only, which Q4_1/Q5_1 read as ggml's q8_1):
+// P.n / 4 words, then P.n / 32 of each.
 
 struct Params {
     n: u32, // elements (a multiple of the block size)
@@ -62,7 +63,8 @@ fn main(
     let d = f16_round(amax / 127.0);
     let id = select(0.0, 127.0 / amax, amax != 0.0);
 #ifdef PACK
-    pack_chunk(base, d, id, 128.0);
+    let sum = pack_chunk(base, d, id, 128.0);
+    y[P.n / 4u + 2u * (P.n / 32u) + base / 32u] = bitcast<u32>(f16_round(amax / 127.0 * f32(sum)));
 #else
     for (var i = 0u; i < BLOCK; i++) {
         y[base + i] = d * clamp(round(x[base + i] * id), -128.0, 127.0);
@@ -84,7 +86,7 @@ fn main(
     let iscale = select(0.0, -127.0 / vmax, amax != 0.0);
     let d = select(0.0, 1.0 / iscale, amax != 0.0);
     for (var c = 0u; c < BLOCK; c += 32u) {
-        pack_chunk(base + c, d, iscale, 127.0);
+        _ = pack_chunk(base + c, d, iscale, 127.0);
     }
 #else
     if (amax == 0.0) {
@@ -104,8 +106,9 @@ fn main(
 
 #ifdef PACK
 // The 32 elements from `at` as q = clamp(round(x * scale), -lo, 127) (Q8_0 clamps at -128,
-// Q8_K's q never goes below -127: lo is the bound), packed, with the chunk's d and sum.
-fn pack_chunk(at: u32, d: f32, scale: f32, lo: f32) {
+// Q8_K's q never goes below -127: lo is the bound), packed, with the chunk's d and sum; the
+// sum is returned.
+fn pack_chunk(at: u32, d: f32, scale: f32, lo: f32) -> i32 {
     let chunk = at / 32u;
     var sum = 0i;
     for (var t = 0u; t < 8u; t++) {
@@ -117,5 +120,6 @@ fn pack_chunk(at: u32, d: f32, scale: f32, lo: f32) {
     }
     y[P.n / 4u + chunk] = bitcast<u32>(d);
     y[P.n / 4u + P.n / 32u + chunk] = bitcast<u32>(sum);
+    return sum;
 }
 #endif

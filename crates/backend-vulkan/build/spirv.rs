@@ -60,6 +60,9 @@ impl Profile {
         if defined("SUBGROUPS") {
             caps.extend([C::GroupNonUniform, C::GroupNonUniformArithmetic]);
         }
+        if defined("EXACT_FMA") {
+            caps.insert(C::Float64);
+        }
         // Else naga would polyfill dot4I8Packed with bit-field extracts.
         if text.contains("dot4I8Packed") || text.contains("dot4U8Packed") {
             caps.extend([C::DotProduct, C::DotProductInput4x8BitPacked]);

@@ -185,7 +185,8 @@ impl Gpu {
         // Robust buffer access (2 needs 1): out-of-range accesses are the driver's to catch,
         // as in wgpu, so the kernels' SPIR-V carries no clamps (`build/spirv.rs`).
         let base = vk::PhysicalDeviceFeatures::default()
-            .robust_buffer_access(features.robust_buffer_access2);
+            .robust_buffer_access(features.robust_buffer_access2)
+            .shader_float64(features.f64);
         let extensions = match features.robust_buffer_access2 {
             true => vec![ash::ext::robustness2::NAME.as_ptr()],
             false => vec![],

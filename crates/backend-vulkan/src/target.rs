@@ -51,6 +51,9 @@ impl Target for Gpu {
     fn int_dot_kernels(&self) -> bool {
         Gpu::int_dot_kernels(self)
     }
+    fn exact_fma_kernels(&self) -> bool {
+        self.device().features.f64
+    }
 }
 
 /// A Vulkan failure inside the shared builders, as the kernels' error type (device loss and

@@ -38,4 +38,10 @@ pub trait Target {
     fn int_dot_kernels(&self) -> bool {
         false
     }
+    /// The integer dot product kernel's multiply-adds are made exact through f64
+    /// (`EXACT_FMA`: the device has f64 arithmetic), so it keeps the CPU's bits on drivers
+    /// that split `fma` into a multiply and an add (lavapipe).
+    fn exact_fma_kernels(&self) -> bool {
+        false
+    }
 }

@@ -55,8 +55,9 @@ pub const INT_DOT_TYPES: [(&str, &str); 7] = [
 ];
 
 /// `mul_mat_q8.wgsl`'s shapes: (rows, columns) per invocation for decode through small
-/// weights, decode through tall ones, and batches.
-pub const INT_DOT_SHAPES: [(u32, u32); 3] = [(1, 1), (4, 1), (4, 8)];
+/// weights, decode through tall ones, and batches (one row: each output keeps ggml's 8 float
+/// and 8 integer lanes, so 8 columns are already 200-odd values per invocation).
+pub const INT_DOT_SHAPES: [(u32, u32); 3] = [(1, 1), (4, 1), (1, 8)];
 
 /// `attention.wgsl`'s threads per workgroup (keys per tile).
 pub const ATTENTION_WG: u32 = 64;
@@ -233,10 +234,13 @@ fn int_dot_kernels(out: &mut Vec<Variant>) {
     for (ty, _) in INT_DOT_TYPES {
         let aligned = ALIGNED_TYPES.contains(&ty);
         for w_aligned in [false, aligned] {
-            for (nr, nc) in INT_DOT_SHAPES {
-                let mut d = vec![(ty, 1), ("WG", mul_mat::WG), ("NR", nr), ("NC", nc)];
-                d.extend(w_aligned.then_some(("W_ALIGNED", 1)));
-                out.push(v("mul_mat_q8.wgsl", "main", d));
+            for exact in [false, true] {
+                for (nr, nc) in INT_DOT_SHAPES {
+                    let mut d = vec![(ty, 1), ("WG", mul_mat::WG), ("NR", nr), ("NC", nc)];
+                    d.extend(w_aligned.then_some(("W_ALIGNED", 1)));
+                    d.extend(exact.then_some(("EXACT_FMA", 1)));
+                    out.push(v("mul_mat_q8.wgsl", "main", d));
+                }
             }
         }
     }

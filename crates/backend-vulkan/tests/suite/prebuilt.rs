@@ -82,6 +82,10 @@ impl Target for LookUp {
     fn int_dot_kernels(&self) -> bool {
         self.class.int_dot
     }
+    fn exact_fma_kernels(&self) -> bool {
+        // Classes with f16 stand in for devices with f64 too: both forms get requested.
+        self.class.int_dot && self.class.f16
+    }
 }
 
 fn classes() -> Vec<Class> {

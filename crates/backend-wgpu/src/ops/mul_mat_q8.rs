@@ -1,6 +1,6 @@
 //! `y = x · wᵀ` with packed integer dot products (`mul_mat_q8.wgsl`): the activations
-//! quantized to 8 bits and packed by `quantize` (`PACK`), the weights read as integers, one
-//! dispatch per weight part. Devices with `shaderIntegerDotProduct` where the backend turns
+//! quantized to 8 bits and packed by `quantize` (`PACK`), the weights read as integers and
+//! summed in ggml's x86 arithmetic (the CPU backend's), one dispatch per weight part. Devices with `shaderIntegerDotProduct` where the backend turns
 //! it on (`Target::int_dot_kernels`), for the types of
 //! `tessera_kernels::variants::INT_DOT_TYPES`; the rest take `mul_mat`.
 
@@ -20,7 +20,8 @@ const _: () = assert!(size_of::<MulMatParams>() == wgsl_params::MUL_MAT_Q8);
 
 /// Weights at least this tall take 4 rows per invocation in decode (the output projection):
 /// as `mul_mat`'s CPU_ROWS, each activation chunk then serves several rows; smaller ones one
-/// row per invocation, for more invocations over the CPU's threads.
+/// row per invocation, for more invocations over the CPU's threads. Batches take one row and
+/// 8 columns (`INT_DOT_SHAPES`).
 const TALL: usize = 16384;
 
 /// The activations' quantization (`quantize.wgsl` define, block) of weights of type `ty` on
@@ -60,6 +61,9 @@ pub fn record<T: Target>(
         u32_of("weight part bytes", part.rows * w.row_bytes)?;
         let mut defines = vec![(ty_define, 1), ("WG", WG), ("NR", nr), ("NC", nc)];
         defines.extend(alignment_define(rec.gpu, w));
+        if rec.gpu.exact_fma_kernels() {
+            defines.push(("EXACT_FMA", 1));
+        }
         let key = PipelineKey {
             family: "mul_mat_q8.wgsl",
             entry: "main",

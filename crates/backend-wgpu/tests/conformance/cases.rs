@@ -647,7 +647,7 @@ fn kernel_variants(file: &str) -> Vec<(&'static str, Vec<Define>)> {
         "mul_mat.wgsl" => vec![("main", vec![("W_Q4_0", 1), ("WG", 64), ("NR", 1)])],
         "mul_mat_q8.wgsl" => vec![(
             "main",
-            vec![("W_Q4_K", 1), ("WG", 64), ("NR", 4), ("NC", 8)],
+            vec![("W_Q4_K", 1), ("WG", 64), ("NR", 1), ("NC", 8)],
         )],
         "add.wgsl" | "add_weight.wgsl" | "geglu.wgsl" | "mul_weight.wgsl" | "output_rows.wgsl"
         | "slice.wgsl" | "rms_norm.wgsl" | "rope.wgsl" | "scale.wgsl" | "softcap.wgsl"
