@@ -1,9 +1,10 @@
 //! naga's SPIR-V options for a kernel variant on a device profile (build.rs only: the crate
 //! itself has no naga). What changes a module besides its defines is the `Profile`: whether
 //! the device bounds-checks buffers itself (robustBufferAccess2), zeroes workgroup memory
-//! itself, and has `shaderInt8`. The capabilities of the defines `F16` and `SUBGROUPS`, and of
-//! packed integer dot products (`mul_mat_q8.wgsl`), are granted to the kernels that use them:
-//! the backend only requests those variants where the device has the feature.
+//! itself, and has `shaderInt8`. The capabilities of the defines `F16`, `SUBGROUPS` and
+//! `EXACT_FMA` (f64), and of packed integer dot products (`mul_mat_q8.wgsl`), are granted to
+//! the kernels that use them: the backend only requests those variants where the device has
+//! the feature.
 
 use naga::back::spv;
 

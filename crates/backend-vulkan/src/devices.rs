@@ -61,7 +61,7 @@ pub struct Features {
 }
 
 impl Features {
-    /// "f16, subgroups(8), int-dot" — the features the backend will use.
+    /// "f16, subgroups(8), int-dot, f64" — the features the backend will use.
     pub fn describe(&self) -> String {
         let mut words = Vec::new();
         if self.f16 {
@@ -72,6 +72,9 @@ impl Features {
         }
         if self.int_dot {
             words.push("int-dot".to_string());
+        }
+        if self.f64 {
+            words.push("f64".to_string());
         }
         if words.is_empty() {
             "none".to_string()
