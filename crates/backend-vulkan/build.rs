@@ -11,7 +11,7 @@ mod spirv;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -40,8 +40,11 @@ fn main() {
     // A folder: cargo re-runs this script when any file below it changes.
     println!("cargo:rerun-if-changed={}", root.display());
     println!("cargo:rerun-if-changed=build/spirv.rs");
-    let mut sources = HashMap::new();
-    read_sources(&root, &root, &mut sources);
+    let sources: HashMap<String, String> = tessera_kernels::files::wgsl_files(&root)
+        .unwrap()
+        .into_iter()
+        .map(|(name, path)| (name, std::fs::read_to_string(path).unwrap()))
+        .collect();
     let source = |name: &str| sources.get(name).map(String::as_str);
 
     let mut unique: BTreeMap<String, (&'static str, &'static str, Vec<Define>)> = BTreeMap::new();
@@ -129,23 +132,6 @@ fn main() {
     )
     .unwrap();
     std::fs::write(out.join("kernels.rs"), table).unwrap();
-}
-
-/// Every `.wgsl` file below `dir`, by its path under `root` with `/` separators.
-fn read_sources(root: &Path, dir: &Path, out: &mut HashMap<String, String>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            read_sources(root, &path, out);
-        } else if path.extension().is_some_and(|e| e == "wgsl") {
-            let rel = path.strip_prefix(root).unwrap();
-            let name: Vec<_> = rel
-                .components()
-                .map(|c| c.as_os_str().to_str().unwrap())
-                .collect();
-            out.insert(name.join("/"), std::fs::read_to_string(&path).unwrap());
-        }
-    }
 }
 
 /// The variant's modules for every combination of its relevant profile bits; a kernel that

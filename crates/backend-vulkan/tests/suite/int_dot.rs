@@ -8,14 +8,13 @@
 
 use std::sync::Arc;
 
-use tessera_backend_cpu::CpuBackend;
-use tessera_backend_vulkan::{Gpu, VulkanBackend};
-use tessera_core::backend::{Backend, Batch, Segment};
+use tessera_backend_vulkan::Gpu;
+use tessera_core::backend::{Batch, Segment};
 use tessera_core::graph::GraphBuilder;
 use tessera_core::weights::WeightStore;
-use tessera_core::SequentialPool;
 use tessera_gguf::{GgmlType, GgufFile, GgufWriter};
-use tessera_testkit::gpu_errors::one_layer_kv;
+
+use crate::against_cpu;
 
 const LIMIT: f64 = 1e-6;
 
@@ -61,34 +60,15 @@ fn compare(gpu: &Gpu, ty: GgmlType, k: usize, rows: usize, n: usize) -> (f64, bo
         segments: &segments,
         output_rows: &rows_out,
     };
-    let (mut got, mut want) = (vec![0.0f32; rows * n], vec![0.0f32; rows * n]);
-    let mut vk = VulkanBackend::with_gpu(gpu.clone());
-    let mut cpu = CpuBackend::new(Arc::new(SequentialPool));
     // ggml's own (vec_dot) arithmetic: the repacked kernels sum in llama.cpp's repack order.
-    cpu.set_repack(false);
-    vk.init_kv(&one_layer_kv(32)).unwrap();
-    cpu.init_kv(&one_layer_kv(32)).unwrap();
-    assert!(vk
-        .compute(&graph, &batch, &store, &mut got)
-        .unwrap()
-        .is_ready());
-    assert!(cpu
-        .compute(&graph, &batch, &store, &mut want)
-        .unwrap()
-        .is_ready());
-    let err: f64 = got
-        .iter()
-        .zip(&want)
-        .map(|(g, w)| (*g as f64 - *w as f64).powi(2))
-        .sum();
-    let norm: f64 = want.iter().map(|w| (*w as f64).powi(2)).sum();
+    let (got, want) = against_cpu::outputs(gpu, &graph, &batch, &store, rows * n, false);
+    let e = against_cpu::nmse(&got, &want);
     let same = got.iter().zip(&want).filter(|(g, w)| g == w).count();
     eprintln!(
-        "int-dot {ty:?} k{k} m{rows} n{n}: nmse {:.3e}, {same} of {} outputs with the CPU's bits",
-        err / norm,
+        "int-dot {ty:?} k{k} m{rows} n{n}: nmse {e:.3e}, {same} of {} outputs with the CPU's bits",
         got.len()
     );
-    (err / norm, same == got.len())
+    (e, same == got.len())
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! Vulkan loader and device: lavapipe (`mesa-vulkan-drivers`) in CI. The model tests are the
 //! WebGPU backend's (`backend-wgpu/tests/suite/{models,synth}.rs`), run on this backend.
 
+mod against_cpu;
 mod device_errors;
 mod devices;
 mod int_dot;

@@ -95,28 +95,45 @@ pub fn record<T: Target>(
     } else {
         1
     };
+    let mut defines = vec![(ty_define, 1), ("WG", wg)];
+    defines.extend(alignment_define(rec.gpu, w));
+    if row_per_workgroup {
+        defines.extend([("ROW_PER_WORKGROUP", 1), ("NC", nc)]);
+    } else if tile {
+        defines.extend([("TILE", 1), ("TILE_COLS", nc)]);
+        if wide_tile {
+            defines.push(("TILE_WIDE", 1));
+        }
+    } else {
+        defines.push(("NR", nr));
+    }
+    if let Some(vec4s) = x_uniform {
+        defines.push(("X_UNIFORM", u32_of("uniform activations", vec4s)? as u32));
+    }
+    let key = PipelineKey {
+        family: "mul_mat.wgsl",
+        entry: "main",
+        defines,
+    };
+    let rows_per_group = if row_per_workgroup { 1 } else { wg * nr };
+    dispatch_parts(rec, w, key, x, y, n, rows_per_group as usize, nc as usize)
+}
+
+/// One dispatch of `key` (a matmul kernel with `mul_mat.wgsl`'s parameters and bindings) per
+/// weight part: `rows_per_group` weight rows per workgroup, `cols` activation columns per z.
+#[allow(clippy::too_many_arguments)]
+pub fn dispatch_parts<T: Target>(
+    rec: &mut Recorder<T>,
+    w: &GpuWeight<T::Buffer>,
+    key: PipelineKey,
+    x: &T::Buffer,
+    y: &T::Buffer,
+    n: usize,
+    rows_per_group: usize,
+    cols: usize,
+) -> Result<(), WgpuError> {
     for part in &w.parts {
         u32_of("weight part bytes", part.rows * w.row_bytes)?;
-        let mut defines = vec![(ty_define, 1), ("WG", wg)];
-        defines.extend(alignment_define(rec.gpu, w));
-        if row_per_workgroup {
-            defines.extend([("ROW_PER_WORKGROUP", 1), ("NC", nc)]);
-        } else if tile {
-            defines.extend([("TILE", 1), ("TILE_COLS", nc)]);
-            if wide_tile {
-                defines.push(("TILE_WIDE", 1));
-            }
-        } else {
-            defines.push(("NR", nr));
-        }
-        if let Some(vec4s) = x_uniform {
-            defines.push(("X_UNIFORM", u32_of("uniform activations", vec4s)? as u32));
-        }
-        let key = PipelineKey {
-            family: "mul_mat.wgsl",
-            entry: "main",
-            defines,
-        };
         let params = MulMatParams {
             k: w.k as u32,
             rows: part.rows as u32,
@@ -125,14 +142,9 @@ pub fn record<T: Target>(
             row_bytes: w.row_bytes as u32,
             m: w.n_rows as u32,
         };
-        let row_groups = if row_per_workgroup {
-            part.rows
-        } else {
-            part.rows.div_ceil((wg * nr) as usize)
-        };
-        let groups = rec.grid(row_groups, n.div_ceil(nc as usize))?;
+        let groups = rec.grid(part.rows.div_ceil(rows_per_group), n.div_ceil(cols))?;
         rec.dispatch(
-            key,
+            key.clone(),
             params,
             vec![(1, part.buffer.clone()), (2, x.clone()), (3, y.clone())],
             groups,

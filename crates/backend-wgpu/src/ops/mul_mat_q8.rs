@@ -8,8 +8,7 @@ use tessera_gguf::GgmlType;
 use tessera_kernels::variants::{mul_mat::WG, INT_DOT_SHAPES, INT_DOT_TYPES};
 
 use crate::error::WgpuError;
-use crate::ops::mul_mat::MulMatParams;
-use crate::ops::u32_of;
+use crate::ops::mul_mat::{dispatch_parts, MulMatParams};
 use crate::pipelines::PipelineKey;
 use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
@@ -57,34 +56,15 @@ pub fn record<T: Target>(
         (1, true) => INT_DOT_SHAPES[1],
         _ => INT_DOT_SHAPES[2],
     };
-    for part in &w.parts {
-        u32_of("weight part bytes", part.rows * w.row_bytes)?;
-        let mut defines = vec![(ty_define, 1), ("WG", WG), ("NR", nr), ("NC", nc)];
-        defines.extend(alignment_define(rec.gpu, w));
-        if rec.gpu.exact_fma_kernels() {
-            defines.push(("EXACT_FMA", 1));
-        }
-        let key = PipelineKey {
-            family: "mul_mat_q8.wgsl",
-            entry: "main",
-            defines,
-        };
-        let params = MulMatParams {
-            k: w.k as u32,
-            rows: part.rows as u32,
-            row0: part.row0 as u32,
-            n: n as u32,
-            row_bytes: w.row_bytes as u32,
-            m: w.n_rows as u32,
-        };
-        let row_groups = part.rows.div_ceil((WG * nr) as usize);
-        let groups = rec.grid(row_groups, n.div_ceil(nc as usize))?;
-        rec.dispatch(
-            key,
-            params,
-            vec![(1, part.buffer.clone()), (2, x.clone()), (3, y.clone())],
-            groups,
-        )?;
+    let mut defines = vec![(ty_define, 1), ("WG", WG), ("NR", nr), ("NC", nc)];
+    defines.extend(alignment_define(rec.gpu, w));
+    if rec.gpu.exact_fma_kernels() {
+        defines.push(("EXACT_FMA", 1));
     }
-    Ok(())
+    let key = PipelineKey {
+        family: "mul_mat_q8.wgsl",
+        entry: "main",
+        defines,
+    };
+    dispatch_parts(rec, w, key, x, y, n, (WG * nr) as usize, nc as usize)
 }
