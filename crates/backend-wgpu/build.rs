@@ -6,7 +6,7 @@
 //! and the whole struct must be the recorder's 64-byte block.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Bytes of one dispatch's parameter block (`recorder::PARAMS_BYTES`).
 const PARAMS_BYTES: usize = 64;
@@ -15,9 +15,7 @@ fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let root = manifest.join("../../shaders/wgsl");
     println!("cargo:rerun-if-changed={}", root.display());
-    let mut files = Vec::new();
-    collect(&root, &root, &mut files);
-    files.sort();
+    let files = tessera_kernels::files::wgsl_files(&root).unwrap();
     let mut sources =
         String::from("/// Every WGSL file under `shaders/wgsl/`, by its path there.\n");
     sources.push_str("pub const SOURCES: &[(&str, &str)] = &[\n");
@@ -55,23 +53,6 @@ fn main() {
     params.push_str("}\n");
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("wgsl_sources.rs");
     std::fs::write(out, sources + &params).unwrap();
-}
-
-/// (path under `root` with `/` separators, file path) of every `.wgsl` file below `dir`.
-fn collect(root: &Path, dir: &Path, files: &mut Vec<(String, PathBuf)>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            collect(root, &path, files);
-        } else if path.extension().is_some_and(|e| e == "wgsl") {
-            let rel = path.strip_prefix(root).unwrap();
-            let name: Vec<_> = rel
-                .components()
-                .map(|c| c.as_os_str().to_str().unwrap())
-                .collect();
-            files.push((name.join("/"), path));
-        }
-    }
 }
 
 /// Bytes of `struct Params`'s fields before the first `_p` padding field; panics (failing the

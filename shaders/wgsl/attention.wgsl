@@ -2,7 +2,9 @@
 // per (token, head) walks the keys in tiles of WG, computing WG scores at once, and keeps an
 // online softmax (running max and sum) so the scores are never stored. Each thread owns PPT
 // pairs of output dimensions. q is rounded to f16 first, as ggml's CPU flash attention does.
-// Defines: WG (threads = keys per tile), HD (head dim, even), PPT = ceil(dv / 2 / WG); F16
+// Defines: WG (threads = keys per tile), HD (a capacity: the q tile's size, at least the head
+// dim P.hd, which is even; a parameter, so that a few prebuilt variants serve every model),
+// PPT = ceil(dv capacity / 2 / WG) (pairs past P.dv are skipped); F16
 // (devices with shader-f16): the cache is read as f16 pairs instead of unpacking u32 words,
 // the same values. SINKS: binding 6 holds a sink logit per head, one more score in the
 // softmax's denominator (after the keys, as ggml), without a value.
@@ -12,12 +14,13 @@ struct Params {
     group: u32,       // n_head / n_head_kv
     dv: u32,
     n_tokens: u32,
-    k_pairs: u32,     // u32 words per cached position (K): n_head_kv * HD / 2
+    k_pairs: u32,     // u32 words per cached position (K): n_head_kv * hd / 2
     v_pairs: u32,     // (V): n_head_kv * dv / 2
     window: u32,      // 0: none; else a query at p sees keys p - window < j <= p
     scale: f32,
     softcap: f32,     // 0: none
-    _p0: u32, _p1: u32, _p2: u32,
+    hd: u32,          // head dim of q and K (even, at most HD)
+    _p1: u32, _p2: u32,
     _p3: vec4<u32>,
 }
 
@@ -75,15 +78,15 @@ fn main(
     if (P.window > 0u && pos + 1u > P.window) {
         lo = pos + 1u - P.window;
     }
-    for (var d = tid; d < HD; d += WG) {
-        q_sh[d] = f16_round(q[row * HD + d]);
+    for (var d = tid; d < P.hd; d += WG) {
+        q_sh[d] = f16_round(q[row * P.hd + d]);
     }
     workgroupBarrier();
 
     var acc: array<vec2<f32>, PPT>;
     var run_max = -3.0e38;
     var run_sum = 0.0;
-    let k_head = kvh * (HD / 2u);
+    let k_head = kvh * (P.hd / 2u);
     let v_head = kvh * (P.dv / 2u);
     for (var base = lo; base <= pos; base += WG) {
         let j = base + tid;
@@ -91,7 +94,7 @@ fn main(
         if (j <= pos) {
             let kb = j * P.k_pairs + k_head;
             var dot = 0.0;
-            for (var p = 0u; p < HD / 2u; p++) {
+            for (var p = 0u; p < P.hd / 2u; p++) {
                 let kk = k_pair(kb + p);
                 dot = fma(q_sh[2u * p], kk.x, dot);
                 dot = fma(q_sh[2u * p + 1u], kk.y, dot);

@@ -64,3 +64,13 @@ fn nibbles_hi(word: u32) -> vec4<f32> {
 fn bits4(bits: u32, b: u32) -> vec4<u32> {
     return (vec4<u32>(bits) >> (vec4<u32>(b) + vec4<u32>(0u, 1u, 2u, 3u))) & vec4<u32>(1u);
 }
+
+// ggml's get_scale_min_k4: 6-bit scale and min of sub-block j from the 12 packed bytes at `q`.
+fn scale_min_k4(j: u32, q: u32) -> vec2<f32> {
+    if (j < 4u) {
+        return vec2<f32>(f32(load_u8(q + j) & 63u), f32(load_u8(q + j + 4u) & 63u));
+    }
+    let sc = (load_u8(q + j + 4u) & 15u) | ((load_u8(q + j - 4u) >> 6u) << 4u);
+    let m = (load_u8(q + j + 4u) >> 4u) | ((load_u8(q + j) >> 6u) << 4u);
+    return vec2<f32>(f32(sc), f32(m));
+}

@@ -129,16 +129,6 @@ fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
 }
 #endif
 
-// ggml's get_scale_min_k4: 6-bit scale and min of sub-block j from the 12 packed bytes at `q`.
-fn scale_min_k4(j: u32, q: u32) -> vec2<f32> {
-    if (j < 4u) {
-        return vec2<f32>(f32(load_u8(q + j) & 63u), f32(load_u8(q + j + 4u) & 63u));
-    }
-    let sc = (load_u8(q + j + 4u) & 15u) | ((load_u8(q + j - 4u) >> 6u) << 4u);
-    let m = (load_u8(q + j + 4u) >> 4u) | ((load_u8(q + j) >> 6u) << 4u);
-    return vec2<f32>(f32(sc), f32(m));
-}
-
 #ifdef W_Q4_K
 fn dequant32(row_off: u32, c: u32, o: ptr<function, array<vec4<f32>, 8>>) {
     let base = row_off + (c / 8u) * 144u;

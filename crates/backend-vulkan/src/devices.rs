@@ -50,6 +50,9 @@ pub struct Features {
     pub int_dot: bool,
     /// `shaderInt8`: naga's 8-bit packing built-ins run natively (else its polyfills).
     pub int8: bool,
+    /// `shaderFloat64`: the integer dot product kernel's exact fused multiply-adds
+    /// (`EXACT_FMA`; lavapipe splits `fma` into a multiply and an add).
+    pub f64: bool,
     /// `robustBufferAccess2` (VK_EXT_robustness2): the driver bounds-checks buffer accesses
     /// as WebGPU requires, so the kernels need no clamps of their own (as wgpu does).
     pub robust_buffer_access2: bool,
@@ -58,7 +61,7 @@ pub struct Features {
 }
 
 impl Features {
-    /// "f16, subgroups(8), int-dot" — the features the backend will use.
+    /// "f16, subgroups(8), int-dot, f64" — the features the backend will use.
     pub fn describe(&self) -> String {
         let mut words = Vec::new();
         if self.f16 {
@@ -69,6 +72,9 @@ impl Features {
         }
         if self.int_dot {
             words.push("int-dot".to_string());
+        }
+        if self.f64 {
+            words.push("f64".to_string());
         }
         if words.is_empty() {
             "none".to_string()

@@ -94,6 +94,7 @@ fn describe(instance: &Instance, h: vk::PhysicalDevice, index: usize) -> Physica
     }
     // SAFETY: as above.
     unsafe { raw.get_physical_device_features2(h, &mut features) };
+    let f64 = features.features.shader_float64 == vk::TRUE;
     device.driver_id = p12.driver_id.as_raw();
     device.driver_name = c_text(p12.driver_name_as_c_str());
     device.driver_info = c_text(p12.driver_info_as_c_str());
@@ -110,6 +111,7 @@ fn describe(instance: &Instance, h: vk::PhysicalDevice, index: usize) -> Physica
         subgroup_size: p11.subgroup_size,
         int_dot: has_1_3 && fdot.shader_integer_dot_product == vk::TRUE,
         int8: f12.shader_int8 == vk::TRUE,
+        f64,
         robust_buffer_access2: has_robust2 && robust2.robust_buffer_access2 == vk::TRUE,
         zero_init_workgroup: has_1_3 && f13.shader_zero_initialize_workgroup_memory == vk::TRUE,
     };

@@ -27,8 +27,10 @@ pub enum VulkanError {
     Timeout(u64),
     #[error("Vulkan out of memory allocating {what} ({bytes} bytes)")]
     Allocation { what: String, bytes: u64 },
-    #[error("WGSL kernel '{family}' does not compile for Vulkan: {message}")]
-    Shader { family: String, message: String },
+    /// A kernel variant that build.rs did not compile to SPIR-V (`kernels::KERNELS`): its
+    /// canonical name (`family:entry DEFINES`), and the device properties asked for.
+    #[error("kernel variant `{0}` is not among the prebuilt SPIR-V (a bug: tessera_kernels::variants must list every variant the builders request)")]
+    NotPrebuilt(String),
     #[error(transparent)]
     Kernel(#[from] tessera_backend_wgpu::WgpuError),
     #[error("Vulkan validation error: {0}")]

@@ -110,6 +110,9 @@ pub struct Gpu {
     /// Kernels take their subgroup variants where the device has subgroup arithmetic (off
     /// by default; `TESSERA_VULKAN_SUBGROUPS=1` or `set_subgroup_kernels`).
     subgroup_kernels: bool,
+    /// Quantized matmuls take the packed integer dot product kernel where the device has
+    /// `shaderIntegerDotProduct` (`TESSERA_VULKAN_INT_DOT`, `set_int_dot_kernels`).
+    int_dot_kernels: bool,
 }
 
 impl Gpu {
@@ -175,13 +178,15 @@ impl Gpu {
             .shader_int8(listed.device.features.int8);
         let features = listed.device.features;
         let mut f13 = vk::PhysicalDeviceVulkan13Features::default()
-            .shader_zero_initialize_workgroup_memory(features.zero_init_workgroup);
+            .shader_zero_initialize_workgroup_memory(features.zero_init_workgroup)
+            .shader_integer_dot_product(features.int_dot);
         let mut robust2 = vk::PhysicalDeviceRobustness2FeaturesEXT::default()
             .robust_buffer_access2(features.robust_buffer_access2);
         // Robust buffer access (2 needs 1): out-of-range accesses are the driver's to catch,
-        // as in wgpu, so the kernels' SPIR-V carries no clamps (`pipelines::spirv`).
+        // as in wgpu, so the kernels' SPIR-V carries no clamps (`build/spirv.rs`).
         let base = vk::PhysicalDeviceFeatures::default()
-            .robust_buffer_access(features.robust_buffer_access2);
+            .robust_buffer_access(features.robust_buffer_access2)
+            .shader_float64(features.f64);
         let extensions = match features.robust_buffer_access2 {
             true => vec![ash::ext::robustness2::NAME.as_ptr()],
             false => vec![],
@@ -196,7 +201,8 @@ impl Gpu {
             .enabled_extension_names(&extensions)
             .push_next(&mut f11)
             .push_next(&mut f12);
-        if features.zero_init_workgroup {
+        // `int_dot` implies Vulkan 1.3 (`enumerate`), as does zero-initialization.
+        if features.zero_init_workgroup || features.int_dot {
             info = info.push_next(&mut f13);
         }
         if features.robust_buffer_access2 {
@@ -227,6 +233,7 @@ impl Gpu {
             // a near tie in SmolLM2's greedy fixture (token 22 of "Once upon a time")
             // away from llama.cpp's; the portable kernels match it.
             subgroup_kernels: std::env::var("TESSERA_VULKAN_SUBGROUPS").is_ok_and(|v| v == "1"),
+            int_dot_kernels: int_dot_default(),
         })
     }
 
@@ -238,13 +245,14 @@ impl Gpu {
     pub fn describe(&self) -> String {
         let d = self.device();
         format!(
-            "{} ({}; driver {}; features {}; f16 kernels {}, subgroup kernels {}; storage bindings up to {} MiB)",
+            "{} ({}; driver {}; features {}; f16 kernels {}, subgroup kernels {}, int-dot kernels {}; storage bindings up to {} MiB)",
             d.name,
             d.kind.label(),
             d.driver_name,
             d.features.describe(),
             if self.f16_kernels() { "on" } else { "off" },
             if self.subgroup_kernels() { "on" } else { "off" },
+            if self.int_dot_kernels() { "on" } else { "off" },
             self.max_binding() >> 20
         )
     }
@@ -287,6 +295,17 @@ impl Gpu {
         self.subgroup_kernels = on;
     }
 
+    /// Quantized matmuls take the packed integer dot product kernel (the device has
+    /// `shaderIntegerDotProduct` and it is not off).
+    pub fn int_dot_kernels(&self) -> bool {
+        self.device().features.int_dot && self.int_dot_kernels
+    }
+
+    /// Turns the integer dot product kernel on (where the device has it) or off.
+    pub fn set_int_dot_kernels(&mut self, on: bool) {
+        self.int_dot_kernels = on;
+    }
+
     /// Kernels keep WGSL's built-in pow/tanh/sin/cos on lavapipe, as the WebGPU backend does
     /// (`tessera_backend_wgpu::Gpu::builtin_math`): same kernels, same numbers.
     pub fn builtin_math(&self) -> bool {
@@ -296,6 +315,12 @@ impl Gpu {
     /// Pipelines compiled so far.
     pub fn n_pipelines(&self) -> usize {
         lock(&self.inner.pipelines).len()
+    }
+
+    /// The canonical names of the kernel variants created so far (tests check which path
+    /// ran).
+    pub fn kernel_names(&self) -> Vec<&'static str> {
+        lock(&self.inner.pipelines).names()
     }
 
     /// Fails fast once the device was lost, and with the validation layer's first error
@@ -360,6 +385,12 @@ impl Gpu {
 
 /// Whether the device offers 16-bit access in uniform buffers too (f16 kernels may read
 /// their parameters' neighbours there).
+/// The integer dot product kernel's switch: `TESSERA_VULKAN_INT_DOT=1` on, anything else off
+/// (the default; see docs/backend-vulkan.md for why).
+fn int_dot_default() -> bool {
+    std::env::var("TESSERA_VULKAN_INT_DOT").is_ok_and(|v| v == "1")
+}
+
 fn uniform16(instance: &Instance, physical: vk::PhysicalDevice) -> bool {
     let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
     let mut features = vk::PhysicalDeviceFeatures2::default().push_next(&mut f11);

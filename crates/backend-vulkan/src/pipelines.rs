@@ -1,18 +1,20 @@
-//! Kernel variants as Vulkan compute pipelines: the WGSL family with its defines (the WebGPU
-//! backend's preprocessor, so both backends run the same text), translated to SPIR-V by naga,
-//! with a descriptor set layout read from the module's bindings (uniform or storage per
-//! binding), created through a `VkPipelineCache` that is saved to disk, so the driver's
-//! compilation (LLVM on lavapipe) is paid once per machine, not once per process.
+//! Kernel variants as Vulkan compute pipelines: the prebuilt SPIR-V of the variant
+//! (`kernels`: compiled by build.rs from the same WGSL the WebGPU backend runs) for the
+//! device's profile, with the descriptor set layout build.rs read from the module's bindings
+//! (uniform or storage per binding), created through a `VkPipelineCache` that is saved to
+//! disk, so the driver's compilation (LLVM on lavapipe) is paid once per machine, not once
+//! per process.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 
 use ash::vk;
 use tessera_backend_wgpu::pipelines::PipelineKey;
-use tessera_backend_wgpu::shaders::preprocess;
 
-use crate::devices::{Features, PhysicalDevice};
+use crate::devices::PhysicalDevice;
 use crate::error::{VkContext, VulkanError};
+use crate::kernels;
+pub use crate::kernels::MAX_BINDINGS;
 
 /// A compiled kernel variant.
 #[derive(Clone, Copy)]
@@ -24,19 +26,18 @@ pub struct Pipeline {
     pub kinds: [Option<vk::DescriptorType>; MAX_BINDINGS],
 }
 
-/// Bindings per kernel (the WGSL kernels use at most 8 of group 0).
-pub const MAX_BINDINGS: usize = 12;
-
 pub struct Pipelines {
     cache: vk::PipelineCache,
     /// Where the cache's data is saved, if anywhere.
     path: Option<PathBuf>,
     by_key: HashMap<PipelineKey, Pipeline>,
+    /// The pipelines, by the variant's canonical name (requests that differ only in defines
+    /// their kernel does not read share one).
+    by_name: HashMap<&'static str, Pipeline>,
     /// Pipelines created since the cache was last saved.
     unsaved: usize,
-    /// The SPIR-V capabilities the device's enabled features allow.
-    capabilities: naga::FastHashSet<naga::back::spv::Capability>,
-    features: Features,
+    /// The device's profile (`kernels::profile_bits`): which of each variant's modules.
+    profile: u8,
 }
 
 impl Pipelines {
@@ -61,21 +62,27 @@ impl Pipelines {
             cache,
             path,
             by_key: HashMap::new(),
+            by_name: HashMap::new(),
             unsaved: 0,
-            capabilities: capabilities(&info.features),
-            features: info.features,
+            profile: kernels::profile_bits(&info.features),
         })
     }
 
     pub fn len(&self) -> usize {
-        self.by_key.len()
+        self.by_name.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.by_key.is_empty()
+        self.by_name.is_empty()
     }
 
-    /// The pipeline for `key`, compiled on first use (`extra`: device-dependent defines).
+    /// The variants created so far, by canonical name.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.by_name.keys().copied().collect()
+    }
+
+    /// The pipeline for `key`, created on first use from its prebuilt SPIR-V (`extra`:
+    /// device-dependent defines); [`VulkanError::NotPrebuilt`] if build.rs did not build it.
     pub fn get(
         &mut self,
         device: &ash::Device,
@@ -87,16 +94,21 @@ impl Pipelines {
         }
         let mut defines = key.defines.clone();
         defines.extend_from_slice(extra);
-        let text = preprocess(key.family, &defines)?;
-        let name = || format!("{} {} {:?}", key.family, key.entry, key.defines);
-        let (words, kinds) =
-            spirv(&text, key.entry, &self.capabilities, &self.features).map_err(|message| {
-                VulkanError::Shader {
-                    family: name(),
-                    message,
-                }
-            })?;
-        let p = create(device, self.cache, &words, kinds, key.entry)?;
+        let name = kernels::name_of(key.family, key.entry, &defines)?;
+        let kernel = kernels::find(&name)?;
+        if let Some(p) = self.by_name.get(kernel.name) {
+            self.by_key.insert(key.clone(), *p);
+            return Ok(*p);
+        }
+        let words = kernel.words(self.profile)?;
+        let p = create(
+            device,
+            self.cache,
+            &words,
+            kernel.descriptor_kinds(),
+            kernel.entry,
+        )?;
+        self.by_name.insert(kernel.name, p);
         self.by_key.insert(key.clone(), p);
         self.unsaved += 1;
         Ok(p)
@@ -129,13 +141,14 @@ impl Pipelines {
     /// No submission using them may be pending.
     pub unsafe fn destroy(&mut self, device: &ash::Device) {
         self.save(device);
-        for p in self.by_key.values() {
+        for p in self.by_name.values() {
             device.destroy_pipeline(p.raw, None);
             device.destroy_pipeline_layout(p.layout, None);
             device.destroy_descriptor_set_layout(p.set_layout, None);
         }
         device.destroy_pipeline_cache(self.cache, None);
         self.by_key.clear();
+        self.by_name.clear();
     }
 }
 
@@ -152,104 +165,6 @@ fn cache_path(info: &PhysicalDevice) -> Option<PathBuf> {
         .join("tessera/vulkan"),
     };
     Some(dir.join(format!("pipelines-{}.bin", info.uuid_string())))
-}
-
-/// SPIR-V of `entry` in the WGSL `text`, and each group-0 binding's descriptor type.
-pub fn spirv(
-    text: &str,
-    entry: &str,
-    capabilities: &naga::FastHashSet<naga::back::spv::Capability>,
-    features: &Features,
-) -> Result<(Vec<u32>, [Option<vk::DescriptorType>; MAX_BINDINGS]), String> {
-    use naga::back::spv;
-    let module = naga::front::wgsl::parse_str(text).map_err(|e| e.emit_to_string(text))?;
-    let info = naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::all(),
-    )
-    .validate(&module)
-    .map_err(|e| e.emit_to_string(text))?;
-    let ep = module
-        .entry_points
-        .iter()
-        .position(|e| e.name == entry)
-        .ok_or_else(|| format!("no entry point `{entry}`"))?;
-    let uses = info.get_entry_point(ep);
-    let mut kinds = [None; MAX_BINDINGS];
-    // The layout holds what this entry point uses (as wgpu's automatic layouts do), which is
-    // what the dispatch builders bind.
-    for (handle, var) in module.global_variables.iter() {
-        let Some(binding) = &var.binding else {
-            continue;
-        };
-        if uses[handle].is_empty() {
-            continue;
-        }
-        let kind = match var.space {
-            naga::AddressSpace::Uniform => vk::DescriptorType::UNIFORM_BUFFER,
-            naga::AddressSpace::Storage { .. } => vk::DescriptorType::STORAGE_BUFFER,
-            other => return Err(format!("binding {} in {other:?}", binding.binding)),
-        };
-        let slot = kinds
-            .get_mut(binding.binding as usize)
-            .filter(|_| binding.group == 0)
-            .ok_or_else(|| format!("binding {}:{}", binding.group, binding.binding))?;
-        *slot = Some(kind);
-    }
-    // Out-of-range indices are clamped as WebGPU requires, exactly as wgpu does: buffer
-    // accesses by the driver where it has robustBufferAccess2 (enabled by `Gpu::open`), else
-    // by naga's clamps; so the kernels behave the same on both backends.
-    let restrict = naga::proc::BoundsCheckPolicy::Restrict;
-    let buffer = match features.robust_buffer_access2 {
-        true => naga::proc::BoundsCheckPolicy::Unchecked,
-        false => restrict,
-    };
-    let options = spv::Options {
-        lang_version: (1, 3),
-        zero_initialize_workgroup_memory: match features.zero_init_workgroup {
-            true => spv::ZeroInitializeWorkgroupMemoryMode::Native,
-            false => spv::ZeroInitializeWorkgroupMemoryMode::Polyfill,
-        },
-        flags: spv::WriterFlags::empty(),
-        capabilities: Some(capabilities.clone()),
-        // Compute shaders have no f16 inputs or outputs; naga would declare it regardless.
-        use_storage_input_output_16: false,
-        bounds_check_policies: naga::proc::BoundsCheckPolicies {
-            index: restrict,
-            buffer,
-            image_load: restrict,
-            binding_array: naga::proc::BoundsCheckPolicy::Unchecked,
-        },
-        ..spv::Options::default()
-    };
-    let pipeline = spv::PipelineOptions {
-        shader_stage: naga::ShaderStage::Compute,
-        entry_point: entry.to_string(),
-    };
-    let words =
-        spv::write_vec(&module, &info, &options, Some(&pipeline)).map_err(|e| e.to_string())?;
-    Ok((words, kinds))
-}
-
-/// What naga may use: core compute, and each optional feature where the device has it (and
-/// the device was created with it, `gpu::Gpu::open`); naga polyfills the rest (e.g. 8-bit
-/// packing without `shaderInt8`) or refuses the kernel.
-fn capabilities(f: &Features) -> naga::FastHashSet<naga::back::spv::Capability> {
-    use naga::back::spv::Capability as C;
-    let mut caps: naga::FastHashSet<C> = [C::Shader].into_iter().collect();
-    if f.f16 {
-        caps.extend([C::Float16, C::StorageBuffer16BitAccess]);
-    }
-    if f.int8 {
-        caps.insert(C::Int8);
-    }
-    if f.subgroup_arithmetic {
-        caps.extend([C::GroupNonUniform, C::GroupNonUniformArithmetic]);
-    }
-    if f.int_dot {
-        caps.extend([C::DotProduct, C::DotProductInput4x8BitPacked]);
-    }
-    caps
 }
 
 fn create(

@@ -6,7 +6,7 @@
 
 use ash::vk;
 use tessera_backend_wgpu::graph_walk::{
-    activations_len, record_nodes, uniform_activations, GraphBuffers,
+    activations_alloc_len, activations_len, record_nodes, uniform_activations, GraphBuffers,
 };
 use tessera_backend_wgpu::kv::GpuKv;
 use tessera_backend_wgpu::ops::sample;
@@ -66,14 +66,16 @@ impl Recording {
             Memory::Host,
         )?;
         let act_len = activations_len(graph);
-        let acts = device(gpu, "rounded activations", act_len * 4)?;
+        let acts_uniform = uniform_activations(gpu, graph, act_len);
+        let acts_len = activations_alloc_len(act_len, acts_uniform);
+        let acts = device(gpu, "rounded activations", acts_len * 4)?;
         let mut rec = Recorder::new(gpu);
         let buffers = GraphBuffers {
             plan: &plan,
             slots: &slots,
             step: &step,
             acts: &acts,
-            acts_uniform: uniform_activations(gpu, graph, act_len),
+            acts_uniform,
         };
         record_nodes(&mut rec, graph, &buffers, weights, kv).map_err(VulkanError::from_kernel)?;
         let dispatches = Dispatches::bind(rec)?;

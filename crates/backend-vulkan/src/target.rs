@@ -48,6 +48,12 @@ impl Target for Gpu {
     fn subgroup_kernels(&self) -> bool {
         Gpu::subgroup_kernels(self)
     }
+    fn int_dot_kernels(&self) -> bool {
+        Gpu::int_dot_kernels(self)
+    }
+    fn exact_fma_kernels(&self) -> bool {
+        self.device().features.f64
+    }
 }
 
 /// A Vulkan failure inside the shared builders, as the kernels' error type (device loss and
@@ -57,7 +63,7 @@ pub fn kernel_error(e: VulkanError) -> WgpuError {
         VulkanError::Kernel(k) => k,
         VulkanError::DeviceLost(call) => WgpuError::DeviceLost(call.to_string()),
         VulkanError::Allocation { what, bytes } => WgpuError::OutOfMemory { what, bytes },
-        VulkanError::Shader { family, message } => WgpuError::Shader { family, message },
+        VulkanError::NotPrebuilt(name) => WgpuError::NotPrebuilt(name),
         e => WgpuError::Validation(e.to_string()),
     }
 }
@@ -68,6 +74,7 @@ impl VulkanError {
         match e {
             WgpuError::DeviceLost(_) => VulkanError::DeviceLost("a kernel's creation"),
             WgpuError::OutOfMemory { what, bytes } => VulkanError::Allocation { what, bytes },
+            WgpuError::NotPrebuilt(name) => VulkanError::NotPrebuilt(name),
             e => VulkanError::Kernel(e),
         }
     }

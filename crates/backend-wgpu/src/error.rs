@@ -24,6 +24,10 @@ pub enum WgpuError {
     Validation(String),
     #[error("WGSL kernel '{family}' does not compile: {message}")]
     Shader { family: String, message: String },
+    /// A backend with ahead-of-time kernels (Vulkan) was asked for a variant it did not
+    /// build; the variant's canonical name.
+    #[error("kernel variant `{0}` is not among the prebuilt ones")]
+    NotPrebuilt(String),
     #[error("weight '{name}' has type {ty}, which the WebGPU backend does not compute with")]
     UnsupportedType { name: String, ty: GgmlType },
     #[error("unsupported by the WebGPU backend: {0}")]

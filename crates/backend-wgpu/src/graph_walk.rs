@@ -10,8 +10,8 @@ use crate::kv::GpuKv;
 use crate::ops::quantize::act_rounding;
 use crate::ops::{
     activation, add, add_id, add_weight, attention, geglu, get_rows, moe_route, moe_sum, mul_mat,
-    mul_mat_id, mul_weight, output_rows, quantize, reglu, rms_norm, rope, scale, slice, softcap,
-    swiglu, swiglu_oai,
+    mul_mat_id, mul_mat_q8, mul_weight, output_rows, quantize, reglu, rms_norm, rope, scale, slice,
+    softcap, swiglu, swiglu_oai,
 };
 use crate::recorder::Recorder;
 use crate::target::Target;
@@ -46,13 +46,22 @@ pub fn activations_len(graph: &Graph) -> usize {
 
 /// CPU adapters read the activations of decode matmuls from a uniform buffer where it fits
 /// one (`mul_mat::record`): lavapipe (Mesa 22) loads a storage buffer lane by lane, a scalar
-/// loop with a bounds check per lane, a uniform buffer with one gather. The vec4s, if so.
+/// loop with a bounds check per lane, a uniform buffer with one gather. The vec4s, if so: the
+/// activations' length rounded up to one of the prebuilt sizes
+/// (`tessera_kernels::variants::uniform_capacity`); the buffer is allocated at that size
+/// ([`activations_alloc_len`]), as the kernel declares it.
 pub fn uniform_activations<T: Target>(gpu: &T, graph: &Graph, act_len: usize) -> Option<usize> {
-    (gpu.is_cpu()
-        && graph.n_tokens == 1
-        && act_len % 4 == 0
-        && act_len as u64 * 4 <= gpu.max_uniform_binding())
-    .then_some(act_len / 4)
+    if !gpu.is_cpu() || graph.n_tokens != 1 || act_len % 4 != 0 {
+        return None;
+    }
+    let vec4s = tessera_kernels::variants::uniform_capacity(act_len / 4)? as usize;
+    (vec4s as u64 * 16 <= gpu.max_uniform_binding()).then_some(vec4s)
+}
+
+/// Floats to allocate for the rounded activations: [`activations_len`], or the uniform
+/// binding's size where it is larger.
+pub fn activations_alloc_len(act_len: usize, uniform_vec4s: Option<usize>) -> usize {
+    act_len.max(uniform_vec4s.map_or(0, |v| 4 * v)).max(1)
 }
 
 /// Records every node of `graph` into `rec`.
@@ -65,7 +74,7 @@ pub fn record_nodes<T: Target>(
 ) -> Result<(), WgpuError> {
     let (t, n_out) = (graph.n_tokens, graph.n_outputs);
     let buf = |id: NodeId| &bufs.slots[bufs.plan.slot_of[id.0 as usize]];
-    let mut acts_of: Option<(usize, &'static str)> = None;
+    let mut acts_of: Option<(usize, &'static str, bool)> = None;
     for (i, node) in graph.nodes.iter().enumerate() {
         let y = &bufs.slots[bufs.plan.slot_of[i]];
         let n = node.n_elements();
@@ -88,6 +97,15 @@ pub fn record_nodes<T: Target>(
             Op::MulMat { w, x } => {
                 let gw = weights.get(w);
                 let n_x = graph.node(x).n_elements();
+                if let Some(act) = int_dot(rec.gpu, gw, graph.node(x).ne[0]) {
+                    let key = Some((x.0 as usize, act.0, true));
+                    if acts_of != key {
+                        quantize::record(rec, act.0, act.1, true, buf(x), bufs.acts, n_x)?;
+                        acts_of = key;
+                    }
+                    mul_mat_q8::record(rec, gw, bufs.acts, y, node.ne[1])?;
+                    continue;
+                }
                 let rounded = round_activations(rec, bufs.acts, &mut acts_of, gw, x, buf(x), n_x)?;
                 let (input, input_uniform) = match rounded {
                     true => (bufs.acts, bufs.acts_uniform),
@@ -177,15 +195,26 @@ pub fn record_nodes<T: Target>(
     Ok(())
 }
 
+/// The packed activations' quantization where a matmul of `w` (rows of `k`) takes the
+/// integer-dot kernel: the target has it on, the type is one it reads, `k` whole chunks.
+fn int_dot<T: Target>(
+    gpu: &T,
+    w: &GpuWeight<T::Buffer>,
+    k: usize,
+) -> Option<(&'static str, usize)> {
+    let act = mul_mat_q8::int_dot_rounding(w.ty)?;
+    (gpu.int_dot_kernels() && k % act.1 == 0).then_some(act)
+}
+
 /// Rounds the matmul input `x` (`n_x` floats in `x_buf`) into the scratch `acts` as ggml's CPU
 /// backend quantizes activations for weights like `w`; false where they stay f32. `x` stays
 /// unchanged while it is live, so its rounding is reused by every matmul on it until another
-/// input or format needs the scratch (`acts_of` says what it holds).
+/// input or format needs the scratch (`acts_of` says what it holds: input, format, packed).
 #[allow(clippy::too_many_arguments)]
 fn round_activations<T: Target>(
     rec: &mut Recorder<T>,
     acts: &T::Buffer,
-    acts_of: &mut Option<(usize, &'static str)>,
+    acts_of: &mut Option<(usize, &'static str, bool)>,
     w: &GpuWeight<T::Buffer>,
     x: NodeId,
     x_buf: &T::Buffer,
@@ -194,9 +223,9 @@ fn round_activations<T: Target>(
     let Some((define, block)) = act_rounding(w.ty) else {
         return Ok(false);
     };
-    if *acts_of != Some((x.0 as usize, define)) {
-        quantize::record(rec, define, block, x_buf, acts, n_x)?;
-        *acts_of = Some((x.0 as usize, define));
+    if *acts_of != Some((x.0 as usize, define, false)) {
+        quantize::record(rec, define, block, false, x_buf, acts, n_x)?;
+        *acts_of = Some((x.0 as usize, define, false));
     }
     Ok(true)
 }

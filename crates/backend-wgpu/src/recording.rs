@@ -10,7 +10,9 @@ use tessera_core::plan::Plan;
 
 use crate::device::Gpu;
 use crate::error::WgpuError;
-use crate::graph_walk::{activations_len, record_nodes, uniform_activations, GraphBuffers};
+use crate::graph_walk::{
+    activations_alloc_len, activations_len, record_nodes, uniform_activations, GraphBuffers,
+};
 use crate::kv::GpuKv;
 use crate::ops::sample;
 use crate::recorder::{encode, Dispatch, Recorder};
@@ -81,7 +83,7 @@ impl Recording {
         };
         let acts = gpu.buffer(
             "rounded activations",
-            (act_len * 4) as u64,
+            (activations_alloc_len(act_len, acts_uniform) * 4) as u64,
             acts_usage,
             false,
         )?;

@@ -1,7 +1,6 @@
 //! The WGSL sources (every file of `shaders/wgsl/`, found and embedded at build time) and the
-//! tiny preprocessor that turns a family plus defines into one module: `#include "file"`,
-//! `#ifdef NAME`, `#ifndef NAME`, `#else`, `#endif`, and one `const NAME: u32 = value;` per
-//! define.
+//! preprocessor over them (`tessera_kernels::preprocess`: `#include "file"`, `#ifdef NAME`,
+//! `#ifndef NAME`, `#else`, `#endif`, and one `const NAME: u32 = value;` per define).
 
 use crate::error::WgpuError;
 
@@ -21,78 +20,24 @@ fn source(name: &str) -> Option<&'static str> {
 }
 
 /// A define: a name and its value (a flag is a define with value 1).
-pub type Define = (&'static str, u32);
+pub type Define = tessera_kernels::Define;
 
-/// The preprocessed text of `family` (a file name such as `mul_mat.wgsl`) with `defines`.
-/// The define `F16` also enables WGSL's `f16` type (the device must have `shader-f16`).
-/// `SUBGROUPS` kernels use the subgroup built-ins, which naga 30 reads without an `enable`
-/// directive (it refuses `enable subgroups;`): the device must have subgroup arithmetic.
+/// The preprocessed text of `family` (a file name such as `mul_mat.wgsl`) with `defines`
+/// (`tessera_kernels::preprocess` over the embedded sources).
 pub fn preprocess(family: &str, defines: &[Define]) -> Result<String, WgpuError> {
-    let mut out = String::new();
-    if defines.iter().any(|(n, _)| *n == "F16") {
-        out.push_str("enable f16;\n"); // directives come before any declaration
-    }
-    for (name, value) in defines {
-        out.push_str(&format!("const {name}: u32 = {value}u;\n"));
-    }
-    let mut included = Vec::new();
-    expand(family, defines, &mut out, &mut included)?;
-    Ok(out)
+    tessera_kernels::preprocess(family, defines, &source).map_err(shader_error)
 }
 
-fn bad(family: &str, message: String) -> WgpuError {
+/// The defines that make a difference to `family`, sorted (`tessera_kernels::canonical`).
+pub fn canonical(family: &str, defines: &[Define]) -> Result<Vec<Define>, WgpuError> {
+    tessera_kernels::canonical(family, defines, &source).map_err(shader_error)
+}
+
+fn shader_error(e: tessera_kernels::PreprocessError) -> WgpuError {
     WgpuError::Shader {
-        family: family.to_string(),
-        message,
+        family: e.file,
+        message: e.message,
     }
-}
-
-fn expand(
-    file: &str,
-    defines: &[Define],
-    out: &mut String,
-    included: &mut Vec<String>,
-) -> Result<(), WgpuError> {
-    if included.iter().any(|f| f == file) {
-        return Ok(()); // each include once
-    }
-    included.push(file.to_string());
-    let text = source(file).ok_or_else(|| bad(file, "no such WGSL file".into()))?;
-    // Stack of (this branch active, parent active).
-    let mut stack: Vec<(bool, bool)> = Vec::new();
-    let active = |stack: &[(bool, bool)]| stack.last().is_none_or(|&(on, parent)| on && parent);
-    let defined = |name: &str| defines.iter().any(|(n, _)| *n == name);
-    for (no, line) in text.lines().enumerate() {
-        let t = line.trim();
-        let directive = |d: &str| t.strip_prefix(d).map(str::trim);
-        if let Some(name) = directive("#ifdef") {
-            let parent = active(&stack);
-            stack.push((defined(name), parent));
-        } else if let Some(name) = directive("#ifndef") {
-            let parent = active(&stack);
-            stack.push((!defined(name), parent));
-        } else if t == "#else" {
-            let top = stack
-                .last_mut()
-                .ok_or_else(|| bad(file, format!("line {}: #else without #if", no + 1)))?;
-            top.0 = !top.0;
-        } else if t == "#endif" {
-            stack
-                .pop()
-                .ok_or_else(|| bad(file, format!("line {}: #endif without #if", no + 1)))?;
-        } else if let Some(inc) = directive("#include") {
-            if active(&stack) {
-                expand(inc.trim_matches('"'), defines, out, included)?;
-            }
-        } else if active(&stack) {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    if !stack.is_empty() {
-        return Err(bad(file, "unterminated #ifdef".into()));
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -119,5 +64,42 @@ mod tests {
             preprocess("nope.wgsl", &[]),
             Err(WgpuError::Shader { .. })
         ));
+    }
+
+    #[test]
+    fn every_listed_variant_preprocesses() {
+        for v in tessera_kernels::variants::all() {
+            let defines = canonical(v.family, &v.defines).unwrap();
+            let text = preprocess(v.family, &defines).unwrap();
+            assert!(text.contains(&format!("fn {}(", v.entry)), "{v:?}");
+        }
+    }
+
+    #[test]
+    fn the_weight_type_lists_match_the_block_sizes() {
+        use crate::weights::type_define;
+        use tessera_gguf::GgmlType;
+        use tessera_kernels::variants::{ALIGNED_TYPES, WEIGHT_TYPES};
+        let mut types = Vec::new();
+        let mut aligned = Vec::new();
+        for id in 0..64 {
+            let Some(ty) = GgmlType::from_id(id) else {
+                continue;
+            };
+            if let Some(d) = type_define(ty) {
+                types.push(d);
+                if ty.type_size() % 4 == 0 {
+                    aligned.push(d);
+                }
+            }
+        }
+        types.sort();
+        aligned.sort();
+        let mut listed = WEIGHT_TYPES.to_vec();
+        listed.sort();
+        let mut listed_aligned = ALIGNED_TYPES.to_vec();
+        listed_aligned.sort();
+        assert_eq!(types, listed);
+        assert_eq!(aligned, listed_aligned);
     }
 }

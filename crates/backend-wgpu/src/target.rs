@@ -33,4 +33,15 @@ pub trait Target {
     fn subgroup_kernels(&self) -> bool {
         false
     }
+    /// Quantized matmuls take the packed integer dot product kernel (`mul_mat_q8.wgsl`) for
+    /// the types it reads. wgpu devices do not (this default).
+    fn int_dot_kernels(&self) -> bool {
+        false
+    }
+    /// The integer dot product kernel's multiply-adds are made exact through f64
+    /// (`EXACT_FMA`: the device has f64 arithmetic), so it keeps the CPU's bits on drivers
+    /// that split `fma` into a multiply and an add (lavapipe).
+    fn exact_fma_kernels(&self) -> bool {
+        false
+    }
 }

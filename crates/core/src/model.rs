@@ -98,6 +98,26 @@ impl Model {
         &*self.arch
     }
 
+    /// The graph of a micro-batch of `n_tokens` tokens with `n_outputs` outputs in a context
+    /// of `n_ctx`, as a [`crate::Context`] builds it (for backends' tests that record graphs
+    /// without running them).
+    pub fn graph(
+        &self,
+        n_tokens: usize,
+        n_outputs: usize,
+        n_ctx: usize,
+    ) -> Result<crate::graph::Graph, EngineError> {
+        let mut b = crate::graph::GraphBuilder::new(&self.weights, n_tokens, n_outputs);
+        b.n_ctx = n_ctx;
+        let out = self.arch.build(&mut b)?;
+        Ok(b.finish(out))
+    }
+
+    /// The KV cache layout of one sequence of `n_ctx` positions, as a context asks for it.
+    pub fn kv_layout(&self, n_ctx: usize) -> crate::backend::KvLayout {
+        self.arch.kv_layout(n_ctx)
+    }
+
     /// One line: architecture, size and shape.
     pub fn describe(&self) -> String {
         let hp = self.hparams();

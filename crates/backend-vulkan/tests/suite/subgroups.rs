@@ -3,14 +3,13 @@
 
 use std::sync::Arc;
 
-use tessera_backend_cpu::CpuBackend;
-use tessera_backend_vulkan::{Gpu, VulkanBackend};
-use tessera_core::backend::{Backend, Batch, Segment};
+use tessera_backend_vulkan::Gpu;
+use tessera_core::backend::{Batch, Segment};
 use tessera_core::graph::GraphBuilder;
 use tessera_core::weights::WeightStore;
-use tessera_core::SequentialPool;
 use tessera_gguf::{GgmlType, GgufFile, GgufWriter};
-use tessera_testkit::gpu_errors::one_layer_kv;
+
+use crate::against_cpu;
 
 #[test]
 fn rms_norm_with_subgroup_reduction_matches_the_cpu() {
@@ -46,25 +45,8 @@ fn rms_norm_with_subgroup_reduction_matches_the_cpu() {
             segments: &segments,
             output_rows: &[0, 1, 2],
         };
-        let (mut got, mut want) = (vec![0.0f32; 3 * width], vec![0.0f32; 3 * width]);
-        let mut vk = VulkanBackend::with_gpu(gpu.clone());
-        let mut cpu = CpuBackend::new(Arc::new(SequentialPool));
-        vk.init_kv(&one_layer_kv(8)).unwrap();
-        cpu.init_kv(&one_layer_kv(8)).unwrap();
-        assert!(vk
-            .compute(&graph, &batch, &store, &mut got)
-            .unwrap()
-            .is_ready());
-        assert!(cpu
-            .compute(&graph, &batch, &store, &mut want)
-            .unwrap()
-            .is_ready());
-        let err: f64 = got
-            .iter()
-            .zip(&want)
-            .map(|(g, w)| (*g as f64 - *w as f64).powi(2))
-            .sum();
-        let norm: f64 = want.iter().map(|w| (*w as f64).powi(2)).sum();
-        assert!(err / norm < 1e-10, "width {width}: NMSE {:.3e}", err / norm);
+        let (got, want) = against_cpu::outputs(&gpu, &graph, &batch, &store, 3 * width, true);
+        let e = against_cpu::nmse(&got, &want);
+        assert!(e < 1e-10, "width {width}: NMSE {e:.3e}");
     }
 }

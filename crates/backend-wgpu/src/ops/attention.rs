@@ -10,8 +10,7 @@ use crate::recorder::Recorder;
 use crate::shaders::wgsl_params;
 use crate::target::Target;
 
-/// Threads per workgroup = keys per tile.
-const WG: usize = 64;
+use tessera_kernels::variants::{attention_ppt, head_dim_capacity, ATTENTION_WG};
 
 /// `attention.wgsl`'s parameters.
 #[repr(C)]
@@ -31,6 +30,8 @@ pub struct AttentionKernelParams {
     pub scale: f32,
     /// 0: none.
     pub softcap: f32,
+    /// Head dim of q and K (the kernel's `HD` is a capacity at least this).
+    pub hd: u32,
 }
 const _: () = assert!(size_of::<AttentionKernelParams>() == wgsl_params::ATTENTION);
 
@@ -93,10 +94,17 @@ pub fn attend<T: Target>(
             kv.layout.n_head_kv, kv.layout.head_dim_k
         )));
     }
+    // The head dims round up to a capacity (the prebuilt variants' closed set); the kernel
+    // loops over the exact ones, parameters.
+    let (Some(hd_cap), Some(dv_cap)) = (head_dim_capacity(hd), head_dim_capacity(dv)) else {
+        return Err(WgpuError::Unsupported(format!(
+            "attention heads of {hd} (values {dv}) dimensions"
+        )));
+    };
     let mut defines = vec![
-        ("WG", WG as u32),
-        ("HD", hd as u32),
-        ("PPT", (dv / 2).div_ceil(WG).max(1) as u32),
+        ("WG", ATTENTION_WG),
+        ("HD", hd_cap),
+        ("PPT", attention_ppt(dv_cap)),
     ];
     if rec.gpu.f16_kernels() {
         defines.push(("F16", 1));
@@ -119,6 +127,7 @@ pub fn attend<T: Target>(
         window: p.window.unwrap_or(0) as u32,
         scale: p.softcap.map_or(p.scale, |cap| p.scale / cap),
         softcap: p.softcap.unwrap_or(0.0),
+        hd: hd as u32,
     };
     let groups = rec.grid(n_tokens * p.n_head, 1)?;
     let mut buffers = vec![

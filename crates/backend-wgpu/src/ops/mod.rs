@@ -14,6 +14,7 @@ pub mod moe_route;
 pub mod moe_sum;
 pub mod mul_mat;
 pub mod mul_mat_id;
+pub mod mul_mat_q8;
 pub mod mul_weight;
 pub mod output_rows;
 pub mod quantize;

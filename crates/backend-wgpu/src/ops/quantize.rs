@@ -34,11 +34,14 @@ pub struct QuantizeParams {
 }
 const _: () = assert!(size_of::<QuantizeParams>() == wgsl_params::QUANTIZE);
 
-/// `y = round(x)` over `n` floats (`n` a multiple of the block size).
+/// `y = round(x)` over `n` floats (`n` a multiple of the block size); `packed`: the 8-bit
+/// integers packed with each 32-element chunk's scale and sum (`mul_mat_q8`'s input, `PACK`;
+/// Q8_0 and Q8_K only).
 pub fn record<T: Target>(
     rec: &mut Recorder<T>,
     define: &'static str,
     block: usize,
+    packed: bool,
     x: &T::Buffer,
     y: &T::Buffer,
     n: usize,
@@ -48,10 +51,19 @@ pub fn record<T: Target>(
             "{define} over {n} elements (blocks of {block})"
         )));
     }
+    if packed && n % 32 != 0 {
+        return Err(WgpuError::Unsupported(format!(
+            "packing {n} activations (chunks of 32)"
+        )));
+    }
+    let mut defines = vec![(define, 1)];
+    if packed {
+        defines.push(("PACK", 1));
+    }
     let key = PipelineKey {
         family: "quantize.wgsl",
         entry: "main",
-        defines: vec![(define, 1)],
+        defines,
     };
     let groups = rec.grid((n / block).div_ceil(64), 1)?;
     rec.dispatch(

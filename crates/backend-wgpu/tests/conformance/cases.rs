@@ -642,7 +642,13 @@ fn kernel_variants(file: &str) -> Vec<(&'static str, Vec<Define>)> {
             ),
         ],
         "kv.wgsl" => vec![("store", vec![("STORE", 1)]), ("shift", vec![("SHIFT", 1)])],
-        "mul_mat.wgsl" => vec![("main", vec![("W_Q4_K", 1), ("WG", 64), ("NR", 1)])],
+        // Variants the builders request (the Vulkan backend has no others, see
+        // `tessera_kernels::variants`): Q4_0 is read without W_ALIGNED on every device.
+        "mul_mat.wgsl" => vec![("main", vec![("W_Q4_0", 1), ("WG", 64), ("NR", 1)])],
+        "mul_mat_q8.wgsl" => vec![(
+            "main",
+            vec![("W_Q4_K", 1), ("WG", 64), ("NR", 1), ("NC", 8)],
+        )],
         "add.wgsl" | "add_weight.wgsl" | "geglu.wgsl" | "mul_weight.wgsl" | "output_rows.wgsl"
         | "slice.wgsl" | "rms_norm.wgsl" | "rope.wgsl" | "scale.wgsl" | "softcap.wgsl"
         | "swiglu.wgsl" | "moe_sum.wgsl" | "reglu.wgsl" | "swiglu_oai.wgsl" | "add_id.wgsl" => {
@@ -652,7 +658,10 @@ fn kernel_variants(file: &str) -> Vec<(&'static str, Vec<Define>)> {
         "activation.wgsl" => vec![("main", vec![("ACT_GELU", 1)])],
         "moe_route.wgsl" => vec![("main", vec![("GATING_SOFTMAX", 1), ("NORMALIZE", 1)])],
         "mul_mat_id.wgsl" => vec![("main", vec![("W_Q4_K", 1), ("N_X_SHARED", 1)])],
-        "quantize.wgsl" => vec![("main", vec![("ACT_Q8_0", 1)])],
+        "quantize.wgsl" => vec![
+            ("main", vec![("ACT_Q8_0", 1)]),
+            ("main", vec![("ACT_Q8_K", 1), ("PACK", 1)]),
+        ],
         "sample.wgsl" => vec![("argmax", vec![])],
         "sample_chain.wgsl" => vec![("sample", vec![])],
         other => panic!("no variant of {other} to compile: add one to kernel_variants"),
