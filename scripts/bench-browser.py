@@ -10,13 +10,14 @@ Needs the wasm builds in web/ (scripts/build-wasm.sh all) and Chromium (scripts/
     python3 scripts/bench-browser.py --tessera PATH [--rounds 3] [--threads 1,2]
 """
 import argparse
-import datetime
 import json
 import os
 import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+import bench_result
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = [("Gemma 3 270M Q4_K_M", "gemma3", "gemma-3-270m-q4_k_m.gguf"),
@@ -71,36 +72,29 @@ def main():
                 median = statistics.median(ratios)
                 cells += [fmt(w), fmt(n), f"{', '.join(f'{r:.2f}' for r in ratios)} (**{median:.2f}×**)"]
             rows.append(cells)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=ROOT).stdout.strip()
-    load = os.getloadavg()[0]
-    now = datetime.datetime.now(datetime.timezone.utc)
-    result = {
-        "kind": "browser-vs-native",
-        "title": "Browser (npm package, wasm CPU) against native, side by side",
-        "date": now.strftime("%Y-%m-%dT%H:%M"),
-        "commit": commit or None,
-        "machine": f"2-core x86-64 VM (AVX2, AVX-512, VNNI); load average {load:.1f} at the end",
-        "commands": [
+    out = bench_result.write(
+        "browser-vs-native",
+        "Browser (npm package, wasm CPU) against native, side by side",
+        "browser-native",
+        commands=[
             f"tessera bench -m MODEL -p {P} -n {N} -r {REPS} -t T -o json",
             f"node tests/browser/bench.mjs --models M --threads T -p {P} -n {N} -r {REPS}",
             "python3 scripts/bench-browser.py --tessera PATH",
         ],
-        "tables": [
+        tables=[
             {"columns": ["model, threads", f"browser pp{P}", f"native pp{P}", "pp ratio (median)",
                          f"browser tg{N}", f"native tg{N}", "tg ratio (median)"],
              "rows": rows},
         ],
-        "notes": [
+        notes=[
             f"{a.rounds} alternated pairs per model and thread count; ratio = native ÷ browser per "
             "pair, then the median (bold).",
             f"Browser builds: {'; '.join(sorted(builds))} (headless Chromium). Both sides repack "
-            "the weights into 8-row groups (SIMD128 kernels in the browser).",
+            "the same weights into 8-row groups (SIMD128 kernels in the browser; SmolLM2's Q4_1 "
+            "layers keep ggml's layout on both).",
         ],
-    }
-    out = ROOT / "bench/results" / f"{now.strftime('%Y-%m-%d-%H%M')}-browser-native.json"
-    out.write_text(json.dumps(result, indent=1) + "\n")
-    print(out.relative_to(ROOT), file=sys.stderr)
+    )
+    print(out, file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -10,13 +10,14 @@ shows it in docs/BENCHMARKS.md).
     python3 scripts/bench-cpu.py --tessera PATH --llama-bench PATH [--rounds 3] [--threads 2,1]
 """
 import argparse
-import datetime
 import json
 import os
 import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+import bench_result
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = [("SmolLM2-135M Q4_1", "SmolLM2-135M-Instruct.Q4_1.gguf"),
@@ -68,38 +69,30 @@ def main():
                                check=True, capture_output=True, text=True)
             line = next(l for l in p.stderr.splitlines() if l.startswith("roofline"))
             roofline.append([label, str(t), line.split(": ", 1)[1]])
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=ROOT).stdout.strip()
-    load = os.getloadavg()[0]
-    now = datetime.datetime.now(datetime.timezone.utc)
-    result = {
-        "kind": "cpu-vs-llamacpp",
-        "title": "Tessera against llama.cpp on the CPU (repacked 8-row weights, VNNI kernels)",
-        "date": now.strftime("%Y-%m-%dT%H:%M"),
-        "commit": commit or None,
-        "machine": f"2-core x86-64 VM (AVX2, AVX-512, VNNI); load average {load:.1f} at the end",
-        "commands": [
+    out = bench_result.write(
+        "cpu-vs-llamacpp",
+        "Tessera against llama.cpp on the CPU (repacked 8-row weights, VNNI kernels)",
+        "cpu-llamacpp",
+        commands=[
             f"tessera bench -m MODEL -p 512 -n 128 -t T -r {a.reps} -o json",
             f"llama-bench -m MODEL -p 512 -n 128 -t T -r {a.reps} -o json   (alternated, {a.rounds} rounds)",
             f"tessera bench -m MODEL -p 0 -n 128 -t T -r {a.reps} --roofline",
             "python3 scripts/bench-cpu.py --tessera PATH --llama-bench PATH",
         ],
-        "tables": [
+        tables=[
             {"columns": ["model", "threads", "llama.cpp pp512", "tessera pp512", "ratio: median (rounds)",
                          "llama.cpp tg128", "tessera tg128", "ratio: median (rounds)"],
              "rows": rows},
             {"columns": ["model", "threads", "decode roofline (tessera)"], "rows": roofline},
         ],
-        "notes": notes + [
+        notes=notes + [
             "llama-bench built from the llama-cpp-python 0.3.36 sdist (GGML_NATIVE, default repacking: "
             "Q4_0/Q4_K/IQ4_NL/MXFP4 8x8 on this CPU; tinyBLAS for batched Q8_0/Q5_0).",
             "Bytes per token = the model's tensor bytes (every weight is read once per decode step; "
             "both models tie their output to the embedding table).",
         ],
-    }
-    out = ROOT / "bench/results" / f"{now.strftime('%Y-%m-%d-%H%M')}-cpu-llamacpp.json"
-    out.write_text(json.dumps(result, indent=1) + "\n")
-    print(out.relative_to(ROOT), file=sys.stderr)
+    )
+    print(out, file=sys.stderr)
 
 
 if __name__ == "__main__":

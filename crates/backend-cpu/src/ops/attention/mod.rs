@@ -111,50 +111,70 @@ pub struct RowGroup<'a> {
 /// Attends `group` with its kernel on the widest instruction set the CPU runs (or the one
 /// forced).
 pub fn attend_rows(group: &RowGroup) {
-    if group.kernel == AttentionKernel::F32Tiled {
-        return tiled::attend_rows_tiled(group);
+    match group.kernel {
+        AttentionKernel::Ggml => on_widest_isa::<GgmlRows>(group),
+        AttentionKernel::F32Tiled => on_widest_isa::<tiled::TiledRows>(group),
     }
+}
+
+/// An attention kernel written once over [`Simd`] (bit-identical on every instruction set).
+pub(crate) trait RowKernel {
+    fn attend<S: Simd>(s: S, group: &RowGroup);
+}
+
+/// ggml's f16 arithmetic ([`attend_rows_on`]).
+struct GgmlRows;
+
+impl RowKernel for GgmlRows {
+    #[inline(always)]
+    fn attend<S: Simd>(s: S, group: &RowGroup) {
+        attend_rows_on(s, group);
+    }
+}
+
+/// Runs `K` on the widest instruction set the dispatch level allows.
+fn on_widest_isa<K: RowKernel>(group: &RowGroup) {
     match isa::level() {
         #[cfg(target_arch = "x86_64")]
         isa::Level::Avx512 => {
             if let Some(s) = Avx512::new() {
                 // SAFETY: the token proves the CPU runs AVX-512 F/BW/DQ/VL (and AVX2/FMA/F16C).
-                return unsafe { attend_rows_avx512(s, group) };
+                return unsafe { on_avx512::<K>(s, group) };
             }
         }
         #[cfg(target_arch = "x86_64")]
         isa::Level::Avx2 => {
             if let Some(s) = Avx2::new() {
                 // SAFETY: the token proves the CPU runs AVX2, FMA and F16C.
-                return unsafe { attend_rows_avx2(s, group) };
+                return unsafe { on_avx2::<K>(s, group) };
             }
         }
         #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        isa::Level::Simd128 => return attend_rows_on(Simd128, group),
+        isa::Level::Simd128 => return K::attend(Simd128, group),
         _ => {}
     }
-    attend_rows_on(Scalar, group);
+    K::attend(Scalar, group);
 }
 
-/// [`attend_rows_on`] compiled for AVX2 (so that the generic kernel inlines the primitives and
-/// uses the hardware FMA).
+/// `K` compiled for AVX2 (so that the generic kernel inlines the primitives and uses the
+/// hardware FMA).
 ///
 /// # Safety
 /// None beyond the token's existence (it proves the CPU runs AVX2, FMA and F16C).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn attend_rows_avx2(s: Avx2, group: &RowGroup) {
-    attend_rows_on(s, group);
+unsafe fn on_avx2<K: RowKernel>(s: Avx2, group: &RowGroup) {
+    K::attend(s, group);
 }
 
-/// [`attend_rows_on`] compiled for AVX-512.
+/// `K` compiled for AVX-512.
 ///
 /// # Safety
 /// None beyond the token's existence (it proves the CPU runs AVX-512 F/BW/DQ/VL).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
-unsafe fn attend_rows_avx512(s: Avx512, group: &RowGroup) {
-    attend_rows_on(s, group);
+unsafe fn on_avx512<K: RowKernel>(s: Avx512, group: &RowGroup) {
+    K::attend(s, group);
 }
 
 /// The kernel on the vectors of `s` (bit-identical on every instruction set).

@@ -16,11 +16,7 @@
 use std::cell::Cell;
 
 use super::{expf, RowGroup, MAX_ROWS};
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-use tessera_quant::isa::Simd128;
-use tessera_quant::isa::{self, Scalar, Simd};
-#[cfg(target_arch = "x86_64")]
-use tessera_quant::isa::{Avx2, Avx512};
+use tessera_quant::isa::Simd;
 
 /// Keys per tile: the softmax state is rescaled at most once per tile.
 pub const KV_TILE: usize = 64;
@@ -33,44 +29,14 @@ thread_local! {
     static SCRATCH: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
 }
 
-/// Attends `group` with the f32 tiled kernel on the widest instruction set the CPU runs.
-pub fn attend_rows_tiled(group: &RowGroup) {
-    match isa::level() {
-        #[cfg(target_arch = "x86_64")]
-        isa::Level::Avx512 => {
-            if let Some(s) = Avx512::new() {
-                // SAFETY: the token proves the CPU runs AVX-512 F/BW/DQ/VL.
-                return unsafe { tiled_avx512(s, group) };
-            }
-        }
-        #[cfg(target_arch = "x86_64")]
-        isa::Level::Avx2 => {
-            if let Some(s) = Avx2::new() {
-                // SAFETY: the token proves the CPU runs AVX2, FMA and F16C.
-                return unsafe { tiled_avx2(s, group) };
-            }
-        }
-        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        isa::Level::Simd128 => return attend_rows_tiled_on(Simd128, group),
-        _ => {}
+/// The f32 tiled kernel, dispatched by [`super::attend_rows`].
+pub(crate) struct TiledRows;
+
+impl super::RowKernel for TiledRows {
+    #[inline(always)]
+    fn attend<S: Simd>(s: S, group: &RowGroup) {
+        attend_rows_tiled_on(s, group);
     }
-    attend_rows_tiled_on(Scalar, group);
-}
-
-/// # Safety
-/// None beyond the token's existence (it proves the CPU runs AVX2, FMA and F16C).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn tiled_avx2(s: Avx2, group: &RowGroup) {
-    attend_rows_tiled_on(s, group);
-}
-
-/// # Safety
-/// None beyond the token's existence (it proves the CPU runs AVX-512 F/BW/DQ/VL).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
-unsafe fn tiled_avx512(s: Avx512, group: &RowGroup) {
-    attend_rows_tiled_on(s, group);
 }
 
 /// The kernel on the vectors of `s` (bit-identical on every instruction set).
