@@ -347,6 +347,8 @@ macro_rules! repack_tiles {
         /// # Safety
         /// The CPU must have this module's features; `out` must hold `n_acts * 8 * n_groups`
         /// floats and `acts`/`sums` `n_acts * nb` entries.
+        // With the build's attributes, so that the stores of `drive!` inline here.
+        $(#[$attr])*
         pub unsafe fn gemm(
             kind: crate::repack::Kind,
             nb: usize,
