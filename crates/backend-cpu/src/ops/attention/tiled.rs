@@ -5,13 +5,13 @@
 //!
 //! The softmax state moves once per tile of [`KV_TILE`] keys, the tiles at fixed positions of
 //! the cache (`0..64`, `64..128`, ...), and inside a tile each row takes only its own keys, in
-//! key order; every output lane is one sequential chain of fused multiply-adds (a score over
-//! the head's elements, an accumulator over the keys). So a row gets the same bits alone, in
-//! any row group or batch, and on every instruction set. (llama.cpp switches between this and
+//! key order; a score is [`LANE_SUMS`] chains of fused multiply-adds over the head's elements
+//! added in a fixed order, an accumulator element one chain over the keys. So a row gets the
+//! same bits alone, in any row group or batch, and on every instruction set. (llama.cpp switches between this and
 //! its f16 path by batch size; here the choice is per model, see `CpuBackend`.)
 //!
-//! A row group shares each tile's keys and values, widened to f32 once. A score sums its
-//! products in [`LANE_SUMS`] lanes (one 512-bit register's worth, whatever the vector width).
+//! A row group shares each tile's keys and values, widened to f32 once. The score's lanes are
+//! one 512-bit register's worth, whatever the vector width.
 
 use std::cell::Cell;
 
