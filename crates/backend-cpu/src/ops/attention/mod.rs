@@ -108,6 +108,21 @@ pub struct RowGroup<'a> {
     pub kernel: AttentionKernel,
 }
 
+impl RowGroup<'_> {
+    /// What q·k is multiplied by before the cap: ggml folds the cap into the scale,
+    /// `cap * tanh(q·k * (scale / cap))`.
+    fn score_scale(&self) -> f32 {
+        self.softcap.map_or(self.scale, |cap| self.scale / cap)
+    }
+
+    /// The first and last key any row sees (`None` for no rows).
+    fn keys(&self) -> Option<(usize, usize)> {
+        let lo = self.rows.iter().map(|r| r.lo).min()?;
+        let hi = self.rows.iter().map(|r| r.hi).max()?;
+        Some((lo, hi))
+    }
+}
+
 /// Attends `group` with its kernel on the widest instruction set the CPU runs (or the one
 /// forced).
 pub fn attend_rows(group: &RowGroup) {
@@ -185,22 +200,17 @@ pub(crate) fn attend_rows_on<S: Simd>(s: S, group: &RowGroup) {
         rows,
         kv,
         kv_head,
-        scale,
         softcap,
         out,
         ..
     } = *group;
-    // ggml folds the cap into the scale: cap * tanh(s * (scale / cap)).
-    let scale = softcap.map_or(scale, |cap| scale / cap);
+    let scale = group.score_scale();
     let hd = kv.layout.head_dim_k;
     let dv = kv.layout.head_dim_v;
     let (ks, vs) = (kv.k_stride(), kv.v_stride());
     let n = rows.len();
     assert!(n <= MAX_ROWS && hd <= MAX_HEAD_DIM && dv <= MAX_HEAD_DIM);
-    let (Some(lo), Some(hi)) = (
-        rows.iter().map(|r| r.lo).min(),
-        rows.iter().map(|r| r.hi).max(),
-    ) else {
+    let Some((lo, hi)) = group.keys() else {
         return;
     };
     let mut q16 = [0.0f32; MAX_ROWS * MAX_HEAD_DIM];

@@ -47,22 +47,17 @@ pub(crate) fn attend_rows_tiled_on<S: Simd>(s: S, group: &RowGroup) {
         rows,
         kv,
         kv_head,
-        scale,
         softcap,
         out,
         ..
     } = *group;
-    // As ggml: with a cap, the scale is folded into it (cap * tanh(s * scale / cap)).
-    let scale = softcap.map_or(scale, |cap| scale / cap);
+    let scale = group.score_scale();
     let hd = kv.layout.head_dim_k;
     let dv = kv.layout.head_dim_v;
     let (ks, vs) = (kv.k_stride(), kv.v_stride());
     let n = rows.len();
     assert!(n <= MAX_ROWS);
-    let (Some(lo), Some(hi)) = (
-        rows.iter().map(|r| r.lo).min(),
-        rows.iter().map(|r| r.hi).max(),
-    ) else {
+    let Some((lo, hi)) = group.keys() else {
         return;
     };
     let mut scratch = SCRATCH.take();
