@@ -10,6 +10,7 @@ use crate::kv_cache::KvCache;
 use crate::ops;
 use crate::ops::attention::AttentionKernel;
 use crate::ops::mul_mat::QuantizedActs;
+use crate::parallel::for_each_row_range as by_rows;
 use tessera_core::backend::{Backend, Batch, KvLayout};
 use tessera_core::error::EngineError;
 use tessera_core::graph::{Graph, Op};
@@ -27,7 +28,6 @@ pub struct CpuBackend {
     acts: QuantizedActs,
     /// Which node's output (and to which type) `acts` holds during one `compute`.
     acts_of: Option<(usize, GgmlType)>,
-    rope_scratch: Vec<f32>,
     mul_mat_id_scratch: ops::mul_mat_id::MulMatIdScratch,
     trace: Option<TraceFn>,
     reference_matmul: bool,
@@ -50,7 +50,6 @@ impl CpuBackend {
             plan: None,
             acts: QuantizedActs::default(),
             acts_of: None,
-            rope_scratch: Vec::new(),
             mul_mat_id_scratch: Default::default(),
             trace: None,
             reference_matmul: false,
@@ -203,18 +202,38 @@ impl Backend for CpuBackend {
                     }
                     Op::Reshape { .. } => unreachable!("skipped above"),
                     Op::RmsNorm { x, eps } => {
-                        ops::rms_norm::rms_norm(input(x), dst, node.ne[0], eps);
+                        let (x, w) = (input(x), node.ne[0]);
+                        by_rows(pool, dst, w, &|r, dst| {
+                            ops::rms_norm::rms_norm(&x[r.start * w..r.end * w], dst, w, eps)
+                        });
                     }
                     Op::MulWeight { x, w } => {
-                        let wb: &[f32] = f32_weight(weights, w)?;
-                        ops::mul_weight::mul_weight(input(x), wb, dst);
+                        let (x, wb) = (input(x), f32_weight(weights, w)?);
+                        let w = wb.len();
+                        by_rows(pool, dst, w, &|r, dst| {
+                            ops::mul_weight::mul_weight(&x[r.start * w..r.end * w], wb, dst)
+                        });
                     }
                     Op::AddWeight { x, w } => {
-                        let wb: &[f32] = f32_weight(weights, w)?;
-                        ops::add_weight::add_weight(input(x), wb, dst);
+                        let (x, wb) = (input(x), f32_weight(weights, w)?);
+                        let w = wb.len();
+                        by_rows(pool, dst, w, &|r, dst| {
+                            ops::add_weight::add_weight(&x[r.start * w..r.end * w], wb, dst)
+                        });
                     }
-                    Op::Add { a, b } => ops::add::add(input(a), input(b), dst),
-                    Op::Scale { x, s } => ops::scale::scale(input(x), s, dst),
+                    Op::Add { a, b } => {
+                        let (a, b, w) = (input(a), input(b), node.ne[0]);
+                        by_rows(pool, dst, w, &|r, dst| {
+                            let r = r.start * w..r.end * w;
+                            ops::add::add(&a[r.clone()], &b[r], dst)
+                        });
+                    }
+                    Op::Scale { x, s } => {
+                        let (x, w) = (input(x), node.ne[0]);
+                        by_rows(pool, dst, w, &|r, dst| {
+                            ops::scale::scale(&x[r.start * w..r.end * w], s, dst)
+                        });
+                    }
                     Op::MulMat { w, x } => {
                         let d = weights.desc(w);
                         let (k, m) = (d.ne[0], d.ne[1]);
@@ -259,21 +278,22 @@ impl Backend for CpuBackend {
                             Some(f) => Some(f32_weight(weights, f)?),
                             None => None,
                         };
-                        self.rope_scratch.resize(params.n_dims, 0.0);
                         // Each sequence's rows at its own positions.
-                        let per_token = ne[0] * ne[1];
+                        let (x, per_token) = (input(x), ne[0] * ne[1]);
                         for (row0, seg) in batch.segment_rows() {
                             let rows = row0 * per_token..(row0 + seg.len) * per_token;
-                            ops::rope::rope(
-                                &input(x)[rows.clone()],
-                                &mut dst[rows],
-                                ne[0],
-                                ne[1],
-                                seg.pos0,
-                                &params,
-                                factors,
-                                &mut self.rope_scratch,
-                            );
+                            let x = &x[rows.clone()];
+                            by_rows(pool, &mut dst[rows], per_token, &|r, dst| {
+                                ops::rope::rope(
+                                    &x[r.start * per_token..r.end * per_token],
+                                    dst,
+                                    ne[0],
+                                    ne[1],
+                                    seg.pos0 + r.start,
+                                    &params,
+                                    factors,
+                                )
+                            });
                         }
                     }
                     Op::Attention { q, k, v, params } => {
@@ -312,17 +332,50 @@ impl Backend for CpuBackend {
                             dst,
                         );
                     }
-                    Op::Swiglu { gate, up } => ops::swiglu::swiglu(input(gate), input(up), dst),
-                    Op::Geglu { gate, up } => ops::geglu::geglu(input(gate), input(up), dst),
-                    Op::Reglu { gate, up } => ops::reglu::reglu(input(gate), input(up), dst),
+                    Op::Swiglu { gate, up } => glu(
+                        pool,
+                        input(gate),
+                        input(up),
+                        node.ne[0],
+                        dst,
+                        ops::swiglu::swiglu,
+                    ),
+                    Op::Geglu { gate, up } => glu(
+                        pool,
+                        input(gate),
+                        input(up),
+                        node.ne[0],
+                        dst,
+                        ops::geglu::geglu,
+                    ),
+                    Op::Reglu { gate, up } => glu(
+                        pool,
+                        input(gate),
+                        input(up),
+                        node.ne[0],
+                        dst,
+                        ops::reglu::reglu,
+                    ),
                     Op::SwigluOai {
                         gate,
                         up,
                         alpha,
                         limit,
-                    } => ops::swiglu_oai::swiglu_oai(input(gate), input(up), alpha, limit, dst),
-                    Op::Activation { x, act } => ops::activation::activation(input(x), act, dst),
-                    Op::Softcap { x, cap } => ops::softcap::softcap(input(x), cap, dst),
+                    } => glu(pool, input(gate), input(up), node.ne[0], dst, |g, u, o| {
+                        ops::swiglu_oai::swiglu_oai(g, u, alpha, limit, o)
+                    }),
+                    Op::Activation { x, act } => {
+                        let (x, w) = (input(x), node.ne[0]);
+                        by_rows(pool, dst, w, &|r, dst| {
+                            ops::activation::activation(&x[r.start * w..r.end * w], act, dst)
+                        });
+                    }
+                    Op::Softcap { x, cap } => {
+                        let (x, w) = (input(x), node.ne[0]);
+                        by_rows(pool, dst, w, &|r, dst| {
+                            ops::softcap::softcap(&x[r.start * w..r.end * w], cap, dst)
+                        });
+                    }
                     Op::MoeRoute { logits, params } => {
                         let bias = match params.selection_bias {
                             Some(b) => Some(f32_weight(weights, b)?),
@@ -387,6 +440,22 @@ impl Backend for CpuBackend {
         out[..n].copy_from_slice(&self.slots[plan.slot_of[o]][..n]);
         Ok(Poll::Ready(()))
     }
+}
+
+/// A gated activation (`f(gate, up, out)`, element-wise) over rows of `width`, split like
+/// [`by_rows`].
+fn glu(
+    pool: &dyn ThreadPool,
+    gate: &[f32],
+    up: &[f32],
+    width: usize,
+    dst: &mut [f32],
+    f: impl Fn(&[f32], &[f32], &mut [f32]) + Sync,
+) {
+    by_rows(pool, dst, width, &|r, dst| {
+        let r = r.start * width..r.end * width;
+        f(&gate[r.clone()], &up[r], dst)
+    });
 }
 
 /// The node owning the storage of node `i` (through reshapes).

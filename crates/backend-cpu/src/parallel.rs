@@ -66,3 +66,56 @@ pub fn for_each_chunk(
         f(start..(start + per).min(n));
     });
 }
+
+/// Elements per task below which a row-wise op is not split: waking a thread costs more than
+/// a decode step's few thousand elements take.
+pub const MIN_TASK_ELEMENTS: usize = 1 << 14;
+
+/// Runs `f(rows, out_rows)` over `out` viewed as rows of `width` floats: `out_rows` is the part
+/// of `out` holding `rows`. Long batches are split over the pool's threads at row boundaries, so
+/// each row is computed exactly as in one call; short ones run on the calling thread.
+pub fn for_each_row_range(
+    pool: &dyn ThreadPool,
+    out: &mut [f32],
+    width: usize,
+    f: &(dyn Fn(std::ops::Range<usize>, &mut [f32]) + Sync),
+) {
+    if width == 0 || out.is_empty() {
+        return;
+    }
+    let n_rows = out.len() / width;
+    let n_tasks = pool.n_threads().min(out.len() / MIN_TASK_ELEMENTS).max(1);
+    if n_tasks == 1 {
+        f(0..n_rows, out);
+        return;
+    }
+    let shared = SharedOut::new(out);
+    for_each_chunk(pool, n_rows, n_tasks, 1, &|rows| {
+        let dst = shared.slice(rows.start * width, rows.len() * width);
+        f(rows, dst);
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::ReversePool;
+
+    #[test]
+    fn row_ranges_cover_every_row_once_at_row_boundaries() {
+        for (n_rows, width) in [(1, 7), (3, 5), (200, 300), (1001, 64)] {
+            let mut out = vec![0.0f32; n_rows * width];
+            for_each_row_range(&ReversePool(3), &mut out, width, &|rows, dst| {
+                assert_eq!(dst.len(), rows.len() * width);
+                for (r, row) in rows.zip(dst.chunks_exact_mut(width)) {
+                    for (i, x) in row.iter_mut().enumerate() {
+                        *x += (r * width + i) as f32;
+                    }
+                }
+            });
+            for (i, x) in out.iter().enumerate() {
+                assert_eq!(*x, i as f32);
+            }
+        }
+    }
+}

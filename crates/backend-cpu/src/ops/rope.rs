@@ -49,8 +49,7 @@ pub fn rotate_head(head: &mut [f32], cache: &[f32], p: &RopeParams) {
 }
 
 /// Rotates `x` viewed as `[head_dim, n_heads, n_tokens]`; token `t` is at position `pos0 + t`.
-/// `factors` as in [`rope_cache`]; `cache` is scratch of length ≥ n_dims.
-#[allow(clippy::too_many_arguments)]
+/// `factors` as in [`rope_cache`].
 pub fn rope(
     x: &[f32],
     out: &mut [f32],
@@ -59,15 +58,22 @@ pub fn rope(
     pos0: usize,
     p: &RopeParams,
     factors: Option<&[f32]>,
-    cache: &mut [f32],
 ) {
     out.copy_from_slice(x);
+    let mut cache = CACHE.take();
+    cache.resize(p.n_dims, 0.0);
     for (t, tok) in out.chunks_exact_mut(head_dim * n_heads).enumerate() {
-        rope_cache((pos0 + t) as f32, p, factors, cache);
+        rope_cache((pos0 + t) as f32, p, factors, &mut cache);
         for head in tok.chunks_exact_mut(head_dim) {
-            rotate_head(head, cache, p);
+            rotate_head(head, &cache, p);
         }
     }
+    CACHE.set(cache);
+}
+
+thread_local! {
+    /// Each thread's angle table for [`rope`] (reused: decode steps allocate nothing).
+    static CACHE: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 #[cfg(test)]
@@ -110,8 +116,7 @@ mod tests {
             // head_dim 10: the last 2 dims are not rotated.
             let x: Vec<f32> = (0..20).map(|i| (i as f32 * 0.31).sin()).collect();
             let mut y = vec![0.0; 20];
-            let mut cache = vec![0.0; 8];
-            rope(&x, &mut y, 10, 1, 7, &p, None, &mut cache);
+            rope(&x, &mut y, 10, 1, 7, &p, None);
             for t in 0..2 {
                 let r = reference(&x[t * 10..t * 10 + 10], (7 + t) as f64, &p);
                 for i in 0..10 {
@@ -130,15 +135,14 @@ mod tests {
         let p = params(RopeMode::Neox);
         let x: Vec<f32> = (0..8).map(|i| i as f32 - 3.0).collect();
         let mut y = vec![0.0; 8];
-        let mut c = vec![0.0; 8];
-        rope(&x, &mut y, 8, 1, 0, &p, None, &mut c);
+        rope(&x, &mut y, 8, 1, 0, &p, None);
         assert_eq!(x, y);
         // rotating by 3 then by 4 ≈ rotating by 7
         let mut a = vec![0.0; 8];
         let mut b = vec![0.0; 8];
-        rope(&x, &mut a, 8, 1, 3, &p, None, &mut c);
-        rope(&a, &mut b, 8, 1, 4, &p, None, &mut c);
-        rope(&x, &mut y, 8, 1, 7, &p, None, &mut c);
+        rope(&x, &mut a, 8, 1, 3, &p, None);
+        rope(&a, &mut b, 8, 1, 4, &p, None);
+        rope(&x, &mut y, 8, 1, 7, &p, None);
         for (u, v) in b.iter().zip(&y) {
             assert!((u - v).abs() < 1e-5);
         }
@@ -154,11 +158,11 @@ mod tests {
             ..p
         };
         let x: Vec<f32> = (0..8).map(|i| 0.3 * i as f32 - 1.0).collect();
-        let (mut a, mut b, mut c) = (vec![0.0; 8], vec![0.0; 8], vec![0.0; 8]);
-        rope(&x, &mut a, 8, 1, 5, &p, Some(&[2.0; 4]), &mut c);
-        rope(&x, &mut b, 8, 1, 5, &halved, None, &mut c);
+        let (mut a, mut b) = (vec![0.0; 8], vec![0.0; 8]);
+        rope(&x, &mut a, 8, 1, 5, &p, Some(&[2.0; 4]));
+        rope(&x, &mut b, 8, 1, 5, &halved, None);
         assert_eq!(a, b);
-        rope(&x, &mut b, 8, 1, 5, &p, None, &mut c);
+        rope(&x, &mut b, 8, 1, 5, &p, None);
         assert_ne!(a, b);
     }
 }

@@ -182,39 +182,44 @@ fn scores_pair<S: Simd>(
         let last = keys.end - 1;
         let key = |i: usize| &kw[(t + i).min(last) * hd..][..hd];
         let (k0, k1, k2, k3) = (key(0), key(1), key(2), key(3));
-        let mut a0 = [[s.splat(0.0); LANE_SUMS]; SCORE_KEYS];
-        let mut a1 = [[s.splat(0.0); LANE_SUMS]; SCORE_KEYS];
+        // Lane sums of each key with either row. One vector of lanes at a time, so the
+        // accumulators stay in registers (an array of every vector would spill to memory and
+        // be cleared per call); each lane adds the same products in the same order either way.
+        let mut l0 = [[0.0f32; LANE_SUMS]; SCORE_KEYS];
+        let mut l1 = [[0.0f32; LANE_SUMS]; SCORE_KEYS];
         // Whole blocks of LANE_SUMS elements, cut to one length so the loads need no checks.
         let (x0s, x1s) = (&q0[..steps], &q1[..steps]);
         let ks = [&k0[..steps], &k1[..steps], &k2[..steps], &k3[..steps]];
-        for e in (0..steps).step_by(LANE_SUMS) {
-            for v in 0..per_sum {
+        for v in 0..per_sum {
+            let mut a0 = [s.splat(0.0); SCORE_KEYS];
+            let mut a1 = [s.splat(0.0); SCORE_KEYS];
+            for e in (0..steps).step_by(LANE_SUMS) {
                 let at = e + v * S::LANES;
                 let (x0, x1) = (s.load(&x0s[at..]), s.load(&x1s[at..]));
                 for i in 0..SCORE_KEYS {
                     let k = s.load(&ks[i][at..]);
-                    a0[i][v] = s.mul_add(x0, k, a0[i][v]);
-                    a1[i][v] = s.mul_add(x1, k, a1[i][v]);
+                    a0[i] = s.mul_add(x0, k, a0[i]);
+                    a1[i] = s.mul_add(x1, k, a1[i]);
                 }
+            }
+            for i in 0..SCORE_KEYS {
+                s.store(&mut l0[i][v * S::LANES..], a0[i]);
+                s.store(&mut l1[i][v * S::LANES..], a1[i]);
             }
         }
         let kr = [k0, k1, k2, k3];
         for i in 0..SCORE_KEYS.min(keys.end - t) {
             let k = &kr[i][steps..];
-            p0[t + i] = finish_score(s, &a0[i][..per_sum], &q0[steps..], k);
-            p1[t + i] = finish_score(s, &a1[i][..per_sum], &q1[steps..], k);
+            p0[t + i] = finish_score(l0[i], &q0[steps..], k);
+            p1[t + i] = finish_score(l1[i], &q1[steps..], k);
         }
         t += SCORE_KEYS;
     }
 }
 
-/// A score from its lane sums (`LANE_SUMS` lanes in vectors) and the leftover elements.
+/// A score from its lane sums and the leftover elements.
 #[inline(always)]
-fn finish_score<S: Simd>(s: S, sums: &[S::F32], q_rest: &[f32], k_rest: &[f32]) -> f32 {
-    let mut x = [0.0f32; LANE_SUMS];
-    for (v, &sum) in sums.iter().enumerate() {
-        s.store(&mut x[v * S::LANES..], sum);
-    }
+fn finish_score(mut x: [f32; LANE_SUMS], q_rest: &[f32], k_rest: &[f32]) -> f32 {
     let mut w = LANE_SUMS / 2;
     while w >= 1 {
         for l in 0..w {
