@@ -21,8 +21,11 @@ use tessera_quant::isa::Simd;
 /// Keys per tile: the softmax state is rescaled at most once per tile.
 pub const KV_TILE: usize = 64;
 
-/// Accumulator vectors per row updated together by the V pass.
-const V_VECS: usize = 8;
+/// Accumulator vectors per row updated together by the V pass (a column block).
+const V_VECS: usize = 4;
+
+/// Keys widened together for the scores: 16 keys of a 256-wide head are 16 KiB, in L1.
+const K_CHUNK: usize = 16;
 
 thread_local! {
     /// The widened K and V tiles of the current row group (kept between calls).
@@ -61,54 +64,67 @@ pub(crate) fn attend_rows_tiled_on<S: Simd>(s: S, group: &RowGroup) {
         return;
     };
     let mut scratch = SCRATCH.take();
-    // Only the accumulators need zeros: a tile's keys and values are written before use.
-    scratch.resize(KV_TILE * (hd + dv) + n * dv, 0.0);
-    let (kw, rest) = scratch.split_at_mut(KV_TILE * hd);
+    // Only the accumulators need zeros: keys and values are written before use.
+    scratch.resize(K_CHUNK * hd + KV_TILE * dv + n * dv, 0.0);
+    let (kw, rest) = scratch.split_at_mut(K_CHUNK * hd);
     let (vt, acc) = rest.split_at_mut(KV_TILE * dv);
     let acc = &mut acc[..n * dv];
     acc.fill(0.0);
     let mut sum = [0.0f32; MAX_ROWS];
     let mut max = [f32::NEG_INFINITY; MAX_ROWS];
     let mut p = [[0.0f32; KV_TILE]; MAX_ROWS];
+    // Each row's keys in the current tile, relative to the tile's start.
+    let mut keys: [std::ops::Range<usize>; MAX_ROWS] = std::array::from_fn(|_| 0..0);
     let mut t0 = lo / KV_TILE * KV_TILE;
     while t0 <= hi {
-        // The group's keys in this tile, widened once for all its rows.
+        // The group's keys in this tile.
         let (j0, j1) = (t0.max(lo), (t0 + KV_TILE).min(hi + 1));
         for j in j0..j1 {
+            let v = &kv.v[j * vs + kv_head * dv..];
             let t = j - t0;
-            let (k, v) = (
-                &kv.k[j * ks + kv_head * hd..],
-                &kv.v[j * vs + kv_head * dv..],
-            );
-            super::f16_arith::widen(s, &k[..hd], &mut kw[t * hd..(t + 1) * hd]);
             super::f16_arith::widen(s, &v[..dv], &mut vt[t * dv..(t + 1) * dv]);
         }
-        // Scores of two rows at a time (each key loaded once for both), over the keys of
-        // either.
-        let mut g = 0;
-        while g < n {
-            let pair = (g + 1 < n) as usize;
-            let (r0, r1) = (&rows[g], &rows[g + pair]);
-            let (a, b) = (j0.max(r0.lo.min(r1.lo)), j1.min(r0.hi.max(r1.hi) + 1));
-            if a < b {
-                let q0 = &q[r0.row * hd..(r0.row + 1) * hd];
-                let q1 = &q[r1.row * hd..(r1.row + 1) * hd];
-                let (first, second) = p.split_at_mut(g + 1);
-                let mut spare = [0.0f32; KV_TILE];
-                let p1 = if pair == 1 {
-                    &mut second[0]
-                } else {
-                    &mut spare
-                };
-                scores_pair(s, kw, a - t0..b - t0, q0, q1, &mut first[g], p1);
+        // Scores, K_CHUNK keys at a time (widened once for all rows, and small enough to stay
+        // in L1 while they pass), two rows at a time (each key loaded once for both), over
+        // the keys of either.
+        let mut c0 = j0;
+        while c0 < j1 {
+            let c1 = (c0 + K_CHUNK).min(j1);
+            for j in c0..c1 {
+                let k = &kv.k[j * ks + kv_head * hd..];
+                let t = j - c0;
+                super::f16_arith::widen(s, &k[..hd], &mut kw[t * hd..(t + 1) * hd]);
             }
-            g += 1 + pair;
+            let mut g = 0;
+            while g < n {
+                let pair = (g + 1 < n) as usize;
+                let (r0, r1) = (&rows[g], &rows[g + pair]);
+                let (a, b) = (c0.max(r0.lo.min(r1.lo)), c1.min(r0.hi.max(r1.hi) + 1));
+                if a < b {
+                    let q0 = &q[r0.row * hd..(r0.row + 1) * hd];
+                    let q1 = &q[r1.row * hd..(r1.row + 1) * hd];
+                    let (first, second) = p.split_at_mut(g + 1);
+                    let mut spare = [0.0f32; KV_TILE];
+                    let p1 = if pair == 1 {
+                        &mut second[0]
+                    } else {
+                        &mut spare
+                    };
+                    let at = c0 - t0;
+                    let (p0, p1) = (&mut first[g][at..], &mut p1[at..]);
+                    scores_pair(s, kw, a - c0..b - c0, q0, q1, p0, p1);
+                }
+                g += 1 + pair;
+            }
+            c0 = c1;
         }
         for (g, r) in rows.iter().enumerate() {
             let (a, b) = (j0.max(r.lo), j1.min(r.hi + 1));
+            keys[g] = 0..0;
             if a >= b {
                 continue;
             }
+            keys[g] = a - t0..b - t0;
             let p = &mut p[g][a - t0..b - t0];
             let mut tile_max = f32::NEG_INFINITY;
             for x in p.iter_mut() {
@@ -118,10 +134,9 @@ pub(crate) fn attend_rows_tiled_on<S: Simd>(s: S, group: &RowGroup) {
                 }
                 tile_max = tile_max.max(*x);
             }
-            let row_acc = &mut acc[g * dv..(g + 1) * dv];
             if tile_max > max[g] {
                 let ms = expf(max[g] - tile_max);
-                scale_row(s, row_acc, ms);
+                scale_row(s, &mut acc[g * dv..(g + 1) * dv], ms);
                 sum[g] *= ms;
                 max[g] = tile_max;
             }
@@ -129,8 +144,8 @@ pub(crate) fn attend_rows_tiled_on<S: Simd>(s: S, group: &RowGroup) {
                 *x = expf(*x - max[g]);
                 sum[g] += *x;
             }
-            accumulate_v(s, row_acc, &vt[(a - t0) * dv..(b - t0) * dv], p);
         }
+        accumulate_tile(s, acc, vt, &p, &keys[..n]);
         t0 += KV_TILE;
     }
     for (g, r) in rows.iter().enumerate() {
@@ -161,8 +176,8 @@ const LANE_SUMS: usize = 16;
 /// Keys whose scores are computed together (with two rows: 8 independent sums).
 const SCORE_KEYS: usize = 4;
 
-/// `p0[t] = q0 · k_t` and `p1[t] = q1 · k_t` for the keys `keys` of the tile (`kw`: the tile's
-/// widened keys, `hd` each), in [`LANE_SUMS`] lanes.
+/// `p0[t] = q0 · k_t` and `p1[t] = q1 · k_t` for the keys `keys` of `kw` (widened keys, `hd`
+/// each), in [`LANE_SUMS`] lanes.
 #[inline(always)]
 fn scores_pair<S: Simd>(
     s: S,
@@ -170,8 +185,8 @@ fn scores_pair<S: Simd>(
     keys: std::ops::Range<usize>,
     q0: &[f32],
     q1: &[f32],
-    p0: &mut [f32; KV_TILE],
-    p1: &mut [f32; KV_TILE],
+    p0: &mut [f32],
+    p1: &mut [f32],
 ) {
     let hd = q0.len();
     let steps = hd / LANE_SUMS * LANE_SUMS;
@@ -234,45 +249,98 @@ fn finish_score(mut x: [f32; LANE_SUMS], q_rest: &[f32], k_rest: &[f32]) -> f32 
     score
 }
 
-/// `acc += Σ_t p[t] · v_t` over the keys in order (`v`: `p.len()` rows of `acc.len()`), every
-/// element one chain of fused multiply-adds.
+/// `acc[g] += Σ_t p[g][t] · v_t` over row `g`'s keys `keys[g]` of the tile (`vt`: the tile's
+/// widened values), each accumulator element one chain of fused multiply-adds in key order.
+/// Column blocks are the outer loop, so a block of the tile's values stays in L1 while every
+/// row passes; two rows with the same keys (heads of one token) share each load.
 #[inline(always)]
-fn accumulate_v<S: Simd>(s: S, acc: &mut [f32], v: &[f32], p: &[f32]) {
-    let dv = acc.len();
-    let wide = dv / (V_VECS * S::LANES) * (V_VECS * S::LANES);
+fn accumulate_tile<S: Simd>(
+    s: S,
+    acc: &mut [f32],
+    vt: &[f32],
+    p: &[[f32; KV_TILE]; MAX_ROWS],
+    keys: &[std::ops::Range<usize>],
+) {
+    let n = keys.len();
+    let dv = acc.len() / n;
+    let block = V_VECS * S::LANES;
     let mut d0 = 0;
-    while d0 < wide {
-        let mut a = [s.splat(0.0); V_VECS];
-        for i in 0..V_VECS {
-            a[i] = s.load(&acc[d0 + i * S::LANES..]);
-        }
-        for (t, &pt) in p.iter().enumerate() {
-            let pt = s.splat(pt);
-            let row = &v[t * dv + d0..];
-            for i in 0..V_VECS {
-                a[i] = s.mul_add(pt, s.load(&row[i * S::LANES..]), a[i]);
+    while d0 < dv {
+        let d1 = (d0 + block).min(dv);
+        let mut g = 0;
+        while g < n {
+            let k = keys[g].clone();
+            let v = &vt[k.start * dv + d0..];
+            if g + 1 < n && keys[g + 1] == k && !k.is_empty() {
+                let (r0, r1) = acc[g * dv..(g + 2) * dv].split_at_mut(dv);
+                let ps = [&p[g][k.clone()], &p[g + 1][k]];
+                accumulate_block(s, [&mut r0[d0..d1], &mut r1[d0..d1]], ps, v, dv);
+                g += 2;
+            } else {
+                let ps = [&p[g][k]];
+                accumulate_block(s, [&mut acc[g * dv + d0..g * dv + d1]], ps, v, dv);
+                g += 1;
             }
         }
-        for i in 0..V_VECS {
-            s.store(&mut acc[d0 + i * S::LANES..], a[i]);
-        }
-        d0 += V_VECS * S::LANES;
+        d0 = d1;
     }
-    let vecs = dv / S::LANES * S::LANES;
-    while d0 < vecs {
-        let mut a = s.load(&acc[d0..]);
-        for (t, &pt) in p.iter().enumerate() {
-            a = s.mul_add(s.splat(pt), s.load(&v[t * dv + d0..]), a);
+}
+
+/// `acc[r] += Σ_t ps[r][t] · v_t` for one column block (`v`: the first key's block, rows `dv`
+/// apart) of `R` rows with the same keys.
+#[inline(always)]
+fn accumulate_block<S: Simd, const R: usize>(
+    s: S,
+    acc: [&mut [f32]; R],
+    ps: [&[f32]; R],
+    v: &[f32],
+    dv: usize,
+) {
+    let (w, n_keys) = (acc[0].len(), ps[0].len());
+    if w == V_VECS * S::LANES {
+        let mut a = [[s.splat(0.0); V_VECS]; R];
+        for r in 0..R {
+            for i in 0..V_VECS {
+                a[r][i] = s.load(&acc[r][i * S::LANES..]);
+            }
         }
-        s.store(&mut acc[d0..], a);
-        d0 += S::LANES;
+        for t in 0..n_keys {
+            let row = &v[t * dv..];
+            let pt: [S::F32; R] = std::array::from_fn(|r| s.splat(ps[r][t]));
+            for i in 0..V_VECS {
+                let x = s.load(&row[i * S::LANES..]);
+                for r in 0..R {
+                    a[r][i] = s.mul_add(pt[r], x, a[r][i]);
+                }
+            }
+        }
+        for r in 0..R {
+            for i in 0..V_VECS {
+                s.store(&mut acc[r][i * S::LANES..], a[r][i]);
+            }
+        }
+        return;
     }
-    for d in d0..dv {
-        let mut a = acc[d];
-        for (t, &pt) in p.iter().enumerate() {
-            a = pt.mul_add(v[t * dv + d], a);
+    // A narrower last block: vector by vector, then element by element.
+    let vecs = w / S::LANES * S::LANES;
+    for r in 0..R {
+        let (acc, p) = (&mut *acc[r], ps[r]);
+        let mut d = 0;
+        while d < vecs {
+            let mut a = s.load(&acc[d..]);
+            for (t, &pt) in p.iter().enumerate() {
+                a = s.mul_add(s.splat(pt), s.load(&v[t * dv + d..]), a);
+            }
+            s.store(&mut acc[d..], a);
+            d += S::LANES;
         }
-        acc[d] = a;
+        for d in vecs..w {
+            let mut a = acc[d];
+            for (t, &pt) in p.iter().enumerate() {
+                a = pt.mul_add(v[t * dv + d], a);
+            }
+            acc[d] = a;
+        }
     }
 }
 
