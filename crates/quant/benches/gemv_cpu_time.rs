@@ -1,5 +1,6 @@
-//! Decode's matrix-vector product: `gemm` with one activation row (four weight rows per kernel
-//! call where a `rows4` kernel exists) vs one `vec_dot` call per row, in CPU time of this
+//! Decode's matrix-vector product: the repacked kernels (8-row groups, the default on x86; also
+//! in GB/s of weights read), `gemm` with one activation row on file-layout weights (four weight
+//! rows per kernel call where a `rows4` kernel exists) vs one `vec_dot` call per row, in CPU time of this
 //! thread (Linux schedstat, so it holds on a loaded machine). Shapes like Gemma 3 270M's
 //! (640-wide rows); `m` rows of weights, 65536 by default (more than the L3 for Q8_0, as the
 //! 262144-row output matrix is), or `GEMV_ROWS`.
@@ -38,8 +39,26 @@ fn run<W: WeightBlock, A: ActBlock>(pair: &Pair<W, A>, k: usize, m: usize, filte
     let mut rows = 0.0;
     let mut rows_avx2 = 0.0;
     let mut single = 0.0;
+    let mut repacked = 0.0;
+    let packed = tessera_quant::repack::RepackedMatrix::new(W::TYPE, k, m, wb).expect("valid");
+    let mut sums = Vec::new();
+    if packed.as_ref().is_some_and(|p| p.needs_act_sums()) {
+        tessera_quant::repack::act_block_sums(ab, &mut sums);
+    }
     // Alternate the two, three times, to spread a loaded machine's noise over both.
     for _ in 0..3 {
+        if let Some(p) = &packed {
+            // 256 rows per call, as the CPU backend calls it for one token.
+            let groups = p.n_groups();
+            let mut tile = vec![0.0f32; 256];
+            repacked += measure(m, budget, || {
+                for g0 in (0..groups).step_by(32) {
+                    let g1 = (g0 + 32).min(groups);
+                    p.gemm(g0..g1, ab, 1, &sums, &mut tile[..(g1 - g0) * 8]);
+                    black_box(&tile);
+                }
+            });
+        }
         rows += measure(m, budget, || {
             gemm(W::TYPE, k, wb, m, ab, 1, &mut out);
             black_box(&out);
@@ -57,6 +76,13 @@ fn run<W: WeightBlock, A: ActBlock>(pair: &Pair<W, A>, k: usize, m: usize, filte
             }
             black_box(&out);
         });
+    }
+    if packed.is_some() {
+        let ns = repacked / 3.0;
+        println!(
+            "{name:6} k={k} m={m}: repacked {ns:6.1} ns/row = {:5.1} GB/s",
+            wr as f64 / ns
+        );
     }
     println!(
         "{name:6} k={k} m={m}: gemm(n_acts=1) {:6.1} ns/row (at the AVX2 level {:6.1})   vec_dot per row {:6.1} ns/row",

@@ -26,6 +26,10 @@ type R = [v128; 2];
 /// One f32 lane per row: rows 0-3, rows 4-7.
 type F = [v128; 2];
 
+/// No prefetch instruction in wasm.
+#[inline(always)]
+unsafe fn prefetch(_: *const u8) {}
+
 #[inline(always)]
 unsafe fn load(p: *const u8) -> B {
     [

@@ -84,6 +84,9 @@ macro_rules! repack_tiles {
         /// Activation rows per tile.
         const T: usize = 4;
 
+        /// How far ahead [`prefetch_ahead`] asks for weights.
+        const PREFETCH_BYTES: usize = 4096;
+
         /// Rows of one group × `N` activation rows, through the tile function `$tile`, for
         /// every group; `out[t * width + 8 * group + r]`.
         macro_rules! drive {
@@ -112,6 +115,20 @@ macro_rules! repack_tiles {
                     }
                 }
             }};
+        }
+
+        /// Asks for the bytes [`PREFETCH_BYTES`] after group block `gb` (in this group or the
+        /// next ones: groups are contiguous), as many as the block has, so that memory keeps
+        /// streaming while blocks are computed (the hardware prefetcher alone leaves decode's
+        /// matrix-vector products waiting on loads, Q6_K's most).
+        #[inline]
+        $(#[$attr])*
+        unsafe fn prefetch_ahead<G>(gb: &G) {
+            let size = std::mem::size_of::<G>();
+            let ahead = (gb as *const G as *const u8).wrapping_add(PREFETCH_BYTES);
+            for line in (0..size).step_by(64) {
+                prefetch(ahead.wrapping_add(line));
+            }
         }
 
         /// Q4_0, Q4_1 and Q5_0: 4-bit quants (plus Q5_0's spread 5th bits) against Q8_0 or
@@ -152,6 +169,7 @@ macro_rules! repack_tiles {
         ) -> [F; N] {
             let mut acc = [zero_f(); N];
             for (b, gb) in g.iter().enumerate() {
+                prefetch_ahead(gb);
                 let (d, qs, hb) = gb.parts();
                 let ia = legacy4_block::<N>(qs, hb, a.map(|a| a[b].qs.as_ptr()));
                 let d = f16x8(d.as_ptr());
@@ -168,6 +186,7 @@ macro_rules! repack_tiles {
         unsafe fn tile_q4_1<const N: usize>(g: &[Q4_1x8], a: [&[BlockQ8_1]; N], _: [&[i32]; N]) -> [F; N] {
             let mut acc = [zero_f(); N];
             for (b, gb) in g.iter().enumerate() {
+                prefetch_ahead(gb);
                 let ia = legacy4_block::<N>(&gb.qs, None, a.map(|a| a[b].qs.as_ptr()));
                 let (d, m) = (f16x8(gb.d.as_ptr()), f16x8(gb.m.as_ptr()));
                 for t in 0..N {
@@ -183,6 +202,7 @@ macro_rules! repack_tiles {
         unsafe fn tile_q8_0<const N: usize>(g: &[Q8_0x8], a: [&[BlockQ8_0]; N], _: [&[i32]; N]) -> [F; N] {
             let mut acc = [zero_f(); N];
             for (b, gb) in g.iter().enumerate() {
+                prefetch_ahead(gb);
                 let mut ia = [[zero_i(); 2]; N];
                 let qs = gb.qs.as_ptr() as *const u8;
                 for c in 0..4 {
@@ -268,6 +288,7 @@ macro_rules! repack_tiles {
         ) -> [F; N] {
             let mut acc = [zero_f(); N];
             for (b, gb) in g.iter().enumerate() {
+                prefetch_ahead(gb);
                 let p = gb.parts();
                 let isum = k4_isum::<N>(p.qs, p.qh, p.scales, a.map(|a| a[b].qs.as_ptr()));
                 let (d, dmin) = (f16x8(p.d.as_ptr()), f16x8(p.dmin.as_ptr()));
@@ -283,6 +304,7 @@ macro_rules! repack_tiles {
         unsafe fn tile_q6_k<const N: usize>(g: &[Q6Kx8], a: [&[BlockQ8K]; N], _: [&[i32]; N]) -> [F; N] {
             let mut acc = [zero_f(); N];
             for (b, gb) in g.iter().enumerate() {
+                prefetch_ahead(gb);
                 let mut isum = [zero_r(); N];
                 for hf in 0..2 {
                     for cc2 in 0..4 {

@@ -32,6 +32,13 @@ macro_rules! repack_kernels {
             _mm256_loadu_si256(p as *const __m256i)
         }
 
+        /// Asks for the cache line at `p` (any address: a prefetch never faults).
+        #[inline]
+        #[target_feature(enable = $features)]
+        unsafe fn prefetch(p: *const u8) {
+            _mm_prefetch::<_MM_HINT_T0>(p as *const i8)
+        }
+
         /// 8 activation bytes, repeated for 4 rows.
         #[inline]
         #[target_feature(enable = $features)]
@@ -89,30 +96,28 @@ macro_rules! repack_kernels {
         #[inline]
         #[target_feature(enable = $features)]
         unsafe fn fifth_bit(hb: __m256i, k: usize, part: usize) -> __m256i {
-            let x = match 2 * (k % 4) + part {
-                0 => _mm256_slli_epi16(hb, 4),
-                1 => _mm256_slli_epi16(hb, 3),
-                2 => _mm256_slli_epi16(hb, 2),
-                3 => _mm256_slli_epi16(hb, 1),
-                4 => hb,
-                5 => _mm256_srli_epi16(hb, 1),
-                6 => _mm256_srli_epi16(hb, 2),
-                _ => _mm256_srli_epi16(hb, 3),
-            };
-            _mm256_and_si256(x, _mm256_set1_epi8(0x10))
+            let bit = 2 * (k % 4) + part;
+            _mm256_and_si256(shift_to(hb, bit, 4), _mm256_set1_epi8(0x10))
+        }
+
+        /// Moves bit `from` of each byte to bit `to` (other bits move along; callers mask).
+        /// The count is a register operand, so a loop the compiler leaves rolled still shifts
+        /// in one instruction.
+        #[inline]
+        #[target_feature(enable = $features)]
+        unsafe fn shift_to(x: __m256i, from: usize, to: usize) -> __m256i {
+            if from <= to {
+                _mm256_sll_epi16(x, _mm_cvtsi32_si128((to - from) as i32))
+            } else {
+                _mm256_srl_epi16(x, _mm_cvtsi32_si128((from - to) as i32))
+            }
         }
 
         /// Q6_K's two high bits at `shift` (0, 2, 4, 6) moved to bits 4-5.
         #[inline]
         #[target_feature(enable = $features)]
         unsafe fn q6_high(qh: __m256i, shift: usize) -> __m256i {
-            let x = match shift {
-                0 => _mm256_slli_epi16(qh, 4),
-                2 => _mm256_slli_epi16(qh, 2),
-                4 => qh,
-                _ => _mm256_srli_epi16(qh, 2),
-            };
-            _mm256_and_si256(x, _mm256_set1_epi8(0x30))
+            _mm256_and_si256(shift_to(qh, shift, 4), _mm256_set1_epi8(0x30))
         }
 
         #[inline]
