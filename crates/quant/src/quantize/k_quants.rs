@@ -330,29 +330,191 @@ pub fn quantize_row_q6_k(src: &[f32], dst: &mut [BlockQ6K]) {
 }
 
 /// ggml's `quantize_row_q8_K_ref`: the activation format for K-quant weights. d = max / -127
-/// of the largest-magnitude element (so q = -127 there), plus per-16 sums of the quants.
+/// of the largest-magnitude element (so q = -127 there), plus per-16 sums of the quants. On
+/// x86-64 with AVX2 the blocks go through [`q8_k_avx2::block`] (the same bytes).
 pub fn quantize_row_q8_k(src: &[f32], dst: &mut [BlockQ8K]) {
     debug_assert_eq!(src.len(), dst.len() * QK_K);
+    #[cfg(target_arch = "x86_64")]
+    let avx2 = crate::isa::level().has_avx2();
     for (x, y) in src.chunks_exact(QK_K).zip(dst.iter_mut()) {
-        let (mut max, mut amax) = (0.0f32, 0.0f32);
-        for &v in x {
-            if v.abs() > amax {
-                amax = v.abs();
-                max = v;
-            }
-        }
-        if amax == 0.0 {
-            // ggml leaves bsums untouched here; zero is their only consistent value.
-            *y = bytemuck::Zeroable::zeroed();
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the CPU runs AVX2 (`isa::level` never exceeds what was detected).
+        if avx2 && unsafe { q8_k_avx2::block(x, y) } {
             continue;
         }
-        let iscale = -127.0 / max;
-        for (q, &v) in y.qs.iter_mut().zip(x) {
-            *q = nearest_int(iscale * v).min(127) as i8;
+        quantize_block_q8_k(x, y);
+    }
+}
+
+/// One block of [`quantize_row_q8_k`], the definition.
+fn quantize_block_q8_k(x: &[f32], y: &mut BlockQ8K) {
+    let (mut max, mut amax) = (0.0f32, 0.0f32);
+    for &v in x {
+        if v.abs() > amax {
+            amax = v.abs();
+            max = v;
         }
-        for (sum, q) in y.bsums.iter_mut().zip(y.qs.chunks_exact(16)) {
-            *sum = q.iter().map(|&q| q as i16).sum();
+    }
+    if amax == 0.0 {
+        // ggml leaves bsums untouched here; zero is their only consistent value.
+        *y = bytemuck::Zeroable::zeroed();
+        return;
+    }
+    let iscale = -127.0 / max;
+    for (q, &v) in y.qs.iter_mut().zip(x) {
+        *q = nearest_int(iscale * v).min(127) as i8;
+    }
+    for (sum, q) in y.bsums.iter_mut().zip(y.qs.chunks_exact(16)) {
+        *sum = q.iter().map(|&q| q as i16).sum();
+    }
+    y.d = 1.0 / iscale;
+}
+
+/// [`quantize_block_q8_k`] in AVX2 for the blocks where that is plainly the same function:
+/// finite elements, not all zero, and a finite `iscale`, so every `iscale · v` lies within
+/// ±127.0001 and `cvtps2dq` (round half to even) equals `nearest_int`. Other blocks are
+/// declined (`false`) and take the definition.
+#[cfg(target_arch = "x86_64")]
+mod q8_k_avx2 {
+    use super::{BlockQ8K, QK_K};
+    use core::arch::x86_64::*;
+
+    /// # Safety
+    /// The CPU must support AVX2. `x` holds `QK_K` floats.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn block(x: &[f32], y: &mut BlockQ8K) -> bool {
+        let x = &x[..QK_K];
+        let p = x.as_ptr();
+        let (sign, inf) = (_mm256_set1_ps(-0.0), _mm256_set1_ps(f32::INFINITY));
+        let mut amax = _mm256_setzero_ps();
+        let mut bad = _mm256_setzero_ps();
+        for i in (0..QK_K).step_by(8) {
+            let a = _mm256_andnot_ps(sign, _mm256_loadu_ps(p.add(i)));
+            // NaN or infinite: `!(a < inf)`.
+            bad = _mm256_or_ps(bad, _mm256_cmp_ps::<_CMP_NLT_UQ>(a, inf));
+            amax = _mm256_max_ps(amax, a);
+        }
+        if _mm256_movemask_ps(bad) != 0 {
+            return false;
+        }
+        let m4 = _mm_max_ps(
+            _mm256_extractf128_ps::<1>(amax),
+            _mm256_castps256_ps128(amax),
+        );
+        let m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        let amax = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+        if amax == 0.0 {
+            return false;
+        }
+        // The definition's `max`: the first element of the largest magnitude.
+        let target = _mm256_set1_ps(amax);
+        let mut max = 0.0;
+        for i in (0..QK_K).step_by(8) {
+            let a = _mm256_andnot_ps(sign, _mm256_loadu_ps(p.add(i)));
+            let hits = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_EQ_OQ>(a, target));
+            if hits != 0 {
+                max = x[i + hits.trailing_zeros() as usize];
+                break;
+            }
+        }
+        let iscale = -127.0 / max;
+        if !iscale.is_finite() {
+            return false;
+        }
+        let mul = _mm256_set1_ps(iscale);
+        let top = _mm256_set1_epi32(127);
+        for (c, out) in y.qs.chunks_exact_mut(32).enumerate() {
+            let q: [__m256i; 4] = core::array::from_fn(|v| {
+                let f = _mm256_mul_ps(mul, _mm256_loadu_ps(p.add(32 * c + 8 * v)));
+                _mm256_min_epi32(_mm256_cvtps_epi32(f), top)
+            });
+            // Two sums of 16 quants (each in -127..=127: exact in i16).
+            for h in 0..2 {
+                let s = _mm256_add_epi32(q[2 * h], q[2 * h + 1]);
+                let s = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s));
+                let s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+                let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b10_11_00_01>(s));
+                y.bsums[2 * c + h] = _mm_cvtsi128_si32(s) as i16;
+            }
+            // packs work per 128-bit half; the permute restores element order.
+            let a = _mm256_packs_epi32(q[0], q[1]);
+            let b = _mm256_packs_epi32(q[2], q[3]);
+            let bytes = _mm256_packs_epi16(a, b);
+            let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+            let ordered = _mm256_permutevar8x32_epi32(bytes, order);
+            _mm256_storeu_si256(out.as_mut_ptr() as *mut __m256i, ordered);
         }
         y.d = 1.0 / iscale;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytemuck::Zeroable;
+
+    fn bytes(b: &BlockQ8K) -> Vec<u8> {
+        bytemuck::bytes_of(b).to_vec()
+    }
+
+    /// The dispatched quantizer (AVX2 where the CPU has it) gives the definition's bytes,
+    /// on plain data, exact rounding ties, equal magnitudes of both signs, and degenerate
+    /// blocks (zeros, NaN, infinities, subnormals, huge values).
+    #[test]
+    fn q8_k_gives_the_definitions_bytes() {
+        let mut state = 7u64;
+        let mut uniform = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        };
+        let mut blocks: Vec<Vec<f32>> = Vec::new();
+        for scale in [1.0f32, 1e-3, 300.0] {
+            blocks.push((0..QK_K).map(|_| uniform() * scale).collect());
+        }
+        // max = -127 → iscale = 1: every k + 0.5 is a tie.
+        blocks.push(
+            (0..QK_K)
+                .map(|i| {
+                    if i == 5 {
+                        -127.0
+                    } else {
+                        (i % 200) as f32 - 99.5
+                    }
+                })
+                .collect(),
+        );
+        // Equal magnitudes, the positive one first (the definition keeps the first).
+        blocks.push((0..QK_K).map(|i| [3.0, -3.0, 1.25, -0.5][i % 4]).collect());
+        blocks.push(vec![0.0; QK_K]);
+        blocks.push(
+            (0..QK_K)
+                .map(|i| if i == 9 { f32::NAN } else { i as f32 })
+                .collect(),
+        );
+        blocks.push(
+            (0..QK_K)
+                .map(|i| if i == 200 { f32::NEG_INFINITY } else { 1.0 })
+                .collect(),
+        );
+        blocks.push(
+            (0..QK_K)
+                .map(|i| f32::from_bits(1 + i as u32 % 7))
+                .collect(),
+        );
+        blocks.push(
+            (0..QK_K)
+                .map(|i| 3e38 * if i % 3 == 0 { -1.0 } else { 0.5 })
+                .collect(),
+        );
+        for (n, x) in blocks.iter().enumerate() {
+            let mut want = BlockQ8K::zeroed();
+            quantize_block_q8_k(x, &mut want);
+            let mut got = [BlockQ8K::zeroed()];
+            quantize_row_q8_k(x, &mut got);
+            assert_eq!(bytes(&got[0]), bytes(&want), "block {n}");
+        }
     }
 }
