@@ -332,30 +332,14 @@ impl Backend for CpuBackend {
                             dst,
                         );
                     }
-                    Op::Swiglu { gate, up } => glu(
-                        pool,
-                        input(gate),
-                        input(up),
-                        node.ne[0],
-                        dst,
-                        ops::swiglu::swiglu,
-                    ),
-                    Op::Geglu { gate, up } => glu(
-                        pool,
-                        input(gate),
-                        input(up),
-                        node.ne[0],
-                        dst,
-                        ops::geglu::geglu,
-                    ),
-                    Op::Reglu { gate, up } => glu(
-                        pool,
-                        input(gate),
-                        input(up),
-                        node.ne[0],
-                        dst,
-                        ops::reglu::reglu,
-                    ),
+                    Op::Swiglu { gate, up } | Op::Geglu { gate, up } | Op::Reglu { gate, up } => {
+                        let f: fn(&[f32], &[f32], &mut [f32]) = match node.op {
+                            Op::Swiglu { .. } => ops::swiglu::swiglu,
+                            Op::Geglu { .. } => ops::geglu::geglu,
+                            _ => ops::reglu::reglu,
+                        };
+                        glu(pool, input(gate), input(up), node.ne[0], dst, f)
+                    }
                     Op::SwigluOai {
                         gate,
                         up,
