@@ -9,7 +9,8 @@
 //!   as `per_row(rows 0-3, rows 4-7)` folds them into one lane per row;
 //! - `R`, one i32 lane per row (`zero_r`, `add_r`, `sub_r`, `mul_r`, `splat_r`, `widen8`);
 //! - `F`, one f32 lane per row (`zero_f`, `add_f`, `sub_f`, `mul_f`, `splat_f`, `to_f`, `f16x8`,
-//!   `add_scaled` = `acc + f32(isum) * scale` unfused, `store_f`).
+//!   `add_scaled` = `acc + f32(isum) * scale` unfused, `store_f`);
+//! - `prefetch(p)`, a hint to fetch the cache line at `p` (a no-op where the build has none).
 //!
 //! Integer sums are exact in any order, and every float step is the reference's
 //! ([`super::reference`]), so every build gives the same bits. `$attr`: the attributes of each
