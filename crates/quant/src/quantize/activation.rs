@@ -132,6 +132,7 @@ pub fn quantize_row_q8_1(src: &[f32], dst: &mut [BlockQ8_1]) {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
+    use super::super::x86_lanes::{max_lane, store_i8, sum_lanes_i32};
     use super::*;
     use core::arch::x86_64::*;
 
@@ -151,10 +152,7 @@ mod avx2 {
         for &vi in &v[1..] {
             m = _mm256_max_ps(m, _mm256_andnot_ps(sign, vi));
         }
-        let m4 = _mm_max_ps(_mm256_extractf128_ps::<1>(m), _mm256_castps256_ps128(m));
-        let m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-        let m1 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-        let amax = _mm_cvtss_f32(m1);
+        let amax = max_lane(m);
         let d = amax / 127.0;
         let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
         let mul = _mm256_set1_ps(id);
@@ -165,24 +163,12 @@ mod avx2 {
         (q, d)
     }
 
-    /// Saturating i32 → i8 of 32 quants, back in element order, stored to `qs`.
-    #[inline(always)]
-    unsafe fn store_i8(q: [__m256i; 4], qs: &mut [i8; QK]) {
-        // packs work per 128-bit half; the permute restores element order.
-        let a = _mm256_packs_epi32(q[0], q[1]);
-        let b = _mm256_packs_epi32(q[2], q[3]);
-        let bytes = _mm256_packs_epi16(a, b);
-        let ordered = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-        _mm256_storeu_si256(qs.as_mut_ptr() as *mut __m256i, ordered);
-    }
-
     #[inline(always)]
     unsafe fn hsum_i32(q: [__m256i; 4]) -> i32 {
-        let s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
-        let s = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s));
-        let s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-        let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b10_11_00_01>(s));
-        _mm_cvtsi128_si32(s)
+        sum_lanes_i32(_mm256_add_epi32(
+            _mm256_add_epi32(q[0], q[1]),
+            _mm256_add_epi32(q[2], q[3]),
+        ))
     }
 
     /// # Safety

@@ -376,6 +376,7 @@ fn quantize_block_q8_k(x: &[f32], y: &mut BlockQ8K) {
 /// declined (`false`) and take the definition.
 #[cfg(target_arch = "x86_64")]
 mod q8_k_avx2 {
+    use super::super::x86_lanes::{max_lane, store_i8, sum_lanes_i32};
     use super::{BlockQ8K, QK_K};
     use core::arch::x86_64::*;
 
@@ -397,12 +398,7 @@ mod q8_k_avx2 {
         if _mm256_movemask_ps(bad) != 0 {
             return false;
         }
-        let m4 = _mm_max_ps(
-            _mm256_extractf128_ps::<1>(amax),
-            _mm256_castps256_ps128(amax),
-        );
-        let m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-        let amax = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+        let amax = max_lane(amax);
         if amax == 0.0 {
             return false;
         }
@@ -423,26 +419,18 @@ mod q8_k_avx2 {
         }
         let mul = _mm256_set1_ps(iscale);
         let top = _mm256_set1_epi32(127);
-        for (c, out) in y.qs.chunks_exact_mut(32).enumerate() {
+        let chunks: &mut [[i8; 32]] = bytemuck::cast_slice_mut(&mut y.qs);
+        for (c, out) in chunks.iter_mut().enumerate() {
             let q: [__m256i; 4] = core::array::from_fn(|v| {
                 let f = _mm256_mul_ps(mul, _mm256_loadu_ps(p.add(32 * c + 8 * v)));
                 _mm256_min_epi32(_mm256_cvtps_epi32(f), top)
             });
             // Two sums of 16 quants (each in -127..=127: exact in i16).
             for h in 0..2 {
-                let s = _mm256_add_epi32(q[2 * h], q[2 * h + 1]);
-                let s = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s));
-                let s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-                let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b10_11_00_01>(s));
-                y.bsums[2 * c + h] = _mm_cvtsi128_si32(s) as i16;
+                let s = sum_lanes_i32(_mm256_add_epi32(q[2 * h], q[2 * h + 1]));
+                y.bsums[2 * c + h] = s as i16;
             }
-            // packs work per 128-bit half; the permute restores element order.
-            let a = _mm256_packs_epi32(q[0], q[1]);
-            let b = _mm256_packs_epi32(q[2], q[3]);
-            let bytes = _mm256_packs_epi16(a, b);
-            let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-            let ordered = _mm256_permutevar8x32_epi32(bytes, order);
-            _mm256_storeu_si256(out.as_mut_ptr() as *mut __m256i, ordered);
+            store_i8(q, out);
         }
         y.d = 1.0 / iscale;
         true

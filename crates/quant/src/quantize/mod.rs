@@ -14,6 +14,8 @@ mod legacy;
 mod mxfp4;
 mod rounding;
 mod scale_search;
+#[cfg(target_arch = "x86_64")]
+mod x86_lanes;
 
 pub use activation::{quantize_row_q8_0, quantize_row_q8_1};
 pub use float::{f32_to_bf16, quantize_row_bf16, quantize_row_f16};
