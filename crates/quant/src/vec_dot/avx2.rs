@@ -214,13 +214,16 @@ macro_rules! rows4 {
             let (x0, x1, x2, x3) = (&xs[0][..nb], &xs[1][..nb], &xs[2][..nb], &xs[3][..nb]);
             let y = &y[..nb];
             let mut acc = [Acc::new(); 4];
+            let group_bytes = 4 * nb * std::mem::size_of::<$W>();
+            let ahead = group_bytes * 8192usize.div_ceil(group_bytes.max(1));
             for i in 0..nb {
                 let yi = &y[i];
                 // Prefetch hints only (no effect on results; any address is allowed): the rows
-                // of a gemv are contiguous, so read on linearly one group of four rows ahead,
-                // at the pace this loop consumes bytes.
+                // of a gemv are contiguous, so read on linearly whole groups of four rows and
+                // at least 4 KiB ahead (one group of short rows is too close to hide the
+                // memory's latency), at the pace this loop consumes bytes.
                 let p = (x0.as_ptr() as *const i8)
-                    .wrapping_add(4 * nb * std::mem::size_of::<$W>())
+                    .wrapping_add(ahead)
                     .wrapping_add(4 * i * std::mem::size_of::<$W>());
                 _mm_prefetch::<_MM_HINT_T0>(p);
                 _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64));

@@ -213,30 +213,34 @@ pub(crate) fn attend_rows_on<S: Simd>(s: S, group: &RowGroup) {
     let Some((lo, hi)) = group.keys() else {
         return;
     };
-    let mut q16 = [0.0f32; MAX_ROWS * MAX_HEAD_DIM];
+    // Scratch sized to this group, kept per thread: only the accumulators need zeros (q,
+    // keys and values are written before they are read), and a decode step calls this a few
+    // hundred times.
+    let mut scratch = SCRATCH.take();
+    scratch.clear();
+    scratch.resize(n * hd + KEY_BLOCK * (hd + dv) + n * dv, 0.0);
+    let (q16, rest) = scratch.split_at_mut(n * hd);
+    let (k, rest) = rest.split_at_mut(KEY_BLOCK * hd);
+    let (v, acc) = rest.split_at_mut(KEY_BLOCK * dv);
     for (d, r) in q16.chunks_exact_mut(hd).zip(rows) {
         f16_arith::round_row(s, &q[r.row * hd..(r.row + 1) * hd], d);
     }
     // The f16 accumulators, held as f32 values that are always exactly representable in f16.
-    let mut acc = [0.0f32; MAX_ROWS * MAX_HEAD_DIM];
-    let acc = &mut acc[..n * dv];
     let mut sum = [0.0f32; MAX_ROWS];
     let mut max = [f32::NEG_INFINITY; MAX_ROWS];
     // Keys go in blocks: all the scores of a block first (independent dot products the CPU
     // can overlap), then each row's softmax updates in key order.
-    let mut k = [[0.0f32; MAX_HEAD_DIM]; KEY_BLOCK];
-    let mut v = [[0.0f32; MAX_HEAD_DIM]; KEY_BLOCK];
     let mut scores = [[0.0f32; KEY_BLOCK]; MAX_ROWS];
     for j0 in (lo..=hi).step_by(KEY_BLOCK) {
         let nb = KEY_BLOCK.min(hi + 1 - j0);
         for b in 0..nb {
             let j = j0 + b;
-            f16_arith::widen(s, &kv.k[j * ks + kv_head * hd..][..hd], &mut k[b][..hd]);
-            f16_arith::widen(s, &kv.v[j * vs + kv_head * dv..][..dv], &mut v[b][..dv]);
+            f16_arith::widen(s, &kv.k[j * ks + kv_head * hd..][..hd], &mut k[b * hd..][..hd]);
+            f16_arith::widen(s, &kv.v[j * vs + kv_head * dv..][..dv], &mut v[b * dv..][..dv]);
         }
         for g in 0..n {
             let scores = &mut scores[g];
-            *scores = dot_block(s, &k, nb, &q16[g * hd..(g + 1) * hd]);
+            *scores = dot_block(s, k, nb, &q16[g * hd..(g + 1) * hd]);
             for score in &mut scores[..nb] {
                 // As ggml: with a cap, `scale` already holds scale / cap.
                 *score *= scale;
@@ -245,7 +249,7 @@ pub(crate) fn attend_rows_on<S: Simd>(s: S, group: &RowGroup) {
                 }
             }
         }
-        for (b, v) in v[..nb].iter().enumerate() {
+        for (b, v) in v.chunks_exact(dv).take(nb).enumerate() {
             let j = j0 + b;
             let mut vscale = [1.0f32; MAX_ROWS];
             let mut all_rows = true;
@@ -303,6 +307,13 @@ pub(crate) fn attend_rows_on<S: Simd>(s: S, group: &RowGroup) {
             *o = (a * ms) * inv;
         }
     }
+    SCRATCH.set(scratch);
+}
+
+thread_local! {
+    /// [`attend_rows_on`]'s q rows, widened keys and values, and accumulators (kept between
+    /// calls).
+    static SCRATCH: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// `expf` as the reference build's C library computes it (llama.cpp's softmax calls `expf`).
@@ -327,13 +338,9 @@ fn expf(x: f32) -> f32 {
 /// four keys at a time, the leftovers out of order where [`f64_sum::exact_dot_f64_x4`] proves that
 /// the same, else in order.
 #[inline(always)]
-fn dot_block<S: Simd>(
-    s: S,
-    k: &[[f32; MAX_HEAD_DIM]; KEY_BLOCK],
-    nb: usize,
-    q: &[f32],
-) -> [f32; KEY_BLOCK] {
+fn dot_block<S: Simd>(s: S, k: &[f32], nb: usize, q: &[f32]) -> [f32; KEY_BLOCK] {
     let hd = q.len();
+    let k: [&[f32]; KEY_BLOCK] = core::array::from_fn(|b| &k[b * hd..(b + 1) * hd]);
     let np = hd / DOT_F16_STEP * DOT_F16_STEP;
     let mut out = [0.0f32; KEY_BLOCK];
     if np > 0 {
