@@ -1,12 +1,14 @@
 //! Attention of the query rows of one KV head (`attend_rows`: `tokens` tokens × `heads` heads,
 //! each row against every key) in CPU time of this thread (Linux schedstat), as nanoseconds
 //! per key and row. Gemma 3's shape (4 heads of 256 per KV head: whole 128-element steps in
-//! emulated f16 arithmetic) and SmolLM2's (3 heads of 64: the sequential f64 sum), 512 keys,
+//! emulated f16 arithmetic) and SmolLM2's (3 heads of 64: the sequential f64 sum; and one row,
+//! as its decode steps split the heads over threads), 512 keys (256 for the one row),
 //! normally distributed keys, values and queries; each with both kernels (ggml's f16
 //! arithmetic and the f32 tiled one). The fastest of 9 samples is the figure to compare
 //! (another process on the same core inflates CPU time too).
 //!
-//! `cargo bench -p tessera-backend-cpu --bench attention_cpu_time`
+//! `cargo bench -p tessera-backend-cpu --bench attention_cpu_time [-- FILTER]`, FILTER a part
+//! of a result line's name (`Ggml`, `heads of  64`, ...).
 
 use half::f16;
 use std::hint::black_box;
@@ -38,7 +40,18 @@ impl Normal {
     }
 }
 
-fn run(kernel: AttentionKernel, hd: usize, heads: usize, tokens: usize, n_keys: usize) {
+fn run(
+    filter: &str,
+    kernel: AttentionKernel,
+    hd: usize,
+    heads: usize,
+    tokens: usize,
+    n_keys: usize,
+) {
+    let name = format!("{kernel:?}: {tokens} tokens × {heads} heads of {hd:>3}, {n_keys} keys");
+    if !name.contains(filter) {
+        return;
+    }
     let n_rows = heads * tokens;
     let mut rng = Normal(7);
     let kv = LayerKv {
@@ -88,28 +101,37 @@ fn run(kernel: AttentionKernel, hd: usize, heads: usize, tokens: usize, n_keys: 
         black_box(&out);
     };
     pass();
+    // Passes between clock reads: reading schedstat costs microseconds of CPU time itself.
+    let batch = (1 << 17) / (n_keys * n_rows) + 1;
     let mut samples = Vec::new();
     for _ in 0..9 {
         let start = thread_cpu_ns();
         let mut passes = 0u64;
         while thread_cpu_ns() - start < 100_000_000 {
-            pass();
-            passes += 1;
+            for _ in 0..batch {
+                pass();
+            }
+            passes += batch as u64;
         }
         samples.push((thread_cpu_ns() - start) as f64 / (passes * (n_keys * n_rows) as u64) as f64);
     }
     samples.sort_by(f64::total_cmp);
     println!(
-        "{kernel:?}: {tokens} tokens × {heads} heads of {hd:>3}, {n_keys} keys: {:.1} ns per key and row (fastest of 9; median {:.1})",
+        "{name}: {:.1} ns per key and row (fastest of 9; median {:.1})",
         samples[0], samples[4]
     );
 }
 
 fn main() {
+    let filter = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .unwrap_or_default();
     for kernel in [AttentionKernel::Ggml, AttentionKernel::F32Tiled] {
-        run(kernel, 256, 4, 4, 512);
-        run(kernel, 256, 4, 1, 512);
-        run(kernel, 256, 1, 1, 512);
-        run(kernel, 64, 3, 4, 512);
+        run(&filter, kernel, 256, 4, 4, 512);
+        run(&filter, kernel, 256, 4, 1, 512);
+        run(&filter, kernel, 256, 1, 1, 512);
+        run(&filter, kernel, 64, 3, 4, 512);
+        run(&filter, kernel, 64, 1, 1, 256);
     }
 }

@@ -60,8 +60,10 @@ unsafe fn load256(p: *const u8) -> __m256i {
 /// (the legacy-quant element order).
 #[inline(always)]
 unsafe fn nibbles_32(qs: &[u8; 16]) -> __m256i {
-    let t = _mm_loadu_si128(qs.as_ptr() as *const __m128i);
-    let both = _mm256_set_m128i(_mm_srli_epi16::<4>(t), t);
+    // The 16 bytes in both halves (a load, no shuffle), the upper half shifted by 4: one
+    // variable shift instead of a shift and an insert.
+    let t = _mm256_broadcastsi128_si256(_mm_loadu_si128(qs.as_ptr() as *const __m128i));
+    let both = _mm256_srlv_epi64(t, _mm256_set_epi64x(4, 4, 0, 0));
     _mm256_and_si256(both, _mm256_set1_epi8(0x0F))
 }
 
