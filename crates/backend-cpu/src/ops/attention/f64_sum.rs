@@ -23,7 +23,9 @@ pub fn head_plus_leftovers(mut sum: f64, k: &[f32], q: &[f32]) -> f32 {
 /// powers, `G > pmin / 2^22` (`pmin`: the smallest non-zero `|a·b|`). A multiple of `G` whose
 /// magnitude is under `2^53·G` is an f64, so when `Σ|a·b| < 2^31·pmin` every addition is exact
 /// and the sum is the exact one whatever the order. The check uses `2^30` to leave room for
-/// the rounding of the computed `Σ|a·b|`. Products of non-finite or huge values fail the check.
+/// the rounding of the computed `Σ|a·b|`, which is summed in f32 (a relative error under
+/// `n·2^-24`, far below the factor of 2 left; no overflow: an f16 product is below 2^32).
+/// Products of non-finite or huge values fail the check.
 #[inline(always)]
 pub fn exact_dot_f64<S: Simd>(s: S, k: &[f32], q: &[f32]) -> Option<f32> {
     exact_dot_f64_x4(s, [k; 4], q)[0]
@@ -37,7 +39,7 @@ pub fn exact_dot_f64_x4<S: Simd>(s: S, k: [&[f32]; 4], q: &[f32]) -> [Option<f32
     debug_assert!(n.is_multiple_of(S::LANES) && k.iter().all(|k| k.len() >= n));
     let (inf, zero) = (s.splat(f32::INFINITY), s.splat(0.0));
     let mut sum = [s.wide_zero(); 4];
-    let mut abs_sum = [s.wide_zero(); 4];
+    let mut abs_sum = [zero; 4];
     let mut pmin = [inf; 4];
     let mut i = 0;
     while i + S::LANES <= n {
@@ -48,7 +50,7 @@ pub fn exact_dot_f64_x4<S: Simd>(s: S, k: [&[f32]; 4], q: &[f32]) -> [Option<f32
             // Zero products do not bound G (`a <= 0` is `a == 0` here, and false for NaN).
             pmin[b] = s.min(pmin[b], s.select(s.le(a, zero), inf, a));
             sum[b] = s.wide_add(sum[b], p);
-            abs_sum[b] = s.wide_add(abs_sum[b], a);
+            abs_sum[b] = s.add(abs_sum[b], a);
         }
         i += S::LANES;
     }
@@ -61,15 +63,20 @@ pub fn exact_dot_f64_x4<S: Simd>(s: S, k: [&[f32]; 4], q: &[f32]) -> [Option<f32
 
 /// The sum, if the bound above proves it exact.
 #[inline(always)]
-fn checked_total<S: Simd>(s: S, sum: S::WideSum, abs_sum: S::WideSum, pmin: S::F32) -> Option<f32> {
-    let mut lanes = [0.0f32; 16];
-    s.store(&mut lanes[..S::LANES], pmin);
-    let mut min = f32::INFINITY;
-    for &x in &lanes[..S::LANES] {
-        min = min.min(x);
+fn checked_total<S: Simd>(s: S, sum: S::WideSum, abs_sum: S::F32, pmin: S::F32) -> Option<f32> {
+    let (mut mins, mut abs) = ([0.0f32; 16], [0.0f32; 16]);
+    s.store(&mut mins[..S::LANES], pmin);
+    s.store(&mut abs[..S::LANES], abs_sum);
+    // Halvings (independent operations, not one chain of `LANES`).
+    let mut w = S::LANES / 2;
+    while w >= 1 {
+        for i in 0..w {
+            mins[i] = mins[i].min(mins[i + w]);
+            abs[i] += abs[i + w];
+        }
+        w /= 2;
     }
-    let pmin = min as f64;
-    let abs_sum = s.wide_total(abs_sum);
+    let (pmin, abs_sum) = (mins[0] as f64, abs[0] as f64);
     if abs_sum == 0.0 {
         return Some(0.0); // every product is zero: the sequential sum is +0
     }
