@@ -1,8 +1,9 @@
 //! Weights repacked into 8-row groups for the CPU kernels (`tessera_quant::repack`), made (by the
 //! backend's threads) on a weight's first matmul and kept for the backend's life.
 //!
-//! Q4_1 keeps its file layout: llama.cpp has no repacked Q4_1, so ggml's kernels give
-//! llama.cpp's own bits on Q4_1 models (SmolLM2's fixtures are matched exactly).
+//! Q4_1's kernels compute ggml's own vec_dot on its repacked layout (llama.cpp has no
+//! repacked Q4_1, so that is its arithmetic on Q4_1 models: SmolLM2's fixtures stay exact);
+//! they are x86 only, so in wasm Q4_1 keeps its file layout and ggml's kernels.
 //!
 //! Once a weight is repacked its file pages are released (`WeightStore::release_file_pages`),
 //! so the process holds one copy of each weight. A table the graph also reads row by row (a
@@ -46,27 +47,30 @@ impl RepackedWeights {
         self.map.clear();
     }
 
-    /// Whether weights of type `ty` get repacked (a layout and a kernel for this CPU exist, the
-    /// type is not Q4_1, repacking is on).
+    /// Whether weights of type `ty` get repacked (a layout and kernels for this CPU exist,
+    /// repacking is on).
     pub fn repacks(&self, ty: GgmlType) -> bool {
         !self.disabled
-            && ty != GgmlType::Q4_1
-            && Kind::of(ty).is_some()
-            && tessera_quant::repack::isa().is_some()
+            && Kind::of(ty).is_some_and(|kind| {
+                tessera_quant::repack::isa().is_some_and(|isa| kind.has_kernels(isa))
+            })
     }
 
-    /// Whether some layer weight (`blk.*`) of `weights` gets repacked: the model's logits then
-    /// come from the repacked kernels' arithmetic, not the reference build's bits.
+    /// Whether some layer weight (`blk.*`) of `weights` gets repacked into a layout whose
+    /// kernels do not compute ggml's bits: the model's logits then come from the repacked
+    /// kernels' arithmetic, not the reference build's.
     pub fn repacks_layers(&self, weights: &WeightStore) -> bool {
         memory_allows(weights)
             && (0..weights.len()).any(|i| {
                 let w = weights.get(WeightId(i as u32));
-                w.name.starts_with("blk.") && self.repacks(w.desc.ty)
+                w.name.starts_with("blk.")
+                    && self.repacks(w.desc.ty)
+                    && Kind::of(w.desc.ty).is_some_and(|kind| !kind.keeps_ggml_bits())
             })
     }
 
     /// Weight `w`'s repacked matrix, made now on its first use; `None` when it keeps the
-    /// file layout (no layout or kernel for its type, Q4_1, repacking off).
+    /// file layout (no layout or kernels for its type here, repacking off).
     pub fn get(
         &mut self,
         pool: &dyn ThreadPool,

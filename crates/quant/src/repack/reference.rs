@@ -5,7 +5,7 @@
 //! each block then adds to a row's f32 accumulator in a fixed order, with no fused
 //! multiply-add (so every ISA, wasm included, can reproduce it):
 //! - Q4_0, Q5_0, Q8_0: `acc = acc + isum as f32 * (d * da)`, `isum = Σ (q - offset) · a`;
-//! - Q4_1: then `acc = acc + m * s` (`s`: the Q8_1 block's d · Σa);
+//! - Q4_1: ggml's own vec_dot arithmetic instead ([`super::Kind::keeps_ggml_bits`]);
 //! - Q4_K, Q5_K: `isum = Σ_j sc_j Σ q·a`, `msum = Σ_j m_j Σ a`;
 //!   `acc = acc + isum as f32 * (d * da)`, then `acc = acc - msum as f32 * (dmin * da)`;
 //! - Q6_K: `isum = Σ_j sc_j Σ (q - 32)·a`; `acc = acc + isum as f32 * (d * da)`.
@@ -18,7 +18,7 @@ use crate::vec_dot::blocks;
 use tessera_gguf::GgmlType;
 
 /// The integer values of a legacy block's 32 weights (offset removed).
-fn legacy_ints(ty: GgmlType, w: &[u8], b: usize) -> ([i32; QK], f32, f32) {
+fn legacy_ints(ty: GgmlType, w: &[u8], b: usize) -> ([i32; QK], f32) {
     let mut q = [0i32; QK];
     match ty {
         GgmlType::Q4_0 => {
@@ -27,15 +27,7 @@ fn legacy_ints(ty: GgmlType, w: &[u8], b: usize) -> ([i32; QK], f32, f32) {
                 q[i] = (blk.qs[i] & 15) as i32 - 8;
                 q[i + 16] = (blk.qs[i] >> 4) as i32 - 8;
             }
-            (q, blk.d.to_f32(), 0.0)
-        }
-        GgmlType::Q4_1 => {
-            let blk = blocks::<BlockQ4_1>(w)[b];
-            for i in 0..16 {
-                q[i] = (blk.qs[i] & 15) as i32;
-                q[i + 16] = (blk.qs[i] >> 4) as i32;
-            }
-            (q, blk.d.to_f32(), blk.m.to_f32())
+            (q, blk.d.to_f32())
         }
         GgmlType::Q5_0 => {
             let blk = blocks::<BlockQ5_0>(w)[b];
@@ -44,35 +36,26 @@ fn legacy_ints(ty: GgmlType, w: &[u8], b: usize) -> ([i32; QK], f32, f32) {
                 q[i] = ((blk.qs[i] & 15) as u32 | ((qh >> i) & 1) << 4) as i32 - 16;
                 q[i + 16] = ((blk.qs[i] >> 4) as u32 | ((qh >> (i + 16)) & 1) << 4) as i32 - 16;
             }
-            (q, blk.d.to_f32(), 0.0)
+            (q, blk.d.to_f32())
         }
         _ => {
             let blk = blocks::<BlockQ8_0>(w)[b];
             for (q, &v) in q.iter_mut().zip(&blk.qs) {
                 *q = v as i32;
             }
-            (q, blk.d.to_f32(), 0.0)
+            (q, blk.d.to_f32())
         }
     }
 }
 
-/// A legacy weight row (Q4_0, Q4_1, Q5_0, Q8_0) · a Q8_0 row (Q8_1 for Q4_1).
+/// A legacy weight row (Q4_0, Q5_0, Q8_0) · a Q8_0 row.
 fn legacy(ty: GgmlType, n: usize, w: &[u8], a: &[u8]) -> f32 {
     let mut acc = 0.0f32;
     for b in 0..n / QK {
-        let (q, d, m) = legacy_ints(ty, w, b);
-        let (qa, da, s) = if ty == GgmlType::Q4_1 {
-            let blk = blocks::<BlockQ8_1>(a)[b];
-            (blk.qs, blk.d.to_f32(), blk.s.to_f32())
-        } else {
-            let blk = blocks::<BlockQ8_0>(a)[b];
-            (blk.qs, blk.d.to_f32(), 0.0)
-        };
-        let isum: i32 = q.iter().zip(qa).map(|(&q, a)| q * a as i32).sum();
-        acc += isum as f32 * (d * da);
-        if ty == GgmlType::Q4_1 {
-            acc += m * s;
-        }
+        let (q, d) = legacy_ints(ty, w, b);
+        let blk = blocks::<BlockQ8_0>(a)[b];
+        let isum: i32 = q.iter().zip(blk.qs).map(|(&q, a)| q * a as i32).sum();
+        acc += isum as f32 * (d * blk.d.to_f32());
     }
     acc
 }
@@ -147,11 +130,12 @@ fn q6_k(n: usize, w: &[u8], a: &[u8]) -> f32 {
 }
 
 /// One weight row (ggml layout) · one activation row of [`crate::vec_dot_type`], with the
-/// repacked kernels' arithmetic. NaN for a type without a repacked layout.
+/// repacked kernels' arithmetic (ggml's for Q4_1). NaN for a type without a repacked layout.
 pub fn dot(ty: GgmlType, n: usize, w: &[u8], a: &[u8]) -> f32 {
     use GgmlType::*;
     match ty {
-        Q4_0 | Q4_1 | Q5_0 | Q8_0 => legacy(ty, n, w, a),
+        Q4_0 | Q5_0 | Q8_0 => legacy(ty, n, w, a),
+        Q4_1 => crate::vec_dot::ggml_order::vec_dot_q4_1_q8_1(n, &blocks(w), &blocks(a)),
         Q4_K | Q5_K => k4(ty, n, w, a),
         Q6_K => q6_k(n, w, a),
         _ => f32::NAN,

@@ -8,7 +8,7 @@
 //!   and `dot_q8` (Q8_0's operands from `q8_operands`), in whatever lanes the build likes as long
 //!   as `per_row(rows 0-3, rows 4-7)` folds them into one lane per row;
 //! - `R`, one i32 lane per row (`zero_r`, `add_r`, `sub_r`, `mul_r`, `splat_r`, `widen8`);
-//! - `F`, one f32 lane per row (`zero_f`, `add_f`, `sub_f`, `mul_f`, `splat_f`, `to_f`, `f16x8`,
+//! - `F`, one f32 lane per row (`zero_f`, `sub_f`, `mul_f`, `splat_f`, `to_f`, `f16x8`,
 //!   `add_scaled` = `acc + f32(isum) * scale` unfused, `store_f`);
 //! - `prefetch(p)`, a hint to fetch the cache line at `p` (a no-op where the build has none).
 //!
@@ -132,8 +132,8 @@ macro_rules! repack_tiles {
             }
         }
 
-        /// Q4_0, Q4_1 and Q5_0: 4-bit quants (plus Q5_0's spread 5th bits) against Q8_0 or
-        /// Q8_1 rows. `offset` 8 (Q4_0) or 16 (Q5_0) is taken off through the rows' sums.
+        /// Q4_0 and Q5_0: 4-bit quants (plus Q5_0's spread 5th bits) against Q8_0 rows.
+        /// `offset` 8 (Q4_0) or 16 (Q5_0) is taken off through the rows' sums.
         #[inline]
         $(#[$attr])*
         unsafe fn legacy4_block<const N: usize>(
@@ -178,22 +178,6 @@ macro_rules! repack_tiles {
                     let off = splat_r(G::OFFSET * sums[t][b]);
                     let isum = sub_r(ia[t], off);
                     acc[t] = add_scaled(acc[t], isum, mul_f(d, splat_f(a[t][b].d.to_f32())));
-                }
-            }
-            acc
-        }
-
-        $(#[$attr])*
-        unsafe fn tile_q4_1<const N: usize>(g: &[Q4_1x8], a: [&[BlockQ8_1]; N], _: [&[i32]; N]) -> [F; N] {
-            let mut acc = [zero_f(); N];
-            for (b, gb) in g.iter().enumerate() {
-                prefetch_ahead(gb);
-                let ia = legacy4_block::<N>(&gb.qs, None, a.map(|a| a[b].qs.as_ptr()));
-                let (d, m) = (f16x8(gb.d.as_ptr()), f16x8(gb.m.as_ptr()));
-                for t in 0..N {
-                    let act = &a[t][b];
-                    acc[t] = add_scaled(acc[t], ia[t], mul_f(d, splat_f(act.d.to_f32())));
-                    acc[t] = add_f(acc[t], mul_f(m, splat_f(act.s.to_f32())));
                 }
             }
             acc
@@ -385,7 +369,7 @@ macro_rules! repack_tiles {
             let (g, a) = (groups, acts);
             match kind {
                 Kind::Q4_0 => drive!(tile_q4_0, nb, bytemuck::cast_slice::<u8, Q4_0x8>(g), bytemuck::cast_slice::<u8, BlockQ8_0>(a), n_acts, sums, out),
-                Kind::Q4_1 => drive!(tile_q4_1, nb, bytemuck::cast_slice::<u8, Q4_1x8>(g), bytemuck::cast_slice::<u8, BlockQ8_1>(a), n_acts, sums, out),
+                Kind::Q4_1 => unreachable!("Q4_1 has kernels of its own (x86_q4_1.rs)"),
                 Kind::Q5_0 => drive!(tile_q5_0, nb, bytemuck::cast_slice::<u8, Q5_0x8>(g), bytemuck::cast_slice::<u8, BlockQ8_0>(a), n_acts, sums, out),
                 Kind::Q8_0 => drive!(tile_q8_0, nb, bytemuck::cast_slice::<u8, Q8_0x8>(g), bytemuck::cast_slice::<u8, BlockQ8_0>(a), n_acts, sums, out),
                 Kind::Q4_K => drive!(tile_q4_k, nb, bytemuck::cast_slice::<u8, Q4Kx8>(g), bytemuck::cast_slice::<u8, BlockQ8K>(a), n_acts, sums, out),

@@ -235,8 +235,16 @@ pub(crate) fn attend_rows_on<S: Simd>(s: S, group: &RowGroup) {
         let nb = KEY_BLOCK.min(hi + 1 - j0);
         for b in 0..nb {
             let j = j0 + b;
-            f16_arith::widen(s, &kv.k[j * ks + kv_head * hd..][..hd], &mut k[b * hd..][..hd]);
-            f16_arith::widen(s, &kv.v[j * vs + kv_head * dv..][..dv], &mut v[b * dv..][..dv]);
+            f16_arith::widen(
+                s,
+                &kv.k[j * ks + kv_head * hd..][..hd],
+                &mut k[b * hd..][..hd],
+            );
+            f16_arith::widen(
+                s,
+                &kv.v[j * vs + kv_head * dv..][..dv],
+                &mut v[b * dv..][..dv],
+            );
         }
         for g in 0..n {
             let scores = &mut scores[g];
