@@ -54,35 +54,40 @@ pub fn exact_dot_f64_x4<S: Simd>(s: S, k: [&[f32]; 4], q: &[f32]) -> [Option<f32
         }
         i += S::LANES;
     }
+    // First the bound for the four keys at once (their Σ|a·b| together against the smallest
+    // of their products: it implies each key's bound, with the same room for rounding), which
+    // ordinary rows pass; where it fails, each key's own bound.
+    let joint_abs = s.lane_sum(s.add(s.add(abs_sum[0], abs_sum[1]), s.add(abs_sum[2], abs_sum[3])));
+    let joint_min = s.lane_min(s.min(s.min(pmin[0], pmin[1]), s.min(pmin[2], pmin[3])));
+    let joint = within_bound(joint_abs as f64, joint_min as f64);
+    // Loops, not closures: a closure would not inline the ISA's intrinsics here.
     let mut out = [None; 4];
     for b in 0..4 {
-        out[b] = checked_total(s, sum[b], abs_sum[b], pmin[b]);
+        out[b] = if joint {
+            Some(s.wide_total(sum[b]) as f32)
+        } else {
+            checked_total(s, sum[b], abs_sum[b], pmin[b])
+        };
     }
     out
+}
+
+/// `abs_sum < pmin · 2^30` (false for NaN and infinities: a NaN or infinite product makes
+/// `abs_sum` one, whatever the fold made of `pmin`). Only zero products leave `pmin` infinite,
+/// and then `abs_sum` is 0 and so is every partial sum.
+#[inline(always)]
+fn within_bound(abs_sum: f64, pmin: f64) -> bool {
+    abs_sum.partial_cmp(&(pmin * (1u64 << 30) as f64)) == Some(core::cmp::Ordering::Less)
 }
 
 /// The sum, if the bound above proves it exact.
 #[inline(always)]
 fn checked_total<S: Simd>(s: S, sum: S::WideSum, abs_sum: S::F32, pmin: S::F32) -> Option<f32> {
-    let (mut mins, mut abs) = ([0.0f32; 16], [0.0f32; 16]);
-    s.store(&mut mins[..S::LANES], pmin);
-    s.store(&mut abs[..S::LANES], abs_sum);
-    // Halvings (independent operations, not one chain of `LANES`).
-    let mut w = S::LANES / 2;
-    while w >= 1 {
-        for i in 0..w {
-            mins[i] = mins[i].min(mins[i + w]);
-            abs[i] += abs[i + w];
-        }
-        w /= 2;
-    }
-    let (pmin, abs_sum) = (mins[0] as f64, abs[0] as f64);
+    let (pmin, abs_sum) = (s.lane_min(pmin) as f64, s.lane_sum(abs_sum) as f64);
     if abs_sum == 0.0 {
         return Some(0.0); // every product is zero: the sequential sum is +0
     }
-    // `abs_sum < pmin * 2^30`, false for NaN and infinities (a NaN or infinite product makes
-    // `abs_sum` one, whatever the fold made of `pmin`).
-    if abs_sum.partial_cmp(&(pmin * (1u64 << 30) as f64)) != Some(core::cmp::Ordering::Less) {
+    if !within_bound(abs_sum, pmin) {
         return None;
     }
     Some(s.wide_total(sum) as f32)

@@ -118,6 +118,22 @@ impl Simd for Avx2 {
         unsafe { _mm256_min_ps(a, b) }
     }
     #[inline(always)]
+    fn lane_min(self, x: __m256) -> f32 {
+        unsafe {
+            let m = _mm_min_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps::<1>(x));
+            let m = _mm_min_ps(m, _mm_movehl_ps(m, m));
+            _mm_cvtss_f32(_mm_min_ss(m, _mm_movehdup_ps(m)))
+        }
+    }
+    #[inline(always)]
+    fn lane_sum(self, x: __m256) -> f32 {
+        unsafe {
+            let m = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps::<1>(x));
+            let m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+            _mm_cvtss_f32(_mm_add_ss(m, _mm_movehdup_ps(m)))
+        }
+    }
+    #[inline(always)]
     fn low12_mantissa_zero(self, x: __m256) -> __m256 {
         unsafe {
             let low = _mm256_slli_epi32::<20>(_mm256_castps_si256(x));
@@ -165,9 +181,11 @@ impl Simd for Avx2 {
     }
     #[inline(always)]
     fn wide_total(self, acc: (__m256d, __m256d)) -> f64 {
-        let mut lanes = [0.0f64; 4];
-        unsafe { _mm256_storeu_pd(lanes.as_mut_ptr(), _mm256_add_pd(acc.0, acc.1)) };
-        (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
+        unsafe {
+            let t = _mm256_add_pd(acc.0, acc.1);
+            let t = _mm_add_pd(_mm256_castpd256_pd128(t), _mm256_extractf128_pd::<1>(t));
+            _mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)))
+        }
     }
 }
 

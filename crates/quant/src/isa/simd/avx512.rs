@@ -118,6 +118,14 @@ impl Simd for Avx512 {
         unsafe { _mm512_min_ps(a, b) }
     }
     #[inline(always)]
+    fn lane_min(self, x: __m512) -> f32 {
+        unsafe { _mm512_reduce_min_ps(x) }
+    }
+    #[inline(always)]
+    fn lane_sum(self, x: __m512) -> f32 {
+        unsafe { _mm512_reduce_add_ps(x) }
+    }
+    #[inline(always)]
     fn low12_mantissa_zero(self, x: __m512) -> __mmask16 {
         unsafe { _mm512_testn_epi32_mask(_mm512_castps_si512(x), _mm512_set1_epi32(0xfff)) }
     }
@@ -169,8 +177,6 @@ impl Simd for Avx512 {
     }
     #[inline(always)]
     fn wide_total(self, acc: (__m512d, __m512d)) -> f64 {
-        let mut lanes = [0.0f64; 8];
-        unsafe { _mm512_storeu_pd(lanes.as_mut_ptr(), _mm512_add_pd(acc.0, acc.1)) };
-        lanes.iter().sum()
+        unsafe { _mm512_reduce_add_pd(_mm512_add_pd(acc.0, acc.1)) }
     }
 }

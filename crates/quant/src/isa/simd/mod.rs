@@ -95,6 +95,11 @@ pub trait Simd: Copy {
     /// The lanes added in f16 arithmetic (each sum of f16-exact lanes rounded to f16) by
     /// halving: lane `i` plus lane `i + w` for `w = LANES / 2, ..., 1`; the result of lane 0.
     fn sum_halves_f16(self, x: Self::F32) -> f32;
+    /// The smallest lane (where a lane is NaN, any lane: callers must not depend on it).
+    fn lane_min(self, x: Self::F32) -> f32;
+    /// The lanes added together in f32, in an order of the implementation's choosing (callers
+    /// use it where the order does not matter, as for a bound with room for rounding).
+    fn lane_sum(self, x: Self::F32) -> f32;
 
     /// `32 / LANES` vectors, every lane `x`.
     fn x32_splat(self, x: f32) -> Self::X32;

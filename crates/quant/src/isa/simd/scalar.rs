@@ -101,6 +101,14 @@ impl Simd for Scalar {
         mask
     }
     #[inline(always)]
+    fn lane_min(self, x: f32) -> f32 {
+        x
+    }
+    #[inline(always)]
+    fn lane_sum(self, x: f32) -> f32 {
+        x
+    }
+    #[inline(always)]
     fn min(self, a: f32, b: f32) -> f32 {
         if a < b {
             a

@@ -160,6 +160,16 @@ impl Simd for Simd128 {
         f32x4_pmin(b, a)
     }
     #[inline(always)]
+    fn lane_min(self, x: v128) -> f32 {
+        let m = f32x4_pmin(x, i32x4_shuffle::<2, 3, 0, 1>(x, x));
+        f32x4_extract_lane::<0>(f32x4_pmin(m, i32x4_shuffle::<1, 0, 3, 2>(m, m)))
+    }
+    #[inline(always)]
+    fn lane_sum(self, x: v128) -> f32 {
+        let m = f32x4_add(x, i32x4_shuffle::<2, 3, 0, 1>(x, x));
+        f32x4_extract_lane::<0>(f32x4_add(m, i32x4_shuffle::<1, 0, 3, 2>(m, m)))
+    }
+    #[inline(always)]
     fn low12_mantissa_zero(self, x: v128) -> v128 {
         i32x4_eq(v128_and(x, u32x4_splat(0xfff)), u32x4_splat(0))
     }

@@ -247,6 +247,19 @@ fn check_against_scalar<S: Simd>(s: S) {
         .map(|&x| x as f64)
         .sum();
     assert_eq!(s.wide_total(acc), want, "wide sums");
+    // Lane minimum and lane sum (of multiples of 2^-16 below 1: their f32 sums of 16 lanes are
+    // exact in any order).
+    let coarse: Vec<f32> = small
+        .iter()
+        .map(|x| (x * 65536.0).round() / 65536.0)
+        .collect();
+    for chunk in coarse.chunks_exact(S::LANES) {
+        let v = s.load(chunk);
+        let min = chunk.iter().copied().fold(f32::INFINITY, f32::min);
+        assert_eq!(s.lane_min(v), min, "lane_min{chunk:?}");
+        let sum: f64 = chunk.iter().map(|&x| x as f64).sum();
+        assert_eq!(s.lane_sum(v) as f64, sum, "lane_sum{chunk:?}");
+    }
     let x32 = s.x32_splat(3.5);
     assert_eq!(x32.as_ref().len() * S::LANES, 32);
     for v in x32.as_ref() {
