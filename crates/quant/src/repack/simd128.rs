@@ -259,3 +259,110 @@ unsafe fn store_f(p: *mut f32, x: F) {
 }
 
 super::tiles::repack_tiles!();
+
+// ---------------------------------------------------------------------------------------------
+// Q4_1 with ggml's arithmetic (see `q4_1.rs`): one vector holds an 8-byte chunk of 2 rows, whose
+// integer sums in groups of 4 bytes are two of ggml's lanes for each row.
+
+/// Unsigned nibbles `u` × signed activation bytes `s`, summed in groups of 4 bytes: lane j the
+/// sum of bytes 4j..4j+4 (exact).
+#[inline(always)]
+fn dot4(u: v128, s: v128) -> v128 {
+    #[cfg(target_feature = "relaxed-simd")]
+    {
+        // Exact for 7-bit `u` on the engines the loader lets run this build.
+        i32x4_relaxed_dot_i8x16_i7x16_add(s, u, i32x4_splat(0))
+    }
+    #[cfg(not(target_feature = "relaxed-simd"))]
+    {
+        let lo = i32x4_dot_i16x8(u16x8_extend_low_u8x16(u), i16x8_extend_low_i8x16(s));
+        let hi = i32x4_dot_i16x8(u16x8_extend_high_u8x16(u), i16x8_extend_high_i8x16(s));
+        i32x4_add(
+            i32x4_shuffle::<0, 2, 4, 6>(lo, hi),
+            i32x4_shuffle::<1, 3, 5, 7>(lo, hi),
+        )
+    }
+}
+
+/// One activation row (`a`: `g.len()` blocks) against one group of 8 rows.
+unsafe fn q4_1_group(g: &[Q4_1x8], a: &[BlockQ8_1]) -> [f32; ROWS] {
+    use crate::vec_dot::fma_f32x4;
+    // acc[p][s], rows 2p and 2p+1: lanes 0-1 row 2p's ggml lanes 2s, 2s+1, lanes 2-3 row 2p+1's.
+    let mut acc = [[f32x4_splat(0.0); 4]; 4];
+    // One lane per row: rows 0-3, rows 4-7.
+    let mut summs = [f32x4_splat(0.0); 2];
+    let m4 = u8x16_splat(15);
+    for (gb, act) in g.iter().zip(a) {
+        let (d_a, s_a) = (f32x4_splat(act.d.to_f32()), f32x4_splat(act.s.to_f32()));
+        let (d, m) = (f16x8(gb.d.as_ptr()), f16x8(gb.m.as_ptr()));
+        let dd = [f32x4_mul(d[0], d_a), f32x4_mul(d[1], d_a)];
+        summs[0] = fma_f32x4(m[0], s_a, summs[0]);
+        summs[1] = fma_f32x4(m[1], s_a, summs[1]);
+        let qa = act.qs.as_ptr() as *const i64;
+        let bytes = [
+            i64x2_splat(qa.read_unaligned()),
+            i64x2_splat(qa.add(1).read_unaligned()),
+            i64x2_splat(qa.add(2).read_unaligned()),
+            i64x2_splat(qa.add(3).read_unaligned()),
+        ];
+        for p in 0..4 {
+            // d_w · d_a of rows 2p and 2p+1, each in two lanes.
+            let h = dd[p / 2];
+            let ddp = if p % 2 == 0 {
+                i32x4_shuffle::<0, 0, 1, 1>(h, h)
+            } else {
+                i32x4_shuffle::<2, 2, 3, 3>(h, h)
+            };
+            for c in 0..2 {
+                let w = v128_load(gb.qs.as_ptr().add((8 * c + 2 * p) * 8) as *const v128);
+                let lo = dot4(v128_and(w, m4), bytes[c]);
+                let hi = dot4(u8x16_shr(w, 4), bytes[2 + c]);
+                acc[p][c] = fma_f32x4(ddp, f32x4_convert_i32x4(lo), acc[p][c]);
+                acc[p][2 + c] = fma_f32x4(ddp, f32x4_convert_i32x4(hi), acc[p][2 + c]);
+            }
+        }
+    }
+    let lane = |v: v128, i: usize| -> f32 {
+        let mut x = [0.0f32; 4];
+        v128_store(x.as_mut_ptr() as *mut v128, v);
+        x[i]
+    };
+    let mut out = [0.0f32; ROWS];
+    for (r, o) in out.iter_mut().enumerate() {
+        let (p, j) = (r / 2, 2 * (r % 2));
+        let l = &acc[p];
+        *o = super::q4_1::finish(
+            [
+                lane(l[0], j),
+                lane(l[0], j + 1),
+                lane(l[1], j),
+                lane(l[1], j + 1),
+                lane(l[2], j),
+                lane(l[2], j + 1),
+                lane(l[3], j),
+                lane(l[3], j + 1),
+            ],
+            lane(summs[r / 4], r % 4),
+        );
+    }
+    out
+}
+
+/// Q4_1 groups (`nb` group blocks each) × `n_acts` Q8_1 rows of `nb` blocks:
+/// `out[t * 8 * n_groups + 8 * group + r]`, each ggml's vec_dot of row and activation.
+///
+/// # Safety
+/// `out` must hold `n_acts * 8 * n_groups` floats and `acts` `n_acts * nb` blocks.
+pub unsafe fn gemm_q4_1(nb: usize, groups: &[u8], acts: &[u8], n_acts: usize, out: &mut [f32]) {
+    let g: &[Q4_1x8] = bytemuck::cast_slice(groups);
+    let a: &[BlockQ8_1] = bytemuck::cast_slice(acts);
+    let n_groups = g.len() / nb;
+    let width = n_groups * ROWS;
+    for gi in 0..n_groups {
+        let group = &g[gi * nb..(gi + 1) * nb];
+        for t in 0..n_acts {
+            let res = q4_1_group(group, &a[t * nb..(t + 1) * nb]);
+            out[t * width + gi * ROWS..][..ROWS].copy_from_slice(&res);
+        }
+    }
+}
