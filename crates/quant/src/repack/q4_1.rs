@@ -9,12 +9,12 @@
 //! On the layout, one 32-byte load holds one 8-byte chunk of 4 rows: its low nibbles against 8
 //! activation bytes repeated 4 times give two of ggml's lanes for each of the 4 rows (chunk c:
 //! lanes 2c and 2c+1), its high nibbles two more (lanes 4+2c, 5+2c). So each of the 8 rows
-//! keeps its 8 lanes in 4 registers, two lanes per row in each: a block of 8 rows costs 4
-//! loads and 8 integer dot products, and one conversion of their 8 scales and 8 mins, where
-//! the file layout unpacks and converts row by row. Each lane sees the same operations in the
-//! same order as in ggml; only its place in the registers differs.
+//! keeps its 8 lanes in 4 registers, two lanes per row in each, and a block costs 8 loads and
+//! integer dot products for 8 rows, where the file layout costs 8 loads, nibble unpacks and
+//! scale conversions for 8 rows one at a time. Each lane sees the same operations in the same
+//! order as in ggml; only its place in the registers differs.
 //!
-//! `super::x86` expands `q4_1_kernels!` with each x86 build's `dot`; `super::simd128` has the
+//! `super::x86` expands [`q4_1_kernels`] with each x86 build's `dot`; `super::simd128` has the
 //! same kernel on 128-bit vectors (two rows per vector), whose fused steps are
 //! `vec_dot::fma_f32x4` (relaxed-SIMD's fused lane, else an exact f64 emulation).
 
