@@ -2,7 +2,8 @@
 //! backend's threads) on a weight's first matmul and kept for the backend's life.
 //!
 //! Q4_1's kernels compute ggml's own vec_dot on its repacked layout (llama.cpp has no
-//! repacked Q4_1, so that is its arithmetic on Q4_1 models: SmolLM2's fixtures stay exact).
+//! repacked Q4_1, so that is its arithmetic on Q4_1 models: SmolLM2's fixtures stay exact);
+//! they are x86 only, so in wasm Q4_1 keeps its file layout and ggml's kernels.
 //!
 //! Once a weight is repacked its file pages are released (`WeightStore::release_file_pages`),
 //! so the process holds one copy of each weight. A table the graph also reads row by row (a
@@ -46,10 +47,13 @@ impl RepackedWeights {
         self.map.clear();
     }
 
-    /// Whether weights of type `ty` get repacked (a layout and a kernel for this CPU exist,
+    /// Whether weights of type `ty` get repacked (a layout and kernels for this CPU exist,
     /// repacking is on).
     pub fn repacks(&self, ty: GgmlType) -> bool {
-        !self.disabled && Kind::of(ty).is_some() && tessera_quant::repack::isa().is_some()
+        !self.disabled
+            && Kind::of(ty).is_some_and(|kind| {
+                tessera_quant::repack::isa().is_some_and(|isa| kind.has_kernels(isa))
+            })
     }
 
     /// Whether some layer weight (`blk.*`) of `weights` gets repacked into a layout whose
@@ -66,7 +70,7 @@ impl RepackedWeights {
     }
 
     /// Weight `w`'s repacked matrix, made now on its first use; `None` when it keeps the
-    /// file layout (no layout or kernel for its type, repacking off).
+    /// file layout (no layout or kernels for its type here, repacking off).
     pub fn get(
         &mut self,
         pool: &dyn ThreadPool,

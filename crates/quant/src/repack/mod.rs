@@ -9,21 +9,22 @@
 //! gives the same bits.
 //!
 //! Q4_1 is the exception ([`Kind::keeps_ggml_bits`]): llama.cpp has no repacked Q4_1, so its
-//! kernels here ([`q4_1`]) compute ggml's vec_dot bit for bit on the repacked layout, and
-//! Q4_1 models keep llama.cpp's own bits.
+//! kernels here ([`x86_q4_1`], x86 only) compute ggml's vec_dot bit for bit on the repacked
+//! layout, and Q4_1 models keep llama.cpp's own bits.
 //!
 //! The kernels are written once ([`tiles`]) and built for x86-64 (AVX2, AVX-VNNI, AVX-512
 //! VNNI; `x86`) and wasm32 SIMD128 (`simd128`). Where none runs, [`RepackedMatrix::new`]
 //! returns `None` and callers keep ggml's layout and kernels.
 
 pub mod layout;
-mod q4_1;
 pub mod reference;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 mod simd128;
 mod tiles;
 #[cfg(target_arch = "x86_64")]
 mod x86;
+#[cfg(target_arch = "x86_64")]
+mod x86_q4_1;
 
 use crate::blocks::*;
 use crate::isa;
@@ -68,6 +69,11 @@ impl Kind {
     /// family's ([`reference`] documents both).
     pub fn keeps_ggml_bits(self) -> bool {
         self == Kind::Q4_1
+    }
+
+    /// Whether build `isa` has kernels for this layout (Q4_1's are x86 only).
+    pub fn has_kernels(self, isa: Isa) -> bool {
+        self != Kind::Q4_1 || isa != Isa::Simd128
     }
 }
 
@@ -174,7 +180,7 @@ impl RepackedMatrix {
         let Some(kind) = Kind::of(ty) else {
             return Ok(None);
         };
-        if isa().is_none() {
+        if !isa().is_some_and(|isa| kind.has_kernels(isa)) {
             return Ok(None);
         }
         Self::with_kind(kind, ty, n, n_rows, rows, tasks).map(Some)
@@ -306,21 +312,21 @@ impl RepackedMatrix {
             );
         }
         let (kind, nb) = (self.kind, self.nb);
+        assert!(
+            kind.has_kernels(isa),
+            "no {} kernels for {kind:?}",
+            isa.name()
+        );
         // SAFETY: `runs_here` checked the features; lengths asserted above.
         #[allow(unreachable_code, unused_variables)]
         unsafe {
+            #[cfg(target_arch = "x86_64")]
             if kind == Kind::Q4_1 {
                 return match isa {
-                    #[cfg(target_arch = "x86_64")]
                     Isa::Avx2 => x86::avx2::gemm_q4_1(nb, w, a, n_acts, out),
-                    #[cfg(target_arch = "x86_64")]
                     Isa::AvxVnni => x86::avx_vnni::gemm_q4_1(nb, w, a, n_acts, out),
-                    #[cfg(target_arch = "x86_64")]
                     Isa::Avx512Vnni => x86::avx512_vnni::gemm_q4_1(nb, w, a, n_acts, out),
-                    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-                    Isa::Simd128 => simd128::gemm_q4_1(nb, w, a, n_acts, out),
-                    #[allow(unreachable_patterns)]
-                    _ => unreachable!("runs_here refuses {} on this target", isa.name()),
+                    Isa::Simd128 => unreachable!("refused by has_kernels"),
                 };
             }
             match isa {

@@ -1,7 +1,7 @@
 //! x86-64 builds of the repacked kernels ([`super::tiles`]): AVX2 (`maddubs` + `madd`),
 //! AVX-VNNI and AVX-512 VNNI (`vpdpbusd` on 256-bit registers). Only the integer dot product
 //! differs between them, and integer sums are exact, so all three give the reference's bits
-//! ([`super::reference`]). Q4_1 has kernels of its own ([`super::q4_1`]: ggml's arithmetic).
+//! ([`super::reference`]). Q4_1 has kernels of its own ([`super::x86_q4_1`]: ggml's arithmetic).
 //!
 //! A tile is one group (8 weight rows, one f32 lane each) × `T` activation rows. Integer sums
 //! of a 32-byte register of quant bytes (4 rows × 8 bytes) against a broadcast of 8 activation
@@ -199,7 +199,7 @@ macro_rules! repack_kernels {
         }
 
         super::super::tiles::repack_tiles!(#[target_feature(enable = $features)]);
-        super::super::q4_1::q4_1_kernels!(#[target_feature(enable = $features)]);
+        super::super::x86_q4_1::q4_1_kernels!(#[target_feature(enable = $features)]);
     };
 }
 

@@ -14,20 +14,18 @@
 //! scale conversions for 8 rows one at a time. Each lane sees the same operations in the same
 //! order as in ggml; only its place in the registers differs.
 //!
-//! `super::x86` expands [`q4_1_kernels`] with each x86 build's `dot`; `super::simd128` has the
-//! same kernel on 128-bit vectors (two rows per vector), whose fused steps are
-//! `vec_dot::fma_f32x4` (relaxed-SIMD's fused lane, else an exact f64 emulation).
+//! x86 only (`super::x86` expands [`q4_1_kernels`] with each build's `dot`); elsewhere Q4_1
+//! keeps its file layout and ggml's kernels.
 
-/// ggml's `hsum_float_8` of one row's lanes (`l`, in ggml's order) plus its `summs`.
-#[inline(always)]
-pub(crate) fn finish(l: [f32; 8], summs: f32) -> f32 {
-    let (s04, s15, s26, s37) = (l[0] + l[4], l[1] + l[5], l[2] + l[6], l[3] + l[7]);
-    ((s04 + s26) + (s15 + s37)) + summs
-}
-
-#[cfg(target_arch = "x86_64")]
 macro_rules! q4_1_kernels {
     ($(#[$attr:meta])*) => {
+        /// ggml's `hsum_float_8` of one row's lanes (`l`, in ggml's order) plus its `summs`.
+        #[inline(always)]
+        fn finish_q4_1(l: [f32; 8], summs: f32) -> f32 {
+            let (s04, s15, s26, s37) = (l[0] + l[4], l[1] + l[5], l[2] + l[6], l[3] + l[7]);
+            ((s04 + s26) + (s15 + s37)) + summs
+        }
+
         /// One activation row (`a`: `g.len()` blocks) against one group of 8 rows.
         #[inline]
         $(#[$attr])*
@@ -73,7 +71,7 @@ macro_rules! q4_1_kernels {
             core::array::from_fn(|r| {
                 let (h, j) = (r / 4, 2 * (r % 4));
                 let l = &lanes[h];
-                super::super::q4_1::finish(
+                finish_q4_1(
                     [l[0][j], l[0][j + 1], l[1][j], l[1][j + 1], l[2][j], l[2][j + 1], l[3][j], l[3][j + 1]],
                     m[r],
                 )
@@ -104,5 +102,4 @@ macro_rules! q4_1_kernels {
     };
 }
 
-#[cfg(target_arch = "x86_64")]
 pub(crate) use q4_1_kernels;
