@@ -9,13 +9,16 @@
 //! On the layout, one 32-byte load holds one 8-byte chunk of 4 rows: its low nibbles against 8
 //! activation bytes repeated 4 times give two of ggml's lanes for each of the 4 rows (chunk c:
 //! lanes 2c and 2c+1), its high nibbles two more (lanes 4+2c, 5+2c). So each of the 8 rows
-//! keeps its 8 lanes in 4 registers, two lanes per row in each, and a block costs 8 loads and
-//! integer dot products for 8 rows, where the file layout costs 8 loads, nibble unpacks and
-//! scale conversions for 8 rows one at a time. Each lane sees the same operations in the same
-//! order as in ggml; only its place in the registers differs.
+//! keeps its 8 lanes in 4 registers, two lanes per row in each: a block of 8 rows costs 4
+//! loads and 8 integer dot products, and one conversion of their 8 scales and 8 mins, where
+//! the file layout unpacks and converts row by row. Each lane sees the same operations in the
+//! same order as in ggml; only its place in the registers differs.
 //!
 //! x86 only (`super::x86` expands [`q4_1_kernels`] with each build's `dot`); elsewhere Q4_1
-//! keeps its file layout and ggml's kernels.
+//! keeps its file layout and ggml's kernels. A SIMD128 build of the same kernel (2 rows per
+//! vector, 16 accumulator vectors) ran 10-20 % slower than the file-layout kernel in the plain
+//! build and 2-3× slower in the relaxed one (`vec_dot_wasm_bench`, Node): wasm engines have 16
+//! vector registers, and ggml's fused steps need emulation without relaxed SIMD.
 
 macro_rules! q4_1_kernels {
     ($(#[$attr:meta])*) => {
