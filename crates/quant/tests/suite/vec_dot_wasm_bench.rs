@@ -160,18 +160,21 @@ fn gemv_ns_per_block_at_model_shapes() {
         // In slices of 256 rows, as the engine calls it for one token.
         let slice = 256.min(rows);
         let slice_bytes = wb.len() / rows * slice;
+        let report = |ns: f64, layout: &str| {
+            console_log!(
+                "{:<5} {rows:>6} x {n:<5} {:>6.2} ns/block ({:.1} GB/s){layout}",
+                format!("{}", W::TYPE),
+                ns / (nb * rows) as f64,
+                wb.len() as f64 / ns
+            )
+        };
         let ns = ns_per_call(|| {
             for (part, o) in wb.chunks(slice_bytes).zip(out.chunks_mut(slice)) {
                 gemm(W::TYPE, n, black_box(part), o.len(), black_box(ab), 1, o);
             }
             black_box(&out);
         });
-        console_log!(
-            "{:<5} {rows:>6} x {n:<5} {:>6.2} ns/block ({:.1} GB/s)",
-            format!("{}", W::TYPE),
-            ns / (nb * rows) as f64,
-            wb.len() as f64 / ns
-        );
+        report(ns, "");
         // The same rows repacked (8-row groups), 32 groups per call as the engine calls it.
         if let Some(p) = tessera_quant::repack::RepackedMatrix::new(W::TYPE, n, rows, wb).unwrap() {
             let mut sums = Vec::new();
@@ -187,12 +190,7 @@ fn gemv_ns_per_block_at_model_shapes() {
                     black_box(&tile);
                 }
             });
-            console_log!(
-                "{:<5} {rows:>6} x {n:<5} {:>6.2} ns/block ({:.1} GB/s) repacked",
-                format!("{}", W::TYPE),
-                ns / (nb * rows) as f64,
-                wb.len() as f64 / ns
-            );
+            report(ns, " repacked");
         }
     }
     // The floor: one pass of 16-byte loads over 256 MB (no arithmetic but an OR).
