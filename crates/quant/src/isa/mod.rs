@@ -21,6 +21,10 @@ pub use simd::{Scalar, Simd};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 
+/// How far ahead the weight-streaming kernels (decode's matrix-vector products) ask for bytes
+/// with prefetch hints: far enough to hide memory latency, near enough to stay in L1/L2.
+pub(crate) const PREFETCH_BYTES: usize = 4096;
+
 /// The widest kernel family a CPU runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]

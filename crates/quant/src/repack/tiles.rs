@@ -85,8 +85,7 @@ macro_rules! repack_tiles {
         /// Activation rows per tile.
         const T: usize = 4;
 
-        /// How far ahead [`prefetch_ahead`] asks for weights.
-        const PREFETCH_BYTES: usize = 4096;
+        use crate::isa::PREFETCH_BYTES;
 
         /// Rows of one group × `N` activation rows, through the tile function `$tile`, for
         /// every group; `out[t * width + 8 * group + r]`.

@@ -217,13 +217,13 @@ macro_rules! rows4 {
             let y = &y[..nb];
             let mut acc = [Acc::new(); 4];
             let group_bytes = 4 * nb * std::mem::size_of::<$W>();
-            let ahead = group_bytes * 8192usize.div_ceil(group_bytes.max(1));
+            let ahead = group_bytes * crate::isa::PREFETCH_BYTES.div_ceil(group_bytes.max(1));
             for i in 0..nb {
                 let yi = &y[i];
                 // Prefetch hints only (no effect on results; any address is allowed): the rows
                 // of a gemv are contiguous, so read on linearly whole groups of four rows and
-                // at least 4 KiB ahead (one group of short rows is too close to hide the
-                // memory's latency), at the pace this loop consumes bytes.
+                // at least `PREFETCH_BYTES` ahead (one group of short rows is too close to hide
+                // the memory's latency), at the pace this loop consumes bytes.
                 let p = (x0.as_ptr() as *const i8)
                     .wrapping_add(ahead)
                     .wrapping_add(4 * i * std::mem::size_of::<$W>());
