@@ -22,13 +22,6 @@
 
 macro_rules! q4_1_kernels {
     ($(#[$attr:meta])*) => {
-        /// ggml's `hsum_float_8` of one row's lanes (`l`, in ggml's order) plus its `summs`.
-        #[inline(always)]
-        fn finish_q4_1(l: [f32; 8], summs: f32) -> f32 {
-            let (s04, s15, s26, s37) = (l[0] + l[4], l[1] + l[5], l[2] + l[6], l[3] + l[7]);
-            ((s04 + s26) + (s15 + s37)) + summs
-        }
-
         /// One activation row (`a`: `g.len()` blocks) against one group of 8 rows.
         #[inline]
         $(#[$attr])*
@@ -74,10 +67,9 @@ macro_rules! q4_1_kernels {
             core::array::from_fn(|r| {
                 let (h, j) = (r / 4, 2 * (r % 4));
                 let l = &lanes[h];
-                finish_q4_1(
-                    [l[0][j], l[0][j + 1], l[1][j], l[1][j + 1], l[2][j], l[2][j + 1], l[3][j], l[3][j + 1]],
-                    m[r],
-                )
+                // ggml's result: `hsum_float_8` of the row's lanes (in ggml's order), + summs.
+                let row = [l[0][j], l[0][j + 1], l[1][j], l[1][j + 1], l[2][j], l[2][j + 1], l[3][j], l[3][j + 1]];
+                crate::vec_dot::ggml_order::hsum_float_8(&row) + m[r]
             })
         }
 

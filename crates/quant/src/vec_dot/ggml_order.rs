@@ -42,6 +42,15 @@ struct Acc {
     summs: f32,
 }
 
+/// ggml's `hsum_float_8` of 8 lanes: the high half onto the low one, then lanes 0+2 / 1+3
+/// (`movehl`), then 0+1 (`movehdup`). Also the repacked Q4_1 kernels' final step.
+#[inline]
+pub(crate) fn hsum_float_8(v: &[f32; 8]) -> f32 {
+    let q: [f32; 4] = std::array::from_fn(|l| v[4 + l] + v[l]);
+    let h = [q[0] + q[2], q[1] + q[3]];
+    h[0] + h[1]
+}
+
 impl Acc {
     /// `acc = _mm256_fmadd_ps(set1(d), cvtepi32_ps(sums), acc)`.
     #[inline]
@@ -53,10 +62,7 @@ impl Acc {
 
     /// `hsum_float_8(acc)`.
     fn hsum8(&self) -> f32 {
-        let v = &self.lanes;
-        let q: [f32; 4] = std::array::from_fn(|l| v[4 + l] + v[l]);
-        let h = [q[0] + q[2], q[1] + q[3]];
-        h[0] + h[1]
+        hsum_float_8(&self.lanes)
     }
 
     /// Q4_K's reduction of `acc_m`: lanes 0+2 / 1+3 (`movehl`), then 0+1 (`movehdup`).
