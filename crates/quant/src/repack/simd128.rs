@@ -11,6 +11,7 @@
 //! wasm has no FMA instruction), so this build needs no emulation to give the reference's bits.
 
 use crate::blocks::*;
+use crate::isa::Simd128;
 use crate::repack::layout::*;
 use core::arch::wasm32::*;
 use half::f16;
@@ -45,12 +46,28 @@ unsafe fn bcast8(p: *const i8) -> B {
     [x, x]
 }
 
-/// 8 f16 (no conversion instruction in wasm: half's software one, once per block).
+/// 8 f16 as f32, converted in SIMD lanes (wasm has no conversion instruction; half's software
+/// one, once per value, cost as much as a Q8_0 block's multiplies), bit-identical to half's.
 #[inline(always)]
 unsafe fn f16x8(p: *const f16) -> F {
-    let h = core::slice::from_raw_parts(p, 8);
-    let f = |i: usize| h[i].to_f32();
-    [f32x4(f(0), f(1), f(2), f(3)), f32x4(f(4), f(5), f(6), f(7))]
+    let h = v128_load(p as *const v128);
+    [
+        Simd128.f16_bits_to_f32(u32x4_extend_low_u16x8(h)),
+        Simd128.f16_bits_to_f32(u32x4_extend_high_u16x8(h)),
+    ]
+}
+
+/// One f16 as f32, bit-identical to half's conversion: finite values (every real scale) in a
+/// few integer steps and one exact multiply by 2^112 (subnormals included: wasm keeps f32
+/// subnormals), infinities and NaNs through half.
+#[inline(always)]
+fn f16_to_f32(h: f16) -> f32 {
+    let bits = h.to_bits() as u32;
+    if bits & 0x7c00 == 0x7c00 {
+        return h.to_f32();
+    }
+    let magnitude = f32::from_bits((bits & 0x7fff) << 13) * f32::from_bits((127 + 112) << 23);
+    f32::from_bits(magnitude.to_bits() | (bits & 0x8000) << 16)
 }
 
 /// 8 bytes widened to 8 lanes (signed or unsigned per `signed`).
@@ -100,27 +117,37 @@ unsafe fn q8_operands(w: B, a: B) -> (B, B) {
     (w, a)
 }
 
-/// Signed × signed bytes (Q8_0's full range has no 7-bit side), into `dot`'s lanes.
+/// Signed × signed bytes (Q8_0's full range has no 7-bit side), into `dot`'s lanes; `s` is one
+/// activation chunk repeated (`bcast8`). The relaxed-SIMD build widens the even and the odd
+/// bytes of both sides to i16 (a shift pair or one arithmetic shift, no shuffles): their pair
+/// sums (`dot_i16x8`) added are the 4-byte sums of rows 2k (lanes 0-1) and 2k+1 (lanes 2-3),
+/// `dot`'s lanes as they are.
+#[cfg(target_feature = "relaxed-simd")]
 #[inline(always)]
-unsafe fn dot_q8(acc: I, w: B, a: B) -> I {
+unsafe fn dot_q8(acc: I, w: B, s: B) -> I {
+    let even = |v: v128| i16x8_shr(i16x8_shl(v, 8), 8);
+    let odd = |v: v128| i16x8_shr(v, 8);
+    let (s_even, s_odd) = (even(s[0]), odd(s[0]));
     let mut r = acc;
     for k in 0..2 {
-        let lo = i32x4_dot_i16x8(i16x8_extend_low_i8x16(w[k]), i16x8_extend_low_i8x16(a[k]));
-        let hi = i32x4_dot_i16x8(i16x8_extend_high_i8x16(w[k]), i16x8_extend_high_i8x16(a[k]));
-        #[cfg(target_feature = "relaxed-simd")]
-        {
-            // Two lanes per row, as relaxed_dot leaves them.
-            let pairs = i32x4_add(
-                i32x4_shuffle::<0, 2, 4, 6>(lo, hi),
-                i32x4_shuffle::<1, 3, 5, 7>(lo, hi),
-            );
-            r[k] = i32x4_add(r[k], pairs);
-        }
-        #[cfg(not(target_feature = "relaxed-simd"))]
-        {
-            r[2 * k] = i32x4_add(r[2 * k], lo);
-            r[2 * k + 1] = i32x4_add(r[2 * k + 1], hi);
-        }
+        r[k] = i32x4_add(r[k], i32x4_dot_i16x8(even(w[k]), s_even));
+        r[k] = i32x4_add(r[k], i32x4_dot_i16x8(odd(w[k]), s_odd));
+    }
+    r
+}
+
+/// The plain build: each row's 8 bytes widened (`s`'s low half serves both rows) and multiplied
+/// in pairs into that row's vector.
+#[cfg(not(target_feature = "relaxed-simd"))]
+#[inline(always)]
+unsafe fn dot_q8(acc: I, w: B, s: B) -> I {
+    let s16 = i16x8_extend_low_i8x16(s[0]);
+    let mut r = acc;
+    for k in 0..2 {
+        let lo = i32x4_dot_i16x8(i16x8_extend_low_i8x16(w[k]), s16);
+        let hi = i32x4_dot_i16x8(i16x8_extend_high_i8x16(w[k]), s16);
+        r[2 * k] = i32x4_add(r[2 * k], lo);
+        r[2 * k + 1] = i32x4_add(r[2 * k + 1], hi);
     }
     r
 }
@@ -259,3 +286,33 @@ unsafe fn store_f(p: *mut f32, x: F) {
 }
 
 super::tiles::repack_tiles!();
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    /// Every f16 (infinities, NaNs and subnormals among them) converts to half's bits, one at a
+    /// time and eight at a time.
+    #[test]
+    fn f16_conversions_match_half() {
+        let all: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
+        for eight in all.chunks_exact(8) {
+            // SAFETY: `eight` holds 8 f16 (16 bytes).
+            let [lo, hi] = unsafe { f16x8(eight.as_ptr()) };
+            let mut got = [0f32; 8];
+            // SAFETY: `got` holds 8 f32.
+            unsafe { store_f(got.as_mut_ptr(), [lo, hi]) };
+            for (h, g) in eight.iter().zip(got) {
+                let want = h.to_f32().to_bits();
+                assert_eq!(g.to_bits(), want, "f16x8 of {:#06x}", h.to_bits());
+                assert_eq!(
+                    f16_to_f32(*h).to_bits(),
+                    want,
+                    "f16_to_f32 of {:#06x}",
+                    h.to_bits()
+                );
+            }
+        }
+    }
+}

@@ -5,11 +5,13 @@
 //! - `B`, 32 quant or activation bytes: 8-byte chunks of 4 rows, or one chunk repeated
 //!   (`load`, `bcast8`, `nibbles`, `fifth_bit`, `q6_high`, `or_b`, `q8_operands`);
 //! - `I`, the integer sums of byte products `dot(I, u, s)` (unsigned `u` under 128, signed `s`)
-//!   and `dot_q8` (Q8_0's operands from `q8_operands`), in whatever lanes the build likes as long
-//!   as `per_row(rows 0-3, rows 4-7)` folds them into one lane per row;
+//!   and `dot_q8` (Q8_0's operands from `q8_operands`; the activation side one chunk repeated),
+//!   in whatever lanes the build likes as long as `per_row(rows 0-3, rows 4-7)` folds them into
+//!   one lane per row;
 //! - `R`, one i32 lane per row (`zero_r`, `add_r`, `sub_r`, `mul_r`, `splat_r`, `widen8`);
 //! - `F`, one f32 lane per row (`zero_f`, `sub_f`, `mul_f`, `splat_f`, `to_f`, `f16x8`,
-//!   `add_scaled` = `acc + f32(isum) * scale` unfused, `store_f`);
+//!   `f16_to_f32` (one activation scale), `add_scaled` = `acc + f32(isum) * scale` unfused,
+//!   `store_f`);
 //! - `prefetch(p)`, a hint to fetch the cache line at `p` (a no-op where the build has none).
 //!
 //! Integer sums are exact in any order, and every float step is the reference's
@@ -176,7 +178,7 @@ macro_rules! repack_tiles {
                 for t in 0..N {
                     let off = splat_r(G::OFFSET * sums[t][b]);
                     let isum = sub_r(ia[t], off);
-                    acc[t] = add_scaled(acc[t], isum, mul_f(d, splat_f(a[t][b].d.to_f32())));
+                    acc[t] = add_scaled(acc[t], isum, mul_f(d, splat_f(f16_to_f32(a[t][b].d))));
                 }
             }
             acc
@@ -201,7 +203,7 @@ macro_rules! repack_tiles {
                 let d = f16x8(gb.d.as_ptr());
                 for t in 0..N {
                     let isum = per_row(ia[t][0], ia[t][1]);
-                    acc[t] = add_scaled(acc[t], isum, mul_f(d, splat_f(a[t][b].d.to_f32())));
+                    acc[t] = add_scaled(acc[t], isum, mul_f(d, splat_f(f16_to_f32(a[t][b].d))));
                 }
             }
             acc

@@ -52,6 +52,11 @@ macro_rules! repack_kernels {
             _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i))
         }
 
+        #[inline]
+        fn f16_to_f32(h: half::f16) -> f32 {
+            h.to_f32()
+        }
+
         /// 8 bytes widened to 8 lanes (signed or unsigned per `signed`).
         #[inline]
         #[target_feature(enable = $features)]

@@ -220,7 +220,7 @@ fn gemv_ns_per_block_at_model_shapes() {
     run(&Q4_1, 1536, 576);
     run(&Q8_0, 576, 49152);
     run(&Q5_0, 640, 2048);
-    run(&Q4_K, 640, 2048);
+    run(&Q4_K, 2048, 640);
     run(&Q6_K, 2048, 640);
 }
 
