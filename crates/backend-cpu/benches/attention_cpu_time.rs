@@ -133,5 +133,9 @@ fn main() {
         run(&filter, kernel, 256, 1, 1, 512);
         run(&filter, kernel, 64, 3, 4, 512);
         run(&filter, kernel, 64, 1, 1, 256);
+        // Decode's items: one token × 2 or 3 of SmolLM2's heads, 2 of Gemma 3's.
+        run(&filter, kernel, 64, 2, 1, 256);
+        run(&filter, kernel, 64, 3, 1, 256);
+        run(&filter, kernel, 256, 2, 1, 512);
     }
 }

@@ -478,33 +478,12 @@ pub fn attention_segments(
     kernel: AttentionKernel,
     out: &mut [f32],
 ) {
-    let n_tokens: usize = segments.iter().map(|s| s.n_tokens).sum();
     let group = p.n_head / p.n_head_kv;
-    // Work items: `tokens` consecutive tokens (of one segment) × `heads` heads of one KV
-    // head, at most MAX_ROWS rows; halved while that leaves fewer than four items per thread
-    // (decoding, and speculative verify batches, where a few equal items would leave a
-    // thread idle).
-    let mut heads = group.min(MAX_ROWS);
-    let mut tokens = (MAX_ROWS / heads).min(TOKEN_BLOCK).min(n_tokens).max(1);
-    let items = |tokens: usize, heads: usize| {
-        segments
-            .iter()
-            .map(|s| s.n_tokens.div_ceil(tokens))
-            .sum::<usize>()
-            * p.n_head_kv
-            * group.div_ceil(heads)
-    };
-    while items(tokens, heads) < 4 * pool.n_threads() && tokens * heads > 1 {
-        if tokens > 1 {
-            tokens = tokens.div_ceil(2);
-        } else {
-            heads = heads.div_ceil(2);
-        }
-    }
+    let (tokens, heads) = item_shape(segments, group, p.n_head_kv, pool.n_threads());
     let chunks = group.div_ceil(heads);
     let per_block = p.n_head_kv * chunks;
+    let n_items = item_count(segments, tokens, per_block);
     let shared = SharedOut::new(out);
-    let n_items = items(tokens, heads);
     // One task per item, the last tokens (the most keys) first, so that the threads finish
     // together.
     pool.run(n_items, &|task| {
@@ -551,6 +530,85 @@ pub fn attention_segments(
             kernel,
         });
     });
+}
+
+/// The work item of [`attention_segments`]: `tokens` consecutive tokens (of one segment) ×
+/// `heads` heads of one KV head, at most [`MAX_ROWS`] rows. The largest items run the most
+/// rows per pass over the keys, which is cheapest per row (each key's steps are a serial chain
+/// that several rows overlap); where that leaves too few items to keep every thread busy
+/// (decoding, speculative verify batches), smaller ones are tried, halving tokens then heads,
+/// and the shape whose estimated finishing time ([`makespan`]) is least is taken.
+fn item_shape(
+    segments: &[AttentionSegment],
+    group: usize,
+    n_head_kv: usize,
+    n_threads: usize,
+) -> (usize, usize) {
+    let n_tokens: usize = segments.iter().map(|s| s.n_tokens).sum();
+    let mut heads = group.min(MAX_ROWS);
+    let mut tokens = (MAX_ROWS / heads).min(TOKEN_BLOCK).min(n_tokens).max(1);
+    // Each item's rows: per segment, its token chunks × each KV head's head chunks.
+    let item_rows = |tokens: usize, heads: usize| {
+        let mut rows = Vec::new();
+        for s in segments {
+            for t0 in (0..s.n_tokens).step_by(tokens) {
+                let nt = tokens.min(s.n_tokens - t0);
+                for h0 in (0..group).step_by(heads) {
+                    let nh = heads.min(group - h0);
+                    rows.extend(std::iter::repeat_n(nt * nh, n_head_kv));
+                }
+            }
+        }
+        rows
+    };
+    let few = |n_items: usize| n_items < 4 * n_threads;
+    if !few(item_count(
+        segments,
+        tokens,
+        n_head_kv * group.div_ceil(heads),
+    )) {
+        return (tokens, heads);
+    }
+    let mut rows = item_rows(tokens, heads);
+    let mut best = ((tokens, heads), makespan(&rows, n_threads));
+    while few(rows.len()) && tokens * heads > 1 {
+        if tokens > 1 {
+            tokens = tokens.div_ceil(2);
+        } else {
+            heads = heads.div_ceil(2);
+        }
+        rows = item_rows(tokens, heads);
+        let time = makespan(&rows, n_threads);
+        if time < best.1 {
+            best = ((tokens, heads), time);
+        }
+    }
+    best.0
+}
+
+/// Items of `tokens` tokens, `per_block` of them per token chunk.
+fn item_count(segments: &[AttentionSegment], tokens: usize, per_block: usize) -> usize {
+    segments
+        .iter()
+        .map(|s| s.n_tokens.div_ceil(tokens))
+        .sum::<usize>()
+        * per_block
+}
+
+/// Estimated time for items of `rows` query rows each on `n_threads` threads, each taking the
+/// largest item left (as the pool's claims do, largest first). An item's cost per key is
+/// `1 + rows` units: a fixed part (one row's serial chain) and a part per row. Measured per key
+/// (`attention_cpu_time`, ggml's kernel): SmolLM2's heads of 64, 1/2/3 rows 32/46/74 ns;
+/// Gemma 3's heads of 256, 1/2/4 rows 103/189/273 ns.
+fn makespan(rows: &[usize], n_threads: usize) -> usize {
+    let mut costs: Vec<usize> = rows.iter().map(|r| 1 + r).collect();
+    costs.sort_unstable_by(|a, b| b.cmp(a));
+    let mut load = vec![0usize; n_threads.max(1)];
+    for c in costs {
+        let least = load.iter_mut().min().expect("one thread at least");
+        *least += c;
+    }
+    load.into_iter().max().unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -917,5 +975,32 @@ mod tests {
             );
             assert_eq!(alone, batch[t * n..(t + 1) * n], "{kernel:?} token {t}");
         }
+    }
+
+    /// Decode's items as the cost estimate orders them, and prompts at the largest shape.
+    #[test]
+    fn item_shapes_follow_the_cost_estimate() {
+        let kv = layer(8, 1, 64);
+        let seg = |n_tokens| AttentionSegment {
+            kv: &kv,
+            row0: 0,
+            n_tokens,
+            pos0: 0,
+        };
+        // SmolLM2 (3 KV heads of 3): whole groups (pairs and singles tie on 2 threads, and the
+        // larger items are kept), and on 1 thread.
+        assert_eq!(item_shape(&[seg(1)], 3, 3, 2), (1, 3));
+        assert_eq!(item_shape(&[seg(1)], 3, 3, 1), (1, 3));
+        // Still whole groups on 4 threads (3 items), one head per item on 16 (9 items).
+        assert_eq!(item_shape(&[seg(1)], 3, 3, 4), (1, 3));
+        assert_eq!(item_shape(&[seg(1)], 3, 3, 16), (1, 1));
+        // Gemma 3 (1 KV head of 4): 2 heads per item on 2 threads, all 4 on 1.
+        assert_eq!(item_shape(&[seg(1)], 4, 1, 2), (1, 2));
+        assert_eq!(item_shape(&[seg(1)], 4, 1, 1), (1, 4));
+        // A prompt has items enough at the largest shape.
+        assert_eq!(item_shape(&[seg(512)], 3, 3, 2), (4, 3));
+        // Largest first onto the least loaded thread.
+        assert_eq!(makespan(&[3, 1, 3, 1, 3, 1], 2), 4 + 4 + 2);
+        assert_eq!(makespan(&[4], 3), 5);
     }
 }
