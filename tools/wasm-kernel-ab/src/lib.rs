@@ -77,16 +77,17 @@ pub extern "C" fn setup_matmul(t: u32, rows: u32, k: u32, acts: u32) {
     let w = quantized(ty, rows, w_row);
     let a = quantized(act_ty, acts, a_row);
     let out = vec![0.0; rows * acts];
-    let packed = cfg!(feature = "repacked").then(|| {
-        let p = tessera_quant::repack::RepackedMatrix::new(ty, k, rows, &w)
-            .expect("whole blocks")
-            .expect("a repacked layout for this type");
-        let mut sums = Vec::new();
-        if p.needs_act_sums() {
-            tessera_quant::repack::act_block_sums(&a, &mut sums);
-        }
-        (p, sums)
-    });
+    // Types without a repacked layout here keep the file layout.
+    let packed = cfg!(feature = "repacked")
+        .then(|| tessera_quant::repack::RepackedMatrix::new(ty, k, rows, &w).expect("whole blocks"))
+        .flatten()
+        .map(|p| {
+            let mut sums = Vec::new();
+            if p.needs_act_sums() {
+                tessera_quant::repack::act_block_sums(&a, &mut sums);
+            }
+            (p, sums)
+        });
     MATMUL.set(Some(Matmul { ty, k, rows, acts, w, a, out, packed }));
 }
 

@@ -291,43 +291,64 @@ macro_rules! repack_tiles {
             let mut acc = [zero_f(); N];
             for (b, gb) in g.iter().enumerate() {
                 prefetch_ahead(gb);
+                let ab = a.map(|a| &a[b]);
                 let mut isum = [zero_r(); N];
                 for hf in 0..2 {
-                    for cc2 in 0..4 {
-                        for part in 0..2 {
-                            let mut p = [[zero_i(); 2]; N];
-                            for cc in 2 * cc2..2 * cc2 + 2 {
-                                let c = 8 * hf + cc;
-                                let qc = 4 * hf + cc % 4;
-                                // Elements of the low nibbles; the high nibbles are 64 further.
-                                let (first, shift) = if cc < 4 { (8 * cc, 0) } else { (32 + 8 * (cc - 4), 2) };
-                                for h in 0..2 {
-                                    let ql = load(gb.ql.as_ptr().add(64 * c + 32 * h));
-                                    let qh = load(gb.qh.as_ptr().add(64 * qc + 32 * h));
-                                    let x = or_b(nibbles(ql, part), q6_high(qh, shift + 4 * part));
-                                    for t in 0..N {
-                                        let av = bcast8(a[t][b].qs.as_ptr().add(128 * hf + 64 * part + first));
-                                        p[t][h] = dot(p[t][h], x, av);
-                                    }
-                                }
-                            }
-                            // Sub-block 8hf+cc2 holds the low nibbles of this chunk pair, 8hf+4+cc2 the high.
-                            let j = 8 * hf + 4 * part + cc2;
-                            let sc = widen8(gb.scales.as_ptr().add(8 * j) as *const u8, true);
-                            for t in 0..N {
-                                let off = splat_r(32 * a[t][b].bsums[j] as i32);
-                                let s = sub_r(per_row(p[t][0], p[t][1]), off);
-                                isum[t] = add_r(isum[t], mul_r(s, sc));
-                            }
-                        }
+                    for cc2 in 0..2 {
+                        q6_k_sub::<N, 0, 0>(gb, ab, hf, cc2, &mut isum);
+                        q6_k_sub::<N, 1, 0>(gb, ab, hf, cc2, &mut isum);
+                    }
+                    for cc2 in 2..4 {
+                        q6_k_sub::<N, 0, 2>(gb, ab, hf, cc2, &mut isum);
+                        q6_k_sub::<N, 1, 2>(gb, ab, hf, cc2, &mut isum);
                     }
                 }
                 let d = f16x8(gb.d.as_ptr());
                 for t in 0..N {
-                    acc[t] = add_scaled(acc[t], isum[t], mul_f(d, splat_f(a[t][b].d)));
+                    acc[t] = add_scaled(acc[t], isum[t], mul_f(d, splat_f(ab[t].d)));
                 }
             }
             acc
+        }
+
+        /// Q6_K sub-block `8hf + 4PART + cc2` of one group block into `isum`: chunks 2cc2 and
+        /// 2cc2+1 of half `hf`, their low nibbles (`PART` 0) or high ones (1), with the qh bits
+        /// at `SHIFT` (0 for chunks 0-3, 2 for 4-7) above them; times the rows' sub-block
+        /// scales, the offset 32 taken off through the activations' sums. `PART` and `SHIFT` are
+        /// constants so that every shift is one: as loop variables, the wasm engine's code
+        /// shifted by register counts and branched between left and right shifts.
+        #[inline]
+        $(#[$attr])*
+        unsafe fn q6_k_sub<const N: usize, const PART: usize, const SHIFT: usize>(
+            gb: &Q6Kx8,
+            a: [&BlockQ8K; N],
+            hf: usize,
+            cc2: usize,
+            isum: &mut [R; N],
+        ) {
+            let mut p = [[zero_i(); 2]; N];
+            for cc in 2 * cc2..2 * cc2 + 2 {
+                let c = 8 * hf + cc;
+                let qc = 4 * hf + cc % 4;
+                // Elements of the low nibbles; the high nibbles are 64 further.
+                let first = if SHIFT == 0 { 8 * cc } else { 32 + 8 * (cc - 4) };
+                for h in 0..2 {
+                    let ql = load(gb.ql.as_ptr().add(64 * c + 32 * h));
+                    let qh = load(gb.qh.as_ptr().add(64 * qc + 32 * h));
+                    let x = or_b(nibbles(ql, PART), q6_high(qh, SHIFT + 4 * PART));
+                    for t in 0..N {
+                        let av = bcast8(a[t].qs.as_ptr().add(128 * hf + 64 * PART + first));
+                        p[t][h] = dot(p[t][h], x, av);
+                    }
+                }
+            }
+            let j = 8 * hf + 4 * PART + cc2;
+            let sc = widen8(gb.scales.as_ptr().add(8 * j) as *const u8, true);
+            for t in 0..N {
+                let off = splat_r(32 * a[t].bsums[j] as i32);
+                let s = sub_r(per_row(p[t][0], p[t][1]), off);
+                isum[t] = add_r(isum[t], mul_r(s, sc));
+            }
         }
 
         /// The per-type tiles `drive!` calls (it takes one generic parameter, the tokens).
