@@ -220,29 +220,44 @@ macro_rules! repack_tiles {
         ) -> [R; N] {
             let mut isum = [zero_r(); N];
             for j2 in 0..4 {
-                for part in 0..2 {
-                    let mut p = [[zero_i(); 2]; N];
-                    for cl in 0..4 {
-                        for h in 0..2 {
-                            let k = 2 * cl + h;
-                            let mut x = nibbles(load(qs.as_ptr().add(256 * j2 + 32 * k)), part);
-                            if let Some(qh) = qh {
-                                let hb = load(qh.as_ptr().add(64 * j2 + 32 * (k / 4)));
-                                x = or_b(x, fifth_bit(hb, k, part));
-                            }
-                            for t in 0..N {
-                                let av = bcast8(qa[t].add(64 * j2 + 32 * part + 8 * cl));
-                                p[t][h] = dot(p[t][h], x, av);
-                            }
-                        }
+                k4_sub::<N, 0>(qs, qh, scales, qa, j2, &mut isum);
+                k4_sub::<N, 1>(qs, qh, scales, qa, j2, &mut isum);
+            }
+            isum
+        }
+
+        /// Sub-block `2·j2 + PART` of a Q4_K/Q5_K super-block (`PART` 0 the low nibbles of
+        /// bytes 32·j2.., 1 the high ones) into `isum`; `PART` a constant so that the nibble
+        /// shift is one (see [`q6_k_sub`]).
+        #[inline]
+        $(#[$attr])*
+        unsafe fn k4_sub<const N: usize, const PART: usize>(
+            qs: &[u8; 1024],
+            qh: Option<&[u8; 256]>,
+            scales: &[u8; 64],
+            qa: [*const i8; N],
+            j2: usize,
+            isum: &mut [R; N],
+        ) {
+            let mut p = [[zero_i(); 2]; N];
+            for cl in 0..4 {
+                for h in 0..2 {
+                    let k = 2 * cl + h;
+                    let mut x = nibbles(load(qs.as_ptr().add(256 * j2 + 32 * k)), PART);
+                    if let Some(qh) = qh {
+                        let hb = load(qh.as_ptr().add(64 * j2 + 32 * (k / 4)));
+                        x = or_b(x, fifth_bit(hb, k, PART));
                     }
-                    let sc = widen8(scales.as_ptr().add(8 * (2 * j2 + part)), false);
                     for t in 0..N {
-                        isum[t] = add_r(isum[t], mul_r(per_row(p[t][0], p[t][1]), sc));
+                        let av = bcast8(qa[t].add(64 * j2 + 32 * PART + 8 * cl));
+                        p[t][h] = dot(p[t][h], x, av);
                     }
                 }
             }
-            isum
+            let sc = widen8(scales.as_ptr().add(8 * (2 * j2 + PART)), false);
+            for t in 0..N {
+                isum[t] = add_r(isum[t], mul_r(per_row(p[t][0], p[t][1]), sc));
+            }
         }
 
         /// Σ_j m_j Σ a per row, from the activations' 16-element sums.
