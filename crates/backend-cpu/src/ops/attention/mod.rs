@@ -12,6 +12,9 @@
 //! in [`f64_sum`]); [`attend_rows`] picks the instruction set. Rows of f16 values (q, K, V) are
 //! handled as f32 slices holding f16-exact values.
 
+// Used by wasm32 builds only; tested natively against the C library.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+mod expf;
 pub mod f16_arith;
 pub mod f64_sum;
 #[cfg(test)]
@@ -324,19 +327,14 @@ thread_local! {
     static SCRATCH: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
-/// `expf` as the reference build's C library computes it (llama.cpp's softmax calls `expf`).
-///
-/// Natively Rust's `f32::exp` is that function (glibc's, correctly rounded but for rare
-/// inputs). On wasm32 it is the `libm` crate's port of an older, less exact algorithm, whose
-/// last bits differ often enough to change Gemma 3's greedy text: "The capital of France is"
-/// parted from llama.cpp's plain reference at token 11 of 64 in the browser build. The f64
-/// exponential rounded once to f32 is the correctly rounded value except within 2^-52 of an
-/// f32 midpoint, and with it all three fixture prompts give llama.cpp's 64 tokens there too.
+/// `expf` as the reference build's C library computes it (llama.cpp's softmax calls `expf`):
+/// natively Rust's `f32::exp` is that function (glibc's); wasm32 has no C library, and its
+/// `f32::exp` is another algorithm, so it runs glibc's ([`expf::expf`]).
 #[inline(always)]
 fn expf(x: f32) -> f32 {
     #[cfg(target_arch = "wasm32")]
     {
-        (x as f64).exp() as f32
+        expf::expf(x)
     }
     #[cfg(not(target_arch = "wasm32"))]
     x.exp()
