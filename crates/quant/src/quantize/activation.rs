@@ -16,7 +16,8 @@
 //! llama.cpp quantizes every activation row a matmul consumes with these functions, so using the
 //! same arithmetic is what lets Tessera's logits match llama.cpp's bit for bit (quantization
 //! turns a last-bit difference into a whole step). The portable version is the definition; the
-//! AVX2 version (x86-64, chosen at run time) is tested to produce identical bytes.
+//! AVX2 version (x86-64, chosen at run time) and the SIMD128 one (wasm32) are tested to produce
+//! identical bytes.
 
 use crate::blocks::{BlockQ8_0, BlockQ8_1, QK};
 use half::f16;
@@ -115,6 +116,9 @@ pub fn quantize_row_q8_0(src: &[f32], dst: &mut [BlockQ8_0]) {
         unsafe { avx2::quantize_row_q8_0(src, dst) };
         return;
     }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    return simd128::quantize_row_q8_0(src, dst);
+    #[allow(unreachable_code)]
     quantize_row_q8_0_portable(src, dst)
 }
 
@@ -127,6 +131,9 @@ pub fn quantize_row_q8_1(src: &[f32], dst: &mut [BlockQ8_1]) {
         unsafe { avx2::quantize_row_q8_1(src, dst) };
         return;
     }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    return simd128::quantize_row_q8_1(src, dst);
+    #[allow(unreachable_code)]
     quantize_row_q8_1_portable(src, dst)
 }
 
@@ -193,6 +200,151 @@ mod avx2 {
             y.d = f16::from_f32(d);
             y.s = f16::from_f32(d * hsum_i32(q) as f32);
             store_i8(q, &mut y.qs);
+        }
+    }
+}
+
+/// The wasm SIMD128 build: the portable definition in 4-lane vectors. `maxps(a, b)` is
+/// `pmax(b, a)`; finite products round to even (`nearest`) and convert exactly; the narrowing
+/// saturates as `packssdw`/`packsswb` do. A block with a NaN, or an infinite `amax` or `id`,
+/// where x86's "integer indefinite" conversion comes in (wasm's saturates instead), goes to the
+/// portable code.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod simd128 {
+    use super::*;
+    use core::arch::wasm32::*;
+
+    /// One block's i32 quants (element order) and d; `None` for the degenerate blocks.
+    #[inline(always)]
+    fn block(x: &[f32]) -> Option<([v128; 8], f32)> {
+        let x = &x[..QK];
+        // SAFETY: `x` holds 32 floats; wasm loads have no alignment requirement.
+        let v: [v128; 8] =
+            std::array::from_fn(|i| unsafe { v128_load(x[4 * i..].as_ptr() as *const v128) });
+        let nan = v
+            .iter()
+            .fold(f32x4_splat(0.0), |m, &vi| v128_or(m, f32x4_ne(vi, vi)));
+        // ggml's 8 lanes: lanes 0-3 in `lo` (vectors 0, 2, 4, 6), 4-7 in `hi`.
+        let (mut lo, mut hi) = (f32x4_abs(v[0]), f32x4_abs(v[1]));
+        for k in 1..4 {
+            lo = f32x4_pmax(f32x4_abs(v[2 * k]), lo);
+            hi = f32x4_pmax(f32x4_abs(v[2 * k + 1]), hi);
+        }
+        let m4 = f32x4_pmax(lo, hi);
+        let m2 = f32x4_pmax(m4, i32x4_shuffle::<2, 3, 2, 3>(m4, m4));
+        let amax = f32x4_extract_lane::<0>(f32x4_pmax(i32x4_shuffle::<1, 1, 1, 1>(m2, m2), m2));
+        let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
+        // (A subnormal amax overflows `id`.)
+        if v128_any_true(nan) || !amax.is_finite() || !id.is_finite() {
+            return None;
+        }
+        let d = amax / 127.0;
+        let id = f32x4_splat(id);
+        Some((
+            v.map(|vi| i32x4_trunc_sat_f32x4(f32x4_nearest(f32x4_mul(vi, id)))),
+            d,
+        ))
+    }
+
+    #[inline(always)]
+    fn store_i8(q: &[v128; 8], qs: &mut [i8; QK]) {
+        for (h, out) in qs.chunks_exact_mut(16).enumerate() {
+            let a = i16x8_narrow_i32x4(q[4 * h], q[4 * h + 1]);
+            let b = i16x8_narrow_i32x4(q[4 * h + 2], q[4 * h + 3]);
+            // SAFETY: `out` holds 16 bytes.
+            unsafe { v128_store(out.as_mut_ptr() as *mut v128, i8x16_narrow_i16x8(a, b)) };
+        }
+    }
+
+    fn sum_i32(q: &[v128; 8]) -> i32 {
+        let s = q.iter().fold(i32x4_splat(0), |s, &v| i32x4_add(s, v));
+        let s = i32x4_add(s, i32x4_shuffle::<2, 3, 0, 1>(s, s));
+        i32x4_extract_lane::<0>(i32x4_add(s, i32x4_shuffle::<1, 0, 3, 2>(s, s)))
+    }
+
+    pub(super) fn quantize_row_q8_0(src: &[f32], dst: &mut [BlockQ8_0]) {
+        debug_assert_eq!(src.len(), dst.len() * QK);
+        for (x, y) in src.chunks_exact(QK).zip(dst.iter_mut()) {
+            match block(x) {
+                Some((q, d)) => {
+                    y.d = f16::from_f32(d);
+                    store_i8(&q, &mut y.qs);
+                }
+                None => quantize_row_q8_0_portable(x, std::slice::from_mut(y)),
+            }
+        }
+    }
+
+    pub(super) fn quantize_row_q8_1(src: &[f32], dst: &mut [BlockQ8_1]) {
+        debug_assert_eq!(src.len(), dst.len() * QK);
+        for (x, y) in src.chunks_exact(QK).zip(dst.iter_mut()) {
+            match block(x) {
+                Some((q, d)) => {
+                    y.d = f16::from_f32(d);
+                    y.s = f16::from_f32(d * sum_i32(&q) as f32);
+                    store_i8(&q, &mut y.qs);
+                }
+                None => quantize_row_q8_1_portable(x, std::slice::from_mut(y)),
+            }
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use bytemuck::Zeroable;
+        use wasm_bindgen_test::wasm_bindgen_test as test;
+
+        /// Random rows at many scales and the degenerate ones (NaN, infinities, subnormals,
+        /// ties), byte for byte against the portable definition.
+        #[test]
+        fn equals_portable() {
+            let mut seed = 1u64;
+            let mut rand = || {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+            };
+            let mut rows: Vec<Vec<f32>> = Vec::new();
+            for scale in [1e-40f32, 1e-30, 1e-6, 1.0, 37.0, 1e30, f32::MAX] {
+                for _ in 0..20 {
+                    rows.push((0..256).map(|_| rand() * scale).collect());
+                }
+            }
+            let special = [
+                f32::NAN,
+                f32::INFINITY,
+                f32::NEG_INFINITY,
+                1e-45,
+                -0.0,
+                127.0,
+            ];
+            for (i, &s) in special.iter().enumerate() {
+                let mut r: Vec<f32> = (0..64).map(|j| j as f32 - 31.5).collect();
+                r[i * 7] = s;
+                rows.push(r);
+            }
+            rows.push(vec![0.0; 64]);
+            for x in rows {
+                let nb = x.len() / QK;
+                let (mut a, mut b) = (vec![BlockQ8_1::zeroed(); nb], vec![BlockQ8_1::zeroed(); nb]);
+                quantize_row_q8_1(&x, &mut a);
+                quantize_row_q8_1_portable(&x, &mut b);
+                assert_eq!(
+                    bytemuck::cast_slice::<_, u8>(&a),
+                    bytemuck::cast_slice::<_, u8>(&b),
+                    "{x:?}"
+                );
+                let (mut a, mut b) = (vec![BlockQ8_0::zeroed(); nb], vec![BlockQ8_0::zeroed(); nb]);
+                quantize_row_q8_0(&x, &mut a);
+                quantize_row_q8_0_portable(&x, &mut b);
+                assert_eq!(
+                    bytemuck::cast_slice::<_, u8>(&a),
+                    bytemuck::cast_slice::<_, u8>(&b),
+                    "{x:?}"
+                );
+            }
         }
     }
 }
