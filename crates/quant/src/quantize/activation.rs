@@ -327,24 +327,26 @@ mod simd128 {
             }
             rows.push(vec![0.0; 64]);
             for x in rows {
-                let nb = x.len() / QK;
-                let (mut a, mut b) = (vec![BlockQ8_1::zeroed(); nb], vec![BlockQ8_1::zeroed(); nb]);
-                quantize_row_q8_1(&x, &mut a);
-                quantize_row_q8_1_portable(&x, &mut b);
-                assert_eq!(
-                    bytemuck::cast_slice::<_, u8>(&a),
-                    bytemuck::cast_slice::<_, u8>(&b),
-                    "{x:?}"
-                );
-                let (mut a, mut b) = (vec![BlockQ8_0::zeroed(); nb], vec![BlockQ8_0::zeroed(); nb]);
-                quantize_row_q8_0(&x, &mut a);
-                quantize_row_q8_0_portable(&x, &mut b);
-                assert_eq!(
-                    bytemuck::cast_slice::<_, u8>(&a),
-                    bytemuck::cast_slice::<_, u8>(&b),
-                    "{x:?}"
-                );
+                same_bytes::<BlockQ8_1>(&x, quantize_row_q8_1, quantize_row_q8_1_portable);
+                same_bytes::<BlockQ8_0>(&x, quantize_row_q8_0, quantize_row_q8_0_portable);
             }
+        }
+
+        /// `simd` and `portable` quantize `x` to the same bytes.
+        fn same_bytes<B: bytemuck::Pod>(
+            x: &[f32],
+            simd: fn(&[f32], &mut [B]),
+            portable: fn(&[f32], &mut [B]),
+        ) {
+            let nb = x.len() / QK;
+            let (mut a, mut b) = (vec![B::zeroed(); nb], vec![B::zeroed(); nb]);
+            simd(x, &mut a);
+            portable(x, &mut b);
+            assert_eq!(
+                bytemuck::cast_slice::<_, u8>(&a),
+                bytemuck::cast_slice::<_, u8>(&b),
+                "{x:?}"
+            );
         }
     }
 }
