@@ -593,8 +593,9 @@ fn item_count(segments: &[AttentionSegment], tokens: usize, per_block: usize) ->
         * per_block
 }
 
-/// Estimated time for items of `rows` query rows each on `n_threads` threads, each taking the
-/// largest item left (as the pool's claims do, largest first). An item's cost per key is
+/// Estimated time for items of `rows` query rows each on `n_threads` threads, modelled as each
+/// thread taking the largest item left when it frees (the pool's threads claim the next item
+/// as they free; a decode step's items differ only in rows). An item's cost per key is
 /// `1 + rows` units: a fixed part (one row's serial chain) and a part per row. Measured per key
 /// (`attention_cpu_time`, ggml's kernel): SmolLM2's heads of 64, 1/2/3 rows 32/46/74 ns;
 /// Gemma 3's heads of 256, 1/2/4 rows 103/189/273 ns.
