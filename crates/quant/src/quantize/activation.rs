@@ -292,7 +292,6 @@ mod simd128 {
     #[cfg(test)]
     mod tests {
         use super::*;
-        use bytemuck::Zeroable;
         use wasm_bindgen_test::wasm_bindgen_test as test;
 
         /// Random rows at many scales and the degenerate ones (NaN, infinities, subnormals,
