@@ -7,9 +7,9 @@ use std::task::Poll;
 use tessera_gguf::GgmlType;
 
 use crate::kv_cache::KvCache;
+use crate::matmul_nodes::MatmulNodes;
 use crate::ops;
 use crate::ops::attention::AttentionKernel;
-use crate::ops::mul_mat::QuantizedActs;
 use crate::parallel::for_each_row_range as by_rows;
 use tessera_core::backend::{Backend, Batch, KvLayout};
 use tessera_core::error::EngineError;
@@ -25,13 +25,9 @@ pub struct CpuBackend {
     slots: Vec<Vec<f32>>,
     /// The last graph run and its buffer plan, reused only for an equal graph.
     plan: Option<(Graph, Plan)>,
-    acts: QuantizedActs,
-    /// Which node's output (and to which type) `acts` holds during one `compute`.
-    acts_of: Option<(usize, GgmlType)>,
+    matmuls: MatmulNodes,
     mul_mat_id_scratch: ops::mul_mat_id::MulMatIdScratch,
     trace: Option<TraceFn>,
-    reference_matmul: bool,
-    repacked: crate::repacked::RepackedWeights,
     /// The attention kernel set by `set_attention_kernel` or `TESSERA_ATTENTION`; `None`
     /// chooses per model ([`CpuBackend::attention_kernel`]).
     attention: Option<AttentionKernel>,
@@ -48,12 +44,9 @@ impl CpuBackend {
             kv: vec![KvCache::default()],
             slots: Vec::new(),
             plan: None,
-            acts: QuantizedActs::default(),
-            acts_of: None,
+            matmuls: MatmulNodes::new(),
             mul_mat_id_scratch: Default::default(),
             trace: None,
-            reference_matmul: false,
-            repacked: crate::repacked::RepackedWeights::new(),
             attention: match std::env::var("TESSERA_ATTENTION").as_deref() {
                 Ok("ggml") => Some(AttentionKernel::Ggml),
                 Ok("f32") => Some(AttentionKernel::F32Tiled),
@@ -73,7 +66,7 @@ impl CpuBackend {
     /// which keeps a model on ggml's kernels bit-identical to llama.cpp's reference.
     pub fn attention_kernel(&self, weights: &WeightStore) -> AttentionKernel {
         self.attention
-            .unwrap_or(if self.repacked.repacks_layers(weights) {
+            .unwrap_or(if self.matmuls.repacked.repacks_layers(weights) {
                 AttentionKernel::F32Tiled
             } else {
                 AttentionKernel::Ggml
@@ -82,13 +75,13 @@ impl CpuBackend {
 
     /// Uses the slow float reference for matmuls (dequantized weights, f32 activations).
     pub fn set_reference_matmul(&mut self, on: bool) {
-        self.reference_matmul = on;
+        self.matmuls.reference = on;
     }
 
     /// Repacks quantized weights into 8-row groups on first use (the default; see
     /// `repacked.rs`), or keeps every weight in its file layout with ggml's kernels.
     pub fn set_repack(&mut self, on: bool) {
-        self.repacked.set_enabled(on);
+        self.matmuls.repacked.set_enabled(on);
     }
 
     /// Installs a callback that sees every node's output.
@@ -170,12 +163,28 @@ impl Backend for CpuBackend {
             self.plan = Some((graph.clone(), plan));
         }
         let plan = &self.plan.as_ref().expect("plan set above").1;
-        self.acts_of = None;
+        self.matmuls.begin_graph();
         let attention = self.attention_kernel(weights);
         let pool: &dyn ThreadPool = &*self.pool;
 
-        for (i, node) in graph.nodes.iter().enumerate() {
+        let mut i = 0;
+        while i < graph.nodes.len() {
+            let node = &graph.nodes[i];
             if matches!(node.op, Op::Reshape { .. }) {
+                i += 1;
+                continue;
+            }
+            if let Op::MulMat { .. } = node.op {
+                let count = self
+                    .matmuls
+                    .run(pool, graph, plan, weights, i, &mut self.slots)?;
+                if let Some(trace) = self.trace.as_mut() {
+                    for j in i..i + count {
+                        let out = &self.slots[plan.slot_of[j]][..len_of(graph, j)];
+                        trace(j, &graph.nodes[j], out);
+                    }
+                }
+                i += count;
                 continue;
             }
             let n = len_of(graph, i);
@@ -200,7 +209,7 @@ impl Backend for CpuBackend {
                             dst,
                         )?;
                     }
-                    Op::Reshape { .. } => unreachable!("skipped above"),
+                    Op::Reshape { .. } | Op::MulMat { .. } => unreachable!("handled above"),
                     Op::RmsNorm { x, eps } => {
                         let (x, w) = (input(x), node.ne[0]);
                         by_rows(pool, dst, w, &|r, dst| {
@@ -233,44 +242,6 @@ impl Backend for CpuBackend {
                         by_rows(pool, dst, w, &|r, dst| {
                             ops::scale::scale(&x[r.start * w..r.end * w], s, dst)
                         });
-                    }
-                    Op::MulMat { w, x } => {
-                        let d = weights.desc(w);
-                        let (k, m) = (d.ne[0], d.ne[1]);
-                        let xs = input(x);
-                        if self.reference_matmul {
-                            return ops::mul_mat::mul_mat_reference(
-                                d.ty,
-                                weights.bytes(w),
-                                k,
-                                m,
-                                xs,
-                                dst,
-                            );
-                        }
-                        let act_ty = ops::mul_mat::act_type(d.ty)?;
-                        let root = plan_root(graph, x.0 as usize);
-                        if self.acts_of != Some((root, act_ty)) {
-                            self.acts.quantize(pool, act_ty, xs, k)?;
-                            self.acts_of = Some((root, act_ty));
-                        }
-                        match self.repacked.get(pool, weights, w)? {
-                            Some(packed) => {
-                                if packed.needs_act_sums() {
-                                    self.acts.ensure_sums();
-                                }
-                                ops::mul_mat::mul_mat_repacked(pool, &packed, &self.acts, dst)
-                            }
-                            None => ops::mul_mat::mul_mat_quantized(
-                                pool,
-                                d.ty,
-                                weights.bytes(w),
-                                k,
-                                m,
-                                &self.acts,
-                                dst,
-                            ),
-                        }
                     }
                     Op::Rope { x, params } => {
                         let ne = node.ne;
@@ -386,7 +357,7 @@ impl Backend for CpuBackend {
                             input(route),
                             dst,
                             &mut self.mul_mat_id_scratch,
-                            self.reference_matmul,
+                            self.matmuls.reference,
                         )?;
                     }
                     Op::AddId { x, bias, route } => ops::add_id::add_id(
@@ -418,6 +389,7 @@ impl Backend for CpuBackend {
             if let Some(trace) = self.trace.as_mut() {
                 trace(i, node, &self.slots[slot][..n]);
             }
+            i += 1;
         }
         let o = graph.output.0 as usize;
         let n = len_of(graph, o);
@@ -440,14 +412,6 @@ fn glu(
         let r = r.start * width..r.end * width;
         f(&gate[r.clone()], &up[r], dst)
     });
-}
-
-/// The node owning the storage of node `i` (through reshapes).
-fn plan_root(graph: &Graph, mut i: usize) -> usize {
-    while let Op::Reshape { x } = graph.nodes[i].op {
-        i = x.0 as usize;
-    }
-    i
 }
 
 /// A weight that must be f32 (norm weights), viewed as floats.

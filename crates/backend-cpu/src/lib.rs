@@ -4,6 +4,7 @@
 
 mod backend;
 pub mod kv_cache;
+mod matmul_nodes;
 pub mod ops;
 pub mod parallel;
 mod repacked;

@@ -109,7 +109,156 @@ pub(crate) fn call_rows(n: usize) -> usize {
     (CALL_FLOATS / n.max(1)).clamp(ROW_BLOCK, 256) / ROW_BLOCK * ROW_BLOCK
 }
 
-/// `out[t][r] = w_row(r) · act_row(t)` for `m` weight rows of length `k`, `acts.n_rows` tokens.
+/// Batches of at most this many tokens split a matmul into one contiguous range of weight rows
+/// per thread. Such a matmul streams its weights from memory, and a thread reading one long
+/// range streams faster than one hopping between several short ones (SmolLM2 decode at 2
+/// threads: 1.12× over 4 ranges per thread). Longer batches are compute-bound and take 4 ranges
+/// per thread, so a thread that was held up gets its ranges taken over.
+pub(crate) const STREAMING_TOKENS: usize = 4;
+
+/// How many ranges to split `n_units` units of weight rows into for `n_tokens` tokens.
+pub(crate) fn matmul_tasks(pool: &dyn ThreadPool, n_tokens: usize, n_units: usize) -> usize {
+    let per_thread = if n_tokens <= STREAMING_TOKENS { 1 } else { 4 };
+    (pool.n_threads() * per_thread).min(n_units)
+}
+
+/// One weight matrix of a [`mul_mats`] job.
+#[derive(Clone, Copy)]
+pub enum MatWeights<'a> {
+    /// Repacked into 8-row groups (`tessera_quant::repack`).
+    Repacked(&'a RepackedMatrix),
+    /// In the file layout: `m` rows of `k` elements of type `ty` (ggml's kernels).
+    File {
+        ty: GgmlType,
+        bytes: &'a [u8],
+        k: usize,
+        m: usize,
+    },
+}
+
+impl MatWeights<'_> {
+    pub fn n_rows(&self) -> usize {
+        match *self {
+            MatWeights::Repacked(w) => w.n_rows(),
+            MatWeights::File { m, .. } => m,
+        }
+    }
+
+    /// Units of work: `ROW_BLOCK` rows each (the last may be short).
+    fn n_units(&self) -> usize {
+        match *self {
+            MatWeights::Repacked(w) => w.n_groups().div_ceil(ROW_BLOCK / ROWS),
+            MatWeights::File { m, .. } => m.div_ceil(ROW_BLOCK),
+        }
+    }
+
+    /// The rows of `units` for every token of `acts`, into `out` (one row of `n_rows` floats
+    /// per token), `call_rows(n)` weight rows per kernel call through `scratch`.
+    fn run_units(
+        &self,
+        units: std::ops::Range<usize>,
+        acts: &QuantizedActs,
+        out: SharedOut<f32>,
+        scratch: &mut Vec<f32>,
+    ) {
+        let (n, m) = (acts.n_rows, self.n_rows());
+        let act_bytes = &acts.bytes()[..n * acts.row_bytes];
+        let call_rows = call_rows(n);
+        if scratch.len() < call_rows * n {
+            scratch.resize(call_rows * n, 0.0);
+        }
+        // Writes a tile of `width` rows (from `r0`) × n tokens; rows past `m` are padding.
+        let store = |tile: &[f32], r0: usize, width: usize| {
+            let nr = width.min(m - r0);
+            for t in 0..n {
+                out.slice(t * m + r0, nr)
+                    .copy_from_slice(&tile[t * width..t * width + nr]);
+            }
+        };
+        match *self {
+            MatWeights::Repacked(w) => {
+                debug_assert!(!w.needs_act_sums() || acts.sums_ready);
+                let per_unit = ROW_BLOCK / ROWS;
+                let (mut g0, g_end) = (
+                    units.start * per_unit,
+                    (units.end * per_unit).min(w.n_groups()),
+                );
+                while g0 < g_end {
+                    let g1 = (g0 + call_rows / ROWS).min(g_end);
+                    let width = (g1 - g0) * ROWS;
+                    let tile = &mut scratch[..width * n];
+                    w.gemm(g0..g1, act_bytes, n, &acts.sums, tile);
+                    store(tile, g0 * ROWS, width);
+                    g0 = g1;
+                }
+            }
+            MatWeights::File { ty, bytes, k, m } => {
+                let row_bytes = bytes.len() / m;
+                let (mut r0, r_end) = (units.start * ROW_BLOCK, (units.end * ROW_BLOCK).min(m));
+                while r0 < r_end {
+                    let r1 = (r0 + call_rows).min(r_end);
+                    let tile = &mut scratch[..(r1 - r0) * n];
+                    // Tiles of weight rows × tokens; each element bit-identical to vec_dot.
+                    gemm(
+                        ty,
+                        k,
+                        &bytes[r0 * row_bytes..r1 * row_bytes],
+                        r1 - r0,
+                        act_bytes,
+                        n,
+                        tile,
+                    );
+                    store(tile, r0, r1 - r0);
+                    r0 = r1;
+                }
+            }
+        }
+    }
+}
+
+/// The most matrices one [`mul_mats`] job takes.
+pub const MAX_MATS: usize = 4;
+
+/// `outs[i][t][r] = mats[i].row(r) · act_row(t)` for matrices that share one activation
+/// (q, k and v; gate and up): all their rows are split over the threads in one pool job, so
+/// they cost one synchronisation and the ranges stay long. Each element has its kernel's bits
+/// (ggml's `vec_dot` for the file layout, the repack reference for repacked weights) whatever
+/// the split or the batch.
+///
+/// # Panics
+/// With more than [`MAX_MATS`] matrices, or outputs not `acts.n_rows × n_rows` long.
+pub fn mul_mats(
+    pool: &dyn ThreadPool,
+    mats: &[MatWeights],
+    acts: &QuantizedActs,
+    outs: &mut [&mut [f32]],
+) {
+    assert!(mats.len() <= MAX_MATS && mats.len() == outs.len());
+    let mut shared = [SharedOut::new(&mut []); MAX_MATS];
+    let mut first_unit = [0usize; MAX_MATS + 1];
+    for (i, (w, out)) in mats.iter().zip(outs.iter_mut()).enumerate() {
+        assert_eq!(out.len(), acts.n_rows * w.n_rows());
+        shared[i] = SharedOut::new(out);
+        first_unit[i + 1] = first_unit[i] + w.n_units();
+    }
+    let n_units = first_unit[mats.len()];
+    let n_tasks = matmul_tasks(pool, acts.n_rows, n_units);
+    for_each_chunk(pool, n_units, n_tasks, 1, &|units| {
+        SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            for (i, w) in mats.iter().enumerate() {
+                let (u0, u1) = (first_unit[i], first_unit[i + 1]);
+                let (start, end) = (units.start.max(u0), units.end.min(u1));
+                if start < end {
+                    w.run_units(start - u0..end - u0, acts, shared[i], &mut scratch);
+                }
+            }
+        });
+    });
+}
+
+/// `out[t][r] = w_row(r) · act_row(t)` for `m` weight rows of length `k` in the file layout,
+/// `acts.n_rows` tokens.
 pub fn mul_mat_quantized(
     pool: &dyn ThreadPool,
     w_ty: GgmlType,
@@ -119,90 +268,27 @@ pub fn mul_mat_quantized(
     acts: &QuantizedActs,
     out: &mut [f32],
 ) {
-    let w_row_bytes = w.len() / m;
-    let n = acts.n_rows;
-    debug_assert_eq!(out.len(), n * m);
-    let shared = SharedOut::new(out);
-    let n_tasks = (pool.n_threads() * 4).min(m.div_ceil(ROW_BLOCK));
-    let act_bytes = &acts.bytes()[..n * acts.row_bytes];
-    let call_rows = call_rows(n);
-    for_each_chunk(pool, m, n_tasks, ROW_BLOCK, &|rows| {
-        SCRATCH.with(|scratch| {
-            let mut scratch = scratch.borrow_mut();
-            if scratch.len() < call_rows * n {
-                scratch.resize(call_rows * n, 0.0);
-            }
-            let mut r0 = rows.start;
-            while r0 < rows.end {
-                let r1 = (r0 + call_rows).min(rows.end);
-                let nr = r1 - r0;
-                let tile = &mut scratch[..nr * n];
-                // Tiles of weight rows × tokens; each element bit-identical to vec_dot.
-                gemm(
-                    w_ty,
-                    k,
-                    &w[r0 * w_row_bytes..r1 * w_row_bytes],
-                    nr,
-                    act_bytes,
-                    n,
-                    tile,
-                );
-                for t in 0..n {
-                    shared
-                        .slice(t * m + r0, nr)
-                        .copy_from_slice(&tile[t * nr..(t + 1) * nr]);
-                }
-                r0 = r1;
-            }
-        });
-    });
+    let mat = MatWeights::File {
+        ty: w_ty,
+        bytes: w,
+        k,
+        m,
+    };
+    mul_mats(pool, &[mat], acts, &mut [out]);
 }
 
-/// `out[t][r] = w_row(r) · act_row(t)` with the weights repacked in 8-row groups
-/// (`tessera_quant::repack`): threads split the groups; each element has the repacked
-/// kernels' reference bits whatever the split or batch.
+/// `out[t][r] = w_row(r) · act_row(t)` with the weights repacked in 8-row groups.
 pub fn mul_mat_repacked(
     pool: &dyn ThreadPool,
     w: &RepackedMatrix,
     acts: &QuantizedActs,
     out: &mut [f32],
 ) {
-    debug_assert!(!w.needs_act_sums() || acts.sums_ready);
-    let (m, n) = (w.n_rows(), acts.n_rows);
-    debug_assert_eq!(out.len(), n * m);
-    let shared = SharedOut::new(out);
-    let n_groups = w.n_groups();
-    let group_block = ROW_BLOCK / ROWS;
-    let n_tasks = (pool.n_threads() * 4).min(n_groups.div_ceil(group_block));
-    let act_bytes = &acts.bytes()[..n * acts.row_bytes];
-    let call_groups = call_rows(n) / ROWS;
-    for_each_chunk(pool, n_groups, n_tasks, group_block, &|groups| {
-        SCRATCH.with(|scratch| {
-            let mut scratch = scratch.borrow_mut();
-            if scratch.len() < call_groups * ROWS * n {
-                scratch.resize(call_groups * ROWS * n, 0.0);
-            }
-            let mut g0 = groups.start;
-            while g0 < groups.end {
-                let g1 = (g0 + call_groups).min(groups.end);
-                let width = (g1 - g0) * ROWS;
-                let tile = &mut scratch[..width * n];
-                w.gemm(g0..g1, act_bytes, n, &acts.sums, tile);
-                // The last group's padding rows are dropped here.
-                let (r0, nr) = (g0 * ROWS, width.min(m - g0 * ROWS));
-                for t in 0..n {
-                    shared
-                        .slice(t * m + r0, nr)
-                        .copy_from_slice(&tile[t * width..t * width + nr]);
-                }
-                g0 = g1;
-            }
-        });
-    });
+    mul_mats(pool, &[MatWeights::Repacked(w)], acts, &mut [out]);
 }
 
 thread_local! {
-    /// Per-thread output tile of `mul_mat_quantized` (reused: decode steps allocate nothing).
+    /// Per-thread output tile of [`mul_mats`] (reused: decode steps allocate nothing).
     static SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -375,6 +461,57 @@ mod tests {
                         "{ty} row {r} token {t}"
                     );
                 }
+            }
+        }
+    }
+
+    /// Matrices of one input in one job (repacked and file layouts mixed, row counts that end
+    /// inside a group and inside a row block): each output equals its matrix run alone, for a
+    /// decode token (one range per thread) and a batch (several ranges per thread).
+    #[test]
+    fn matrices_in_one_job_give_each_matrix_its_own_result() {
+        let k = 256;
+        // All take Q8_K activations; Q3_K has no repacked layout and keeps ggml's kernels.
+        let shapes = [
+            (GgmlType::Q4_K, 45),
+            (GgmlType::Q3_K, 37),
+            (GgmlType::Q6_K, 8),
+            (GgmlType::Q4_K, 100),
+        ];
+        let wq: Vec<Vec<u8>> = shapes
+            .iter()
+            .enumerate()
+            .map(|(i, &(ty, m))| quantize_weights(ty, &data(k * m, 20 + i as u32), k))
+            .collect();
+        let packed: Vec<Option<RepackedMatrix>> = shapes
+            .iter()
+            .zip(&wq)
+            .map(|(&(ty, m), w)| RepackedMatrix::new(ty, k, m, w).unwrap())
+            .collect();
+        let mats: Vec<MatWeights> = shapes
+            .iter()
+            .zip(&wq)
+            .zip(&packed)
+            .map(|((&(ty, m), w), p)| match p {
+                Some(p) => MatWeights::Repacked(p),
+                None => MatWeights::File { ty, bytes: w, k, m },
+            })
+            .collect();
+        for n in [1, STREAMING_TOKENS + 3] {
+            let mut acts = QuantizedActs::default();
+            acts.quantize(&SequentialPool, GgmlType::Q8_K, &data(k * n, 9), k)
+                .unwrap();
+            acts.ensure_sums();
+            let mut outs: Vec<Vec<f32>> = mats
+                .iter()
+                .map(|m| vec![f32::NAN; n * m.n_rows()])
+                .collect();
+            let mut views: Vec<&mut [f32]> = outs.iter_mut().map(|o| &mut o[..]).collect();
+            mul_mats(&ReversePool(3), &mats, &acts, &mut views);
+            for (i, (mat, got)) in mats.iter().zip(&outs).enumerate() {
+                let mut alone = vec![f32::NAN; n * mat.n_rows()];
+                mul_mats(&SequentialPool, &[*mat], &acts, &mut [&mut alone]);
+                assert_eq!(*got, alone, "n {n} matrix {i}");
             }
         }
     }

@@ -7,7 +7,9 @@
 use tessera_gguf::GgmlType;
 use tessera_quant::vec_dot::gemm;
 
-use super::mul_mat::{act_type, call_rows, mul_mat_reference, QuantizedActs, ROW_BLOCK};
+use super::mul_mat::{
+    act_type, call_rows, matmul_tasks, mul_mat_reference, QuantizedActs, ROW_BLOCK,
+};
 use crate::parallel::{for_each_chunk, SharedOut};
 use tessera_core::error::EngineError;
 use tessera_core::threading::ThreadPool;
@@ -109,7 +111,7 @@ pub fn mul_mat_id(
     let shared = SharedOut::new(out);
     // Work items: the chosen experts' weight rows, expert after expert.
     let n_items = groups.len() * m;
-    let n_tasks = (pool.n_threads() * 4).min(n_items.div_ceil(ROW_BLOCK));
+    let n_tasks = matmul_tasks(pool, n_tokens, n_items.div_ceil(ROW_BLOCK));
     for_each_chunk(pool, n_items, n_tasks, ROW_BLOCK, &|range| {
         TILE.with(|tile| {
             let mut tile = tile.borrow_mut();

@@ -433,11 +433,16 @@ pub fn attention_block(
             bq,
             bk,
             bv,
-        } => (
-            projection(b, wq, bq, h)?,
-            projection(b, wk, bk, h)?,
-            projection(b, wv, bv, h)?,
-        ),
+        } => {
+            // The three products first, then the biases: matmuls of one input in a row run
+            // as one job on the CPU backend.
+            let (q, k, v) = (b.mul_mat(wq, h)?, b.mul_mat(wk, h)?, b.mul_mat(wv, h)?);
+            (
+                add_bias(b, q, bq)?,
+                add_bias(b, k, bk)?,
+                add_bias(b, v, bv)?,
+            )
+        }
         QkvWeights::Fused { wqkv, bqkv } => {
             let qkv = projection(b, wqkv, bqkv, h)?;
             (
@@ -487,6 +492,15 @@ fn projection(
     x: NodeId,
 ) -> Result<NodeId, EngineError> {
     let y = b.mul_mat(w, x)?;
+    add_bias(b, y, bias)
+}
+
+/// `y + bias` where there is a bias.
+fn add_bias(
+    b: &mut GraphBuilder,
+    y: NodeId,
+    bias: Option<WeightId>,
+) -> Result<NodeId, EngineError> {
     match bias {
         Some(bias) => b.add_weight(y, bias),
         None => Ok(y),
