@@ -16,7 +16,6 @@
 //! `TESSERA_REPACK=0` keeps every weight in its file layout (ggml's kernels), for side-by-side
 //! measurements.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use tessera_core::error::EngineError;
@@ -27,16 +26,17 @@ use tessera_quant::repack::{Kind, RepackedMatrix};
 
 #[derive(Default)]
 pub struct RepackedWeights {
-    /// Per weight: where its file bytes were (a different store gets a new entry) and the
-    /// repacked matrix, `None` for a weight that keeps its file layout.
-    map: HashMap<WeightId, (usize, Option<Arc<RepackedMatrix>>)>,
+    /// Indexed by weight id: where its file bytes were (a different store gets a new entry)
+    /// and the repacked matrix, `None` for a weight that keeps its file layout. A vector, not
+    /// a map: every matmul looks its weight up (SipHash lookups were 1 % of a decode step).
+    map: Vec<Option<(usize, Option<Arc<RepackedMatrix>>)>>,
     disabled: bool,
 }
 
 impl RepackedWeights {
     pub fn new() -> RepackedWeights {
         RepackedWeights {
-            map: HashMap::new(),
+            map: Vec::new(),
             disabled: std::env::var("TESSERA_REPACK").is_ok_and(|v| v == "0"),
         }
     }
@@ -82,7 +82,7 @@ impl RepackedWeights {
         }
         let bytes = weights.bytes(w);
         let key = bytes.as_ptr() as usize;
-        if let Some((k, m)) = self.map.get(&w) {
+        if let Some(Some((k, m))) = self.map.get(w.0 as usize) {
             if *k == key {
                 return Ok(m.clone());
             }
@@ -102,7 +102,11 @@ impl RepackedWeights {
             // embeddings) faults back in only the pages of the rows it reads.
             weights.release_file_pages(w);
         }
-        self.map.insert(w, (key, matrix.clone()));
+        let i = w.0 as usize;
+        if self.map.len() <= i {
+            self.map.resize(i + 1, None);
+        }
+        self.map[i] = Some((key, matrix.clone()));
         Ok(matrix)
     }
 }
