@@ -286,8 +286,8 @@ pub struct BenchArgs {
     /// Repetitions of each test.
     #[arg(short = 'r', long = "repetitions", default_value_t = 5)]
     pub repetitions: usize,
-    /// Also measure the memory read bandwidth with each thread count and show every decode
-    /// test against it (bytes per token × t/s; the decode roofline), on stderr.
+    /// Also measure the memory read bandwidth before each decode repetition and show every
+    /// decode test against it (bytes per token × t/s; the decode roofline), on stderr.
     #[arg(long = "roofline")]
     pub roofline: bool,
     /// Output format: md or json.

@@ -94,9 +94,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
         let model = load_model(path)?;
         for &t in &threads {
             let pool = thread_pool(Some(t))?;
-            let bandwidth = args
-                .roofline
-                .then(|| crate::roofline::read_bandwidth(pool.as_ref()));
+            let probe = args.roofline.then(crate::roofline::BandwidthProbe::new);
             let tests = args
                 .n_prompt
                 .iter()
@@ -111,12 +109,19 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
                     };
                     let mut ctx =
                         crate::load::context_on(&model, params, pool.clone(), &args.backend)?;
+                    // The roofline's bandwidth, read before each timed decode repetition.
+                    let mut bandwidths = Vec::new();
+                    let mut before_rep = || {
+                        if let (Some(probe), true) = (&probe, n_gen > 0) {
+                            bandwidths.push(probe.measure(pool.as_ref()));
+                        }
+                    };
                     let r = run_test(
                         &mut ctx,
                         path,
                         &model,
                         (n_prompt, n_gen, n_depth),
-                        args.repetitions,
+                        (args.repetitions, &mut before_rep),
                         t,
                     )?;
                     let r = BenchResult {
@@ -136,12 +141,11 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
                             r.stddev_ts
                         );
                     }
-                    if let (Some(bw), true) = (bandwidth, n_gen > 0) {
+                    if !bandwidths.is_empty() {
                         let test = r.test_name();
-                        eprintln!(
-                            "{}",
-                            crate::roofline::line(&test, r.model_size, r.avg_ts, bw)
-                        );
+                        let line =
+                            crate::roofline::line(&test, r.model_size, &r.samples_ts, &bandwidths);
+                        eprintln!("{line}");
                     }
                     results.push(r);
                 }
@@ -171,7 +175,7 @@ fn run_test(
     path: &Path,
     model: &Arc<Model>,
     (n_prompt, n_gen, n_depth): (usize, usize, usize),
-    reps: usize,
+    (reps, before_rep): (usize, &mut dyn FnMut()),
     n_threads: usize,
 ) -> anyhow::Result<BenchResult> {
     let n_vocab = model.n_vocab() as u64;
@@ -209,6 +213,7 @@ fn run_test(
     one(ctx, &gen[..gen.len().min(1)])?;
     let mut samples_ns = Vec::with_capacity(reps);
     for _ in 0..reps {
+        before_rep();
         samples_ns.push(one(ctx, &gen)?);
     }
     let n_tokens = (n_prompt + n_gen) as f64;
