@@ -12,6 +12,9 @@ export function launch() {
       '--no-sandbox', '--disable-dev-shm-usage', '--disable-quic', '--no-first-run',
       '--disable-background-networking', '--disable-component-update', '--disable-sync',
       '--enable-unsafe-webgpu',
+      // Extra flags for investigations, separated by `;`, e.g.
+      // `--js-flags=--prof --logfile=/tmp/prof/v8-%p.log` (a V8 profile of each process).
+      ...(process.env.TESSERA_CHROMIUM_ARGS ?? '').split(';').filter(Boolean),
     ],
   });
 }
