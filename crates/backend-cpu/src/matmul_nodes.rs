@@ -16,6 +16,7 @@ use tessera_quant::repack::RepackedMatrix;
 use crate::ops::mul_mat::{self, MatWeights, QuantizedActs, MAX_MATS};
 use crate::repacked::RepackedWeights;
 
+/// What the backend keeps for its matmul nodes from step to step.
 pub struct MatmulNodes {
     acts: QuantizedActs,
     /// Which node's output (and to which type) `acts` holds during one graph run.
