@@ -74,7 +74,7 @@ impl MatmulNodes {
                 .quantize(pool, act_ty, &slots[x_slot][..x_len], k)?;
             self.acts_of = Some((root, act_ty));
         }
-        let end = self.run_end(graph, plan, weights, first, root, k, act_ty)?;
+        let end = run_end(graph, plan, weights, first, root, k, act_ty);
 
         // Fixed-size arrays (unused entries repeat or stay empty): a decode step allocates
         // nothing here.
@@ -123,45 +123,44 @@ impl MatmulNodes {
         }
         Ok(end - first)
     }
+}
 
-    /// One past the last node of the job starting at `first`: `MulMat` nodes in a row (at
-    /// most [`MAX_MATS`]) on input `root`, rows of `k`, activation type `act_ty`, each with
-    /// its own output buffer.
-    #[allow(clippy::too_many_arguments)]
-    fn run_end(
-        &self,
-        graph: &Graph,
-        plan: &Plan,
-        weights: &WeightStore,
-        first: usize,
-        root: usize,
-        k: usize,
-        act_ty: GgmlType,
-    ) -> Result<usize, EngineError> {
-        let mut end = first + 1;
-        while end < graph.nodes.len() && end - first < MAX_MATS {
-            let Op::MulMat { w, x } = graph.nodes[end].op else {
-                break;
-            };
-            let d = weights.desc(w);
-            let same_input = plan_root(graph, x.0 as usize) == root
-                && d.ne[0] == k
-                && mul_mat::act_type(d.ty)? == act_ty;
-            // The plan gives nodes that are alive together their own slots; checked anyway,
-            // since the outputs are written at the same time.
-            let own_slot = (first..end).all(|i| plan.slot_of[i] != plan.slot_of[end])
-                && plan.slot_of[end] != plan.slot_of[root];
-            if !(same_input && own_slot) {
-                break;
-            }
-            end += 1;
+/// One past the last node of the job starting at `first`: `MulMat` nodes in a row (at most
+/// [`MAX_MATS`]) on input `root`, rows of `k`, activation type `act_ty`, each with its own
+/// output buffer. A node whose type has no activation type ends the job and reports that at
+/// its own turn.
+fn run_end(
+    graph: &Graph,
+    plan: &Plan,
+    weights: &WeightStore,
+    first: usize,
+    root: usize,
+    k: usize,
+    act_ty: GgmlType,
+) -> usize {
+    let mut end = first + 1;
+    while end < graph.nodes.len() && end - first < MAX_MATS {
+        let Op::MulMat { w, x } = graph.nodes[end].op else {
+            break;
+        };
+        let d = weights.desc(w);
+        let same_input = plan_root(graph, x.0 as usize) == root
+            && d.ne[0] == k
+            && mul_mat::act_type(d.ty).ok() == Some(act_ty);
+        // The plan gives nodes that are alive together their own slots; checked anyway,
+        // since the outputs are written at the same time.
+        let own_slot = (first..end).all(|i| plan.slot_of[i] != plan.slot_of[end])
+            && plan.slot_of[end] != plan.slot_of[root];
+        if !(same_input && own_slot) {
+            break;
         }
-        Ok(end)
+        end += 1;
     }
+    end
 }
 
 /// The node owning the storage of node `i` (through reshapes).
-pub fn plan_root(graph: &Graph, mut i: usize) -> usize {
+fn plan_root(graph: &Graph, mut i: usize) -> usize {
     while let Op::Reshape { x } = graph.nodes[i].op {
         i = x.0 as usize;
     }

@@ -38,7 +38,7 @@ impl QuantizedActs {
         &self.bytes()[r * self.row_bytes..(r + 1) * self.row_bytes]
     }
 
-    /// Computes the block sums [`mul_mat_repacked`] needs, once per quantization.
+    /// Computes the block sums repacked weights need in [`mul_mats`], once per quantization.
     pub fn ensure_sums(&mut self) {
         if !self.sums_ready {
             let mut sums = std::mem::take(&mut self.sums);
@@ -112,8 +112,9 @@ pub(crate) fn call_rows(n: usize) -> usize {
 /// Batches of at most this many tokens split a matmul into one contiguous range of weight rows
 /// per thread. Such a matmul streams its weights from memory, and a thread reading one long
 /// range streams faster than one hopping between several short ones (SmolLM2 decode at 2
-/// threads: 1.12× over 4 ranges per thread, median of 5 alternated rounds). Longer batches are compute-bound and take 4 ranges
-/// per thread, so a thread that was held up gets its ranges taken over.
+/// threads: 1.12× over 4 ranges per thread, median of 5 alternated rounds). Longer batches are
+/// compute-bound and take 4 ranges per thread, so a thread that was held up gets its ranges
+/// taken over.
 pub(crate) const STREAMING_TOKENS: usize = 4;
 
 /// How many ranges to split `n_units` units of weight rows into for `n_tokens` tokens.
