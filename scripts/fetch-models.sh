@@ -55,6 +55,12 @@ fetch_vocab() {
   [ -f "$dest/vocab/.complete" ] && return 0
   echo "fetching llama.cpp's tokenizer test vocabularies (llama-cpp-python 0.3.36 sdist, ~76 MB)..." >&2
   tmp=$(mktemp -d); trap 'rm -rf "$tmp"' RETURN
+  # pip reads an sdist's metadata through its build backend even to download it, and this
+  # backend (scikit-build-core) looks for CMake while doing so: both must be installed here.
+  python3 -c 'import scikit_build_core' 2>/dev/null \
+    || python3 -m pip install --quiet --disable-pip-version-check 'scikit-build-core>=0.9.2' >&2
+  command -v cmake >/dev/null \
+    || python3 -m pip install --quiet --disable-pip-version-check 'cmake>=3.21' >&2
   python3 -m pip download --quiet --no-deps --no-binary :all: --no-build-isolation \
     --dest "$tmp" llama-cpp-python==0.3.36 >&2
   echo "$vocab_sdist_sha  $tmp/$vocab_sdist" | sha256sum --check --status \
