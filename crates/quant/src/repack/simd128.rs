@@ -187,6 +187,26 @@ unsafe fn per_row(a: I, b: I) -> R {
     [row_totals(a), row_totals(b)]
 }
 
+/// `dot` for the runs of products one scale multiplies (the x86 AVX2 build keeps i16 sums
+/// there; this build has no cheaper form).
+#[inline(always)]
+unsafe fn dot_sub(acc: I, u: B, s: B) -> I {
+    dot(acc, u, s)
+}
+
+/// [`dot_sub`] sums as `dot` leaves them: the same here.
+#[inline(always)]
+unsafe fn sub_sums(p: I) -> I {
+    p
+}
+
+/// [`dot_sub`] sums of rows 0-3 and 4-7, less `off` per row, times each row's scale (the 8
+/// bytes at `scales`).
+#[inline(always)]
+unsafe fn scaled_rows(p: [I; 2], off: R, scales: *const u8, signed: bool) -> R {
+    mul_r(sub_r(per_row(p[0], p[1]), off), widen8(scales, signed))
+}
+
 /// `acc + isum * scale`, unfused like the reference.
 #[inline(always)]
 unsafe fn add_scaled(acc: F, isum: R, scale: F) -> F {

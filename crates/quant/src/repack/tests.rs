@@ -130,6 +130,59 @@ fn every_isa_gives_the_reference_bits_on_random_bytes() {
     }
 }
 
+/// The largest integer sums a block can give: every quant bit set (nibbles 15, Q5's fifth bits
+/// 1, Q6_K's 63, K-quant sub-block scales 63), against activations all -127 or all 127 (the
+/// quantizers' range: ggml's Q8_0, Q8_1 and Q8_K never give -128, and its x86 Q8_0 kernels,
+/// like these, would negate -128 wrongly), so that a kernel keeping narrow partial sums (the
+/// AVX2 build's i16) fails here if it keeps too many. Five activation rows: one tile of four
+/// and one row alone.
+#[test]
+fn every_isa_gives_the_reference_bits_on_extreme_bytes() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(13);
+    let n = 256;
+    for ty in TYPES {
+        let n_rows = 9;
+        let mut w = random_rows(&mut rng, ty, n, n_rows);
+        // random_rows' small f16 scales (d, and m or dmin) stay; every other byte is 0xff.
+        let scales: &[usize] = match ty {
+            GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => &[0],
+            GgmlType::Q4_1 | GgmlType::Q4_K | GgmlType::Q5_K => &[0, 2],
+            GgmlType::Q6_K => &[208],
+            _ => unreachable!(),
+        };
+        for block in w.chunks_exact_mut(ty.type_size() as usize) {
+            let kept: Vec<[u8; 2]> = scales.iter().map(|&o| [block[o], block[o + 1]]).collect();
+            block.fill(0xff);
+            for (&o, v) in scales.iter().zip(kept) {
+                block[o..o + 2].copy_from_slice(&v);
+            }
+        }
+        let act_ty = crate::vec_dot_type(ty).unwrap();
+        let n_acts = 5;
+        let mut acts = quantize(act_ty, &floats(&mut rng, n * n_acts), n);
+        let ab = acts.len() / n_acts;
+        for (t, row) in acts.chunks_exact_mut(ab).enumerate() {
+            let q: i8 = if t % 2 == 0 { -127 } else { 127 };
+            for block in row.chunks_exact_mut(act_ty.type_size() as usize) {
+                // The quants after the block's scale fields (Q8_K: f32 d, then 16 i16 sums).
+                let qs = match act_ty {
+                    GgmlType::Q8_0 => 2..34,
+                    GgmlType::Q8_1 => 4..36,
+                    GgmlType::Q8_K => {
+                        for s in block[260..292].chunks_exact_mut(2) {
+                            s.copy_from_slice(&(16 * q as i16).to_le_bytes());
+                        }
+                        4..260
+                    }
+                    _ => unreachable!(),
+                };
+                block[qs].fill(q as u8);
+            }
+        }
+        check_all_isas(ty, n, &w, n_rows, &acts, n_acts);
+    }
+}
+
 #[test]
 fn the_reference_is_the_float_dot_product_up_to_rounding() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(3);

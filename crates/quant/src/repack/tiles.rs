@@ -7,7 +7,11 @@
 //! - `I`, the integer sums of byte products `dot(I, u, s)` (unsigned `u` under 128, signed `s`)
 //!   and `dot_q8` (Q8_0's operands from `q8_operands`; the activation side one chunk repeated),
 //!   in whatever lanes the build likes as long as `per_row(rows 0-3, rows 4-7)` folds them into
-//!   one lane per row;
+//!   one lane per row; `dot_sub`, the same for the short runs of products that one scale
+//!   multiplies, whose sums `sub_sums` turns into `dot`'s and `scaled_rows([rows 0-3, rows
+//!   4-7], off, 8 scale bytes, signed)` into one lane per row, less `off`, times that row's
+//!   scale (the AVX2 build keeps them in i16, so a run is at most 4 products of weights under
+//!   32, or 2 under 64);
 //! - `R`, one i32 lane per row (`zero_r`, `add_r`, `sub_r`, `mul_r`, `splat_r`, `widen8`);
 //! - `F`, one f32 lane per row (`zero_f`, `sub_f`, `mul_f`, `splat_f`, `to_f`, `f16x8`,
 //!   `f16_to_f32` (one activation scale), `add_scaled` = `acc + f32(isum) * scale` unfused,
@@ -154,12 +158,13 @@ macro_rules! repack_tiles {
                         hi = or_b(hi, fifth_bit(hb, k, 1));
                     }
                     for t in 0..N {
-                        ia[t][h] = dot(ia[t][h], lo, bcast8(qa[t].add(8 * c)));
-                        ia[t][h] = dot(ia[t][h], hi, bcast8(qa[t].add(16 + 8 * c)));
+                        ia[t][h] = dot_sub(ia[t][h], lo, bcast8(qa[t].add(8 * c)));
+                        ia[t][h] = dot_sub(ia[t][h], hi, bcast8(qa[t].add(16 + 8 * c)));
                     }
                 }
             }
-            ia.map(|[a, b]| per_row(a, b))
+            // 4 runs per accumulator, of weights under 32.
+            ia.map(|[a, b]| per_row(sub_sums(a), sub_sums(b)))
         }
 
         /// Q4_0 and Q5_0: `isum - offset · Σa` per block, then the scaled step.
@@ -250,13 +255,14 @@ macro_rules! repack_tiles {
                     }
                     for t in 0..N {
                         let av = bcast8(qa[t].add(64 * j2 + 32 * PART + 8 * cl));
-                        p[t][h] = dot(p[t][h], x, av);
+                        p[t][h] = dot_sub(p[t][h], x, av);
                     }
                 }
             }
-            let sc = widen8(scales.as_ptr().add(8 * (2 * j2 + PART)), false);
+            // 4 runs per accumulator, of weights under 32.
+            let sc = scales.as_ptr().add(8 * (2 * j2 + PART));
             for t in 0..N {
-                isum[t] = add_r(isum[t], mul_r(per_row(p[t][0], p[t][1]), sc));
+                isum[t] = add_r(isum[t], scaled_rows(p[t], zero_r(), sc, false));
             }
         }
 
@@ -353,16 +359,16 @@ macro_rules! repack_tiles {
                     let x = or_b(nibbles(ql, PART), q6_high(qh, SHIFT + 4 * PART));
                     for t in 0..N {
                         let av = bcast8(a[t].qs.as_ptr().add(128 * hf + 64 * PART + first));
-                        p[t][h] = dot(p[t][h], x, av);
+                        p[t][h] = dot_sub(p[t][h], x, av);
                     }
                 }
             }
+            // 2 runs per accumulator, of weights under 64.
             let j = 8 * hf + 4 * PART + cc2;
-            let sc = widen8(gb.scales.as_ptr().add(8 * j) as *const u8, true);
+            let sc = gb.scales.as_ptr().add(8 * j) as *const u8;
             for t in 0..N {
                 let off = splat_r(32 * a[t].bsums[j] as i32);
-                let s = sub_r(per_row(p[t][0], p[t][1]), off);
-                isum[t] = add_r(isum[t], mul_r(s, sc));
+                isum[t] = add_r(isum[t], scaled_rows(p[t], off, sc, true));
             }
         }
 

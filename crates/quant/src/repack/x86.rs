@@ -9,7 +9,7 @@
 //! row, rows in order.
 
 macro_rules! repack_kernels {
-    ($features:literal, |$acc:ident, $u:ident, $s:ident| $dot:expr) => {
+    ($features:literal, i16_sums: $i16_sums:literal, |$acc:ident, $u:ident, $s:ident| $dot:expr) => {
         use crate::blocks::*;
         use crate::repack::layout::*;
         use std::arch::x86_64::*;
@@ -203,6 +203,64 @@ macro_rules! repack_kernels {
             dot(acc, u, s)
         }
 
+        /// Whether [`dot_sub`] keeps `maddubs`' i16 pair sums (AVX2, where each `dot` costs
+        /// a `madd` with ones and an add more) rather than `dot`'s i32 lanes (VNNI, one
+        /// instruction either way).
+        const I16_SUMS: bool = $i16_sums;
+
+        /// `dot` for a short run of byte products that one scale then multiplies: at most 4
+        /// calls per accumulator with weights under 32, or 2 under 64, so that i16 pair sums
+        /// cannot overflow (4 · 2 · 31 · 128 = 31744).
+        #[inline]
+        #[target_feature(enable = $features)]
+        unsafe fn dot_sub(acc: I, u: B, s: B) -> I {
+            if I16_SUMS {
+                _mm256_add_epi16(acc, _mm256_maddubs_epi16(u, s))
+            } else {
+                dot(acc, u, s)
+            }
+        }
+
+        /// [`dot_sub`] sums as `dot` leaves them.
+        #[inline]
+        #[target_feature(enable = $features)]
+        unsafe fn sub_sums(p: I) -> I {
+            if I16_SUMS {
+                _mm256_madd_epi16(p, _mm256_set1_epi16(1))
+            } else {
+                p
+            }
+        }
+
+        /// [`dot_sub`] sums of rows 0-3 (`p[0]`) and 4-7 (`p[1]`), less `off` per row, times
+        /// each row's scale (the 8 bytes at `scales`, signed or not): one lane per row. From
+        /// i16 sums, `madd` multiplies and pairs them in one step.
+        #[inline]
+        #[target_feature(enable = $features)]
+        unsafe fn scaled_rows(p: [I; 2], off: R, scales: *const u8, signed: bool) -> R {
+            if I16_SUMS {
+                let x = _mm_loadl_epi64(scales as *const __m128i);
+                let x16 = if signed { _mm_cvtepi8_epi16(x) } else { _mm_cvtepu8_epi16(x) };
+                let x = _mm256_broadcastsi128_si256(x16);
+                // Row r's i16 scale in the 4 i16 lanes of its sums: rows 0-1 | 2-3 (4-5 | 6-7).
+                let rows = |h: i8| {
+                    let (a, b) = (8 * h, 8 * h + 2);
+                    let (c, d) = (8 * h + 4, 8 * h + 6);
+                    _mm256_setr_epi8(
+                        a, a + 1, a, a + 1, a, a + 1, a, a + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1,
+                        c, c + 1, c, c + 1, c, c + 1, c, c + 1, d, d + 1, d, d + 1, d, d + 1, d, d + 1,
+                    )
+                };
+                let scaled = per_row(
+                    _mm256_madd_epi16(p[0], _mm256_shuffle_epi8(x, rows(0))),
+                    _mm256_madd_epi16(p[1], _mm256_shuffle_epi8(x, rows(1))),
+                );
+                _mm256_sub_epi32(scaled, _mm256_mullo_epi32(off, _mm256_cvtepi16_epi32(x16)))
+            } else {
+                _mm256_mullo_epi32(_mm256_sub_epi32(per_row(p[0], p[1]), off), widen8(scales, signed))
+            }
+        }
+
         super::super::tiles::repack_tiles!(#[target_feature(enable = $features)]);
         super::super::x86_q4_1::q4_1_kernels!(#[target_feature(enable = $features)]);
     };
@@ -210,7 +268,7 @@ macro_rules! repack_kernels {
 
 /// AVX2: `vpmaddubsw` then `vpmaddwd` with ones.
 pub mod avx2 {
-    repack_kernels!("avx2,fma,f16c", |acc, u, s| _mm256_add_epi32(
+    repack_kernels!("avx2,fma,f16c", i16_sums: true, |acc, u, s| _mm256_add_epi32(
         acc,
         _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1))
     ));
@@ -220,13 +278,14 @@ pub mod avx2 {
 pub mod avx_vnni {
     repack_kernels!(
         "avx2,fma,f16c,avxvnni",
+        i16_sums: false,
         |acc, u, s| _mm256_dpbusd_avx_epi32(acc, u, s)
     );
 }
 
 /// AVX-512 VNNI (`vpdpbusd` on 256-bit registers, which also gives 32 of them).
 pub mod avx512_vnni {
-    repack_kernels!("avx2,fma,f16c,avx512f,avx512vl,avx512vnni", |acc, u, s| {
+    repack_kernels!("avx2,fma,f16c,avx512f,avx512vl,avx512vnni", i16_sums: false, |acc, u, s| {
         _mm256_dpbusd_epi32(acc, u, s)
     });
 }
