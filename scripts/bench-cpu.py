@@ -71,7 +71,7 @@ def main():
             roofline.append([label, str(t), line.split(": ", 1)[1]])
     out = bench_result.write(
         "cpu-vs-llamacpp",
-        "Tessera against llama.cpp on the CPU (repacked 8-row weights, VNNI kernels)",
+        "Tessera against llama.cpp on the CPU (repacked 8-row weights)",
         "cpu-llamacpp",
         commands=[
             f"tessera bench -m MODEL -p 512 -n 128 -t T -r {a.reps} -o json",

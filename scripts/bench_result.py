@@ -9,6 +9,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def machine():
+    """This machine in words: cores, architecture and the SIMD features the kernels choose
+    between (the figures differ a lot between an AVX2-only VM and one with AVX-512 VNNI)."""
+    cores = os.cpu_count()
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return f"{cores}-core machine"
+    flags = next((l.split(":", 1)[1].split() for l in info.splitlines() if l.startswith("flags")), [])
+    model = next((l.split(":", 1)[1].strip() for l in info.splitlines() if l.startswith("model name")), "")
+    wanted = [("avx2", "AVX2"), ("avx512f", "AVX-512"), ("avx512_vnni", "AVX-512 VNNI"),
+              ("avx_vnni", "AVX-VNNI")]
+    features = ", ".join(name for flag, name in wanted if flag in flags) or "no AVX2"
+    return f"{cores}-core x86-64 VM, {model} ({features})"
+
+
 def write(kind, title, name, commands, tables, notes):
     """Writes the session (this commit, now, the machine with its load at the end); returns the
     file's path relative to the repository."""
@@ -21,7 +37,7 @@ def write(kind, title, name, commands, tables, notes):
         "title": title,
         "date": now.strftime("%Y-%m-%dT%H:%M"),
         "commit": commit or None,
-        "machine": f"2-core x86-64 VM (AVX2, AVX-512, VNNI); load average {load:.1f} at the end",
+        "machine": f"{machine()}; load average {load:.1f} at the end",
         "commands": commands,
         "tables": tables,
         "notes": notes,
