@@ -207,6 +207,17 @@ unsafe fn scaled_rows(p: [I; 2], off: R, scales: *const u8, signed: bool) -> R {
     mul_r(sub_r(per_row(p[0], p[1]), off), widen8(scales, signed))
 }
 
+/// Σ_j m_j Σa per row (`tiles`' `k4_msum`), one sub-block at a time.
+#[inline(always)]
+unsafe fn k4_msum(mins: &[u8; 64], bsums: &[i16; 16]) -> R {
+    let mut m = zero_r();
+    for j in 0..8 {
+        let bs = bsums[2 * j] as i32 + bsums[2 * j + 1] as i32;
+        m = add_r(m, mul_r(widen8(mins.as_ptr().add(8 * j), false), splat_r(bs)));
+    }
+    m
+}
+
 /// `acc + isum * scale`, unfused like the reference.
 #[inline(always)]
 unsafe fn add_scaled(acc: F, isum: R, scale: F) -> F {

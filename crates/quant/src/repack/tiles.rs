@@ -12,11 +12,13 @@
 //!   4-7], off, 8 scale bytes, signed)` into one lane per row, less `off`, times that row's
 //!   scale (the AVX2 build keeps them in i16, so a run is at most 4 products of weights under
 //!   32, or 2 under 64);
-//! - `R`, one i32 lane per row (`zero_r`, `add_r`, `sub_r`, `mul_r`, `splat_r`, `widen8`);
+//! - `R`, one i32 lane per row (`zero_r`, `add_r`, `sub_r`, `splat_r`);
 //! - `F`, one f32 lane per row (`zero_f`, `sub_f`, `mul_f`, `splat_f`, `to_f`, `f16x8`,
 //!   `f16_to_f32` (one activation scale), `add_scaled` = `acc + f32(isum) * scale` unfused,
 //!   `store_f`);
-//! - `prefetch(p)`, a hint to fetch the cache line at `p` (a no-op where the build has none).
+//! - `prefetch(p)`, a hint to fetch the cache line at `p` (a no-op where the build has none);
+//! - `k4_msum(mins, bsums)`, Q4_K/Q5_K's Σ_j m_j Σa per row (`R`), from the 8 sub-blocks' mins
+//!   of the 8 rows (`mins[8j + r]`) and the activations' 16-element sums.
 //!
 //! Integer sums are exact in any order, and every float step is the reference's
 //! ([`super::reference`]), so every build gives the same bits. `$attr`: the attributes of each
@@ -264,18 +266,6 @@ macro_rules! repack_tiles {
             for t in 0..N {
                 isum[t] = add_r(isum[t], scaled_rows(p[t], zero_r(), sc, false));
             }
-        }
-
-        /// Σ_j m_j Σ a per row, from the activations' 16-element sums.
-        #[inline]
-        $(#[$attr])*
-        unsafe fn k4_msum(mins: &[u8; 64], bsums: &[i16; 16]) -> R {
-            let mut m = zero_r();
-            for j in 0..8 {
-                let bs = bsums[2 * j] as i32 + bsums[2 * j + 1] as i32;
-                m = add_r(m, mul_r(widen8(mins.as_ptr().add(8 * j), false), splat_r(bs)));
-            }
-            m
         }
 
         #[inline]

@@ -152,11 +152,6 @@ macro_rules! repack_kernels {
         }
         #[inline]
         #[target_feature(enable = $features)]
-        unsafe fn mul_r(a: R, b: R) -> R {
-            _mm256_mullo_epi32(a, b)
-        }
-        #[inline]
-        #[target_feature(enable = $features)]
         unsafe fn splat_r(x: i32) -> R {
             _mm256_set1_epi32(x)
         }
@@ -201,6 +196,31 @@ macro_rules! repack_kernels {
         #[target_feature(enable = $features)]
         unsafe fn dot_q8(acc: I, u: B, s: B) -> I {
             dot(acc, u, s)
+        }
+
+        /// Σ_j m_j Σa per row (`tiles`' `k4_msum`), two sub-blocks per `madd`: row r's
+        /// i32 lane pairs the mins (m_j, m_j+1) with the activation sums (Σa_j, Σa_j+1) as i16
+        /// (mins under 64, sums of 32 activations under 4064 in magnitude).
+        #[inline]
+        #[target_feature(enable = $features)]
+        unsafe fn k4_msum(mins: &[u8; 64], bsums: &[i16; 16]) -> R {
+            // Σa of sub-block j = bsums[2j] + bsums[2j+1]: i16 lane j of `bs`.
+            let b = _mm256_loadu_si256(bsums.as_ptr() as *const __m256i);
+            let bs = _mm_hadd_epi16(_mm256_castsi256_si128(b), _mm256_extracti128_si256::<1>(b));
+            let pairs = [
+                _mm256_broadcastd_epi32(bs),
+                _mm256_broadcastd_epi32(_mm_shuffle_epi32::<0x55>(bs)),
+                _mm256_broadcastd_epi32(_mm_shuffle_epi32::<0xaa>(bs)),
+                _mm256_broadcastd_epi32(_mm_shuffle_epi32::<0xff>(bs)),
+            ];
+            let mut m = _mm256_setzero_si256();
+            for (jp, pair) in pairs.into_iter().enumerate() {
+                // Sub-blocks 2jp and 2jp+1: row r's two mins side by side.
+                let x = _mm_loadu_si128(mins.as_ptr().add(16 * jp) as *const __m128i);
+                let w = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(x, _mm_srli_si128::<8>(x)));
+                m = _mm256_add_epi32(m, _mm256_madd_epi16(w, pair));
+            }
+            m
         }
 
         /// Whether [`dot_sub`] keeps `maddubs`' i16 pair sums (AVX2, where each `dot` costs
