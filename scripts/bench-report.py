@@ -5,8 +5,10 @@ Each result file is one measurement session of one kind:
   {"kind", "title", "date" (ISO, sortable), "commit" (or null), "machine",
    "commands": [...], "tables": [{"title"?, "columns": [...], "rows": [[...], ...]}],
    "notes": [...]}
+An optional "cpu" names the SIMD features of the machine ("AVX2", "AVX2, AVX-512, AVX-512 VNNI").
 The generated part of BENCHMARKS.md (between the markers) shows the latest file of each kind
-(by date, then file name) and an index of all files. Usage:
+and cpu (by date, then file name; the newest first; files without a cpu only while none with
+one is newer) and an index of all files. Usage:
   python3 scripts/bench-report.py          # rewrite docs/BENCHMARKS.md
   python3 scripts/bench-report.py --check  # exit 1 if docs/BENCHMARKS.md is not what it renders
 Standard library only.
@@ -55,12 +57,22 @@ def load(results_dir):
 
 
 def latest(results):
-    """The latest result of each kind: the greatest (date, file name)."""
-    out = {}
+    """Per kind, newest first: the latest result (the greatest (date, file name)) of each cpu,
+    and the latest of the files without one unless a file with one is newer (files before
+    "cpu" was recorded)."""
+    order = lambda r: (r["date"], r["file"])
+    best = {}
     for r in results:
-        best = out.get(r["kind"])
-        if best is None or (r["date"], r["file"]) > (best["date"], best["file"]):
-            out[r["kind"]] = r
+        key = (r["kind"], r.get("cpu"))
+        if key not in best or order(r) > order(best[key]):
+            best[key] = r
+    out = {}
+    for (kind, _), r in best.items():
+        out.setdefault(kind, []).append(r)
+    for kind, rs in out.items():
+        rs.sort(key=order, reverse=True)
+        newest_tagged = max((order(r) for r in rs if r.get("cpu")), default=None)
+        out[kind] = [r for r in rs if r.get("cpu") or newest_tagged is None or order(r) > newest_tagged]
     return out
 
 
@@ -82,6 +94,8 @@ def table(t):
 
 def section(heading, r):
     commit = f", {r['commit']}" if r.get("commit") else ""
+    if r.get("cpu"):
+        heading = f"{heading} ({r['cpu']})"
     lines = [f"### {heading}", "",
              f"**{r['title']}** — {r['date']}{commit}; {r['machine']} "
              f"([`{r['file']}`](../bench/results/{r['file']})).", ""]
@@ -109,8 +123,8 @@ def render(results):
     last = latest(results)
     lines = [BEGIN, ""]
     for kind, heading in KINDS:
-        if heading and kind in last:
-            lines += section(heading, last[kind])
+        for r in last.get(kind, []) if heading else []:
+            lines += section(heading, r)
     # One row per kind (the index stays as long as the list of kinds), newest file first; each
     # file's commit and notes are in the file.
     lines += ["### All result files", "", "| kind | files, newest first |", "|---|---|"]

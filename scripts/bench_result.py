@@ -9,20 +9,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def machine():
-    """This machine in words: cores, architecture and the SIMD features the kernels choose
-    between (the figures differ a lot between an AVX2-only VM and one with AVX-512 VNNI)."""
-    cores = os.cpu_count()
+def cpuinfo_field(name):
     try:
         info = Path("/proc/cpuinfo").read_text()
     except OSError:
-        return f"{cores}-core machine"
-    flags = next((l.split(":", 1)[1].split() for l in info.splitlines() if l.startswith("flags")), [])
-    model = next((l.split(":", 1)[1].strip() for l in info.splitlines() if l.startswith("model name")), "")
+        return ""
+    return next((l.split(":", 1)[1].strip() for l in info.splitlines() if l.startswith(name)), "")
+
+
+def cpu_features():
+    """The SIMD features the kernels choose between (the figures differ a lot between an
+    AVX2-only VM and one with AVX-512 VNNI), e.g. "AVX2, AVX-512, AVX-512 VNNI"."""
+    flags = cpuinfo_field("flags").split()
     wanted = [("avx2", "AVX2"), ("avx512f", "AVX-512"), ("avx512_vnni", "AVX-512 VNNI"),
               ("avx_vnni", "AVX-VNNI")]
-    features = ", ".join(name for flag, name in wanted if flag in flags) or "no AVX2"
-    return f"{cores}-core x86-64 VM, {model} ({features})"
+    return ", ".join(name for flag, name in wanted if flag in flags) or "no AVX2"
+
+
+def machine():
+    """This machine in words: cores, CPU model and features."""
+    return f"{os.cpu_count()}-core x86-64 VM, {cpuinfo_field('model name')} ({cpu_features()})"
 
 
 def write(kind, title, name, commands, tables, notes):
@@ -38,6 +44,7 @@ def write(kind, title, name, commands, tables, notes):
         "date": now.strftime("%Y-%m-%dT%H:%M"),
         "commit": commit or None,
         "machine": f"{machine()}; load average {load:.1f} at the end",
+        "cpu": cpu_features(),
         "commands": commands,
         "tables": tables,
         "notes": notes,

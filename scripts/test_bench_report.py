@@ -47,6 +47,29 @@ class BenchReport(unittest.TestCase):
             (d / "r" / "b.json").write_text(json.dumps(result("cpu-vs-llamacpp", "2026-02-01", "9.9")))
             self.assertEqual(report.main(args + ["--check"]), 1)
 
+    def test_latest_of_each_cpu(self):
+        with tempfile.TemporaryDirectory() as d:
+            d = Path(d)
+            (d / "r").mkdir()
+            for name, date, cpu, value in [("a", "2026-01-01", "AVX2, AVX-512", "1.0"),
+                                           ("b", "2026-02-01", "AVX2", "2.0"),
+                                           ("c", "2026-03-01", "AVX2", "3.0"),
+                                           ("d", "2026-02-15", None, "4.0")]:
+                r = result("cpu-vs-llamacpp", date, value)
+                if cpu:
+                    r["cpu"] = cpu
+                (d / "r" / f"{name}.json").write_text(json.dumps(r))
+            doc = d / "doc.md"
+            doc.write_text("")
+            self.assertEqual(report.main(["--results", str(d / "r"), "--doc", str(doc)]), 0)
+            text = doc.read_text()
+            # Each cpu's latest, the newest first; the older AVX2 file and the file without a
+            # cpu, older than one with, only indexed.
+            self.assertLess(text.index("| pp | 3.0 |"), text.index("| pp | 1.0 |"))
+            self.assertIn("(AVX2, AVX-512)", text)
+            self.assertNotIn("| pp | 2.0 |", text)
+            self.assertNotIn("| pp | 4.0 |", text)
+
     def test_repository_document_is_current(self):
         self.assertEqual(report.main(["--check"]), 0)
 
