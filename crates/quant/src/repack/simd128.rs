@@ -213,7 +213,10 @@ unsafe fn k4_msum(mins: &[u8; 64], bsums: &[i16; 16]) -> R {
     let mut m = zero_r();
     for j in 0..8 {
         let bs = bsums[2 * j] as i32 + bsums[2 * j + 1] as i32;
-        m = add_r(m, mul_r(widen8(mins.as_ptr().add(8 * j), false), splat_r(bs)));
+        m = add_r(
+            m,
+            mul_r(widen8(mins.as_ptr().add(8 * j), false), splat_r(bs)),
+        );
     }
     m
 }

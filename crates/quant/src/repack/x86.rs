@@ -1,6 +1,7 @@
 //! x86-64 builds of the repacked kernels ([`super::tiles`]): AVX2 (`maddubs` + `madd`),
 //! AVX-VNNI and AVX-512 VNNI (`vpdpbusd` on 256-bit registers). Only the integer dot product
-//! differs between them, and integer sums are exact, so all three give the reference's bits
+//! differs between them (AVX2 also keeps i16 sums over the short runs that one scale multiplies:
+//! `dot_sub`), and integer sums are exact, so all three give the reference's bits
 //! ([`super::reference`]). Q4_1 has kernels of its own ([`super::x86_q4_1`]: ggml's arithmetic).
 //!
 //! A tile is one group (8 weight rows, one f32 lane each) × `T` activation rows. Integer sums
