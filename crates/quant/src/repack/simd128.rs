@@ -5,7 +5,9 @@
 //! A 32-byte `B` is two vectors (rows 0-1's chunks, rows 2-3's). Bytes are widened to i16 and
 //! multiplied in pairs (`i32x4.dot_i16x8`), each row's products summed in its own vector of an
 //! `I`; `per_row` adds each vector's four lanes. The relaxed-SIMD build multiplies the 4-, 5-
-//! and 6-bit weights with one `i32x4.relaxed_dot_i8x16_i7x16_add` per 16 bytes instead.
+//! and 6-bit weights with one `i16x8.relaxed_dot_i8x16_i7x16` per 16 bytes instead, keeps those
+//! i16 pair sums over each run that one scale multiplies, and multiplies them by the scales
+//! with `i32x4.dot_i16x8` (as the x86 AVX2 build does with `maddubs` and `madd`).
 //!
 //! The float steps are plain multiplies and adds (the reference's, which has no fused step:
 //! wasm has no FMA instruction), so this build needs no emulation to give the reference's bits.
@@ -20,7 +22,7 @@ use half::f16;
 type B = [v128; 2];
 /// Integer sums of one register's 4 rows: in the plain SIMD128 build four i32 partial sums
 /// per row, one vector per row; in the relaxed-SIMD build two lanes per row in the first two
-/// vectors (see `dot`).
+/// vectors (i16 pairs, four lanes per row, while `dot_sub` runs; see `sub_sums`).
 type I = [v128; 4];
 /// One i32 lane per row: rows 0-3, rows 4-7.
 type R = [v128; 2];
@@ -83,21 +85,8 @@ unsafe fn widen8(p: *const u8, signed: bool) -> R {
     }
 }
 
-/// Unsigned `u` (under 128) × signed `s` bytes, added into `acc`'s lanes for their rows. The
-/// relaxed-SIMD build uses `relaxed_dot` (exact for 7-bit `u`, which the loader checks this
-/// engine does: `relaxed_simd_is_exact`): lanes 0-1 of `acc[k]` get row 2k's sums, lanes 2-3
-/// row 2k+1's.
-#[cfg(target_feature = "relaxed-simd")]
-#[inline(always)]
-unsafe fn dot(acc: I, u: B, s: B) -> I {
-    [
-        i32x4_relaxed_dot_i8x16_i7x16_add(s[0], u[0], acc[0]),
-        i32x4_relaxed_dot_i8x16_i7x16_add(s[1], u[1], acc[1]),
-        acc[2],
-        acc[3],
-    ]
-}
-
+/// Unsigned `u` (under 128) × signed `s` bytes, added into each row's vector of `acc` (the
+/// plain build; the relaxed one forms these sums in `dot_sub`).
 #[cfg(not(target_feature = "relaxed-simd"))]
 #[inline(always)]
 unsafe fn dot(acc: I, u: B, s: B) -> I {
@@ -187,21 +176,81 @@ unsafe fn per_row(a: I, b: I) -> R {
     [row_totals(a), row_totals(b)]
 }
 
-/// `dot` for the runs of products one scale multiplies (the x86 AVX2 build keeps i16 sums
-/// there; this build has no cheaper form).
+/// `dot` for the runs of products one scale multiplies. The relaxed-SIMD build keeps i16 pair
+/// sums over the run (`i16x8.relaxed_dot_i8x16_i7x16`, x86's `pmaddubsw`, exact for 7-bit `u`
+/// as the loader checks), row 2k's in lanes 0-3 of `acc[k]`, row 2k+1's in lanes 4-7: at most
+/// 4 products of weights under 32 or 2 under 64 per run (`tiles`), so they cannot overflow.
+#[cfg(target_feature = "relaxed-simd")]
+#[inline(always)]
+unsafe fn dot_sub(acc: I, u: B, s: B) -> I {
+    [
+        i16x8_add(acc[0], i16x8_relaxed_dot_i8x16_i7x16(s[0], u[0])),
+        i16x8_add(acc[1], i16x8_relaxed_dot_i8x16_i7x16(s[1], u[1])),
+        acc[2],
+        acc[3],
+    ]
+}
+
+/// The plain build has no cheaper form than `dot`.
+#[cfg(not(target_feature = "relaxed-simd"))]
 #[inline(always)]
 unsafe fn dot_sub(acc: I, u: B, s: B) -> I {
     dot(acc, u, s)
 }
 
-/// [`dot_sub`] sums as `dot` leaves them: the same here.
+/// [`dot_sub`] sums as `dot` leaves them: the relaxed build's i16 pairs added into i32 lanes.
+#[cfg(target_feature = "relaxed-simd")]
+#[inline(always)]
+unsafe fn sub_sums(p: I) -> I {
+    [
+        i32x4_extadd_pairwise_i16x8(p[0]),
+        i32x4_extadd_pairwise_i16x8(p[1]),
+        p[2],
+        p[3],
+    ]
+}
+
+#[cfg(not(target_feature = "relaxed-simd"))]
 #[inline(always)]
 unsafe fn sub_sums(p: I) -> I {
     p
 }
 
 /// [`dot_sub`] sums of rows 0-3 and 4-7, less `off` per row, times each row's scale (the 8
-/// bytes at `scales`).
+/// bytes at `scales`). The relaxed build multiplies its i16 sums by the scales and pairs them
+/// with one `i32x4.dot_i16x8` per two rows (`pmaddwd`).
+#[cfg(target_feature = "relaxed-simd")]
+#[inline(always)]
+unsafe fn scaled_rows(p: [I; 2], off: R, scales: *const u8, signed: bool) -> R {
+    let x = v128_load64_zero(scales as *const u64);
+    let x16 = if signed {
+        i16x8_extend_low_i8x16(x)
+    } else {
+        u16x8_extend_low_u8x16(x)
+    };
+    // Rows 2k and 2k+1's scales, each in the 4 i16 lanes of its sums.
+    let rows = [
+        i16x8_shuffle::<0, 0, 0, 0, 1, 1, 1, 1>(x16, x16),
+        i16x8_shuffle::<2, 2, 2, 2, 3, 3, 3, 3>(x16, x16),
+        i16x8_shuffle::<4, 4, 4, 4, 5, 5, 5, 5>(x16, x16),
+        i16x8_shuffle::<6, 6, 6, 6, 7, 7, 7, 7>(x16, x16),
+    ];
+    let scaled = |h: usize| {
+        let (a, b) = (p[h][0], p[h][1]);
+        [
+            i32x4_dot_i16x8(a, rows[2 * h]),
+            i32x4_dot_i16x8(b, rows[2 * h + 1]),
+            p[h][2],
+            p[h][3],
+        ]
+    };
+    sub_r(
+        per_row(scaled(0), scaled(1)),
+        mul_r(off, widen8(scales, signed)),
+    )
+}
+
+#[cfg(not(target_feature = "relaxed-simd"))]
 #[inline(always)]
 unsafe fn scaled_rows(p: [I; 2], off: R, scales: *const u8, signed: bool) -> R {
     mul_r(sub_r(per_row(p[0], p[1]), off), widen8(scales, signed))

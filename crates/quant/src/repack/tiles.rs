@@ -4,14 +4,13 @@
 //!
 //! - `B`, 32 quant or activation bytes: 8-byte chunks of 4 rows, or one chunk repeated
 //!   (`load`, `bcast8`, `nibbles`, `fifth_bit`, `q6_high`, `or_b`, `q8_operands`);
-//! - `I`, the integer sums of byte products `dot(I, u, s)` (unsigned `u` under 128, signed `s`)
-//!   and `dot_q8` (Q8_0's operands from `q8_operands`; the activation side one chunk repeated),
-//!   in whatever lanes the build likes as long as `per_row(rows 0-3, rows 4-7)` folds them into
-//!   one lane per row; `dot_sub`, the same for the short runs of products that one scale
-//!   multiplies, whose sums `sub_sums` turns into `dot`'s and `scaled_rows([rows 0-3, rows
-//!   4-7], off, 8 scale bytes, signed)` into one lane per row, less `off`, times that row's
-//!   scale (the AVX2 build keeps them in i16, so a run is at most 4 products of weights under
-//!   32, or 2 under 64);
+//! - `I`, integer sums of byte products in whatever lanes the build likes: `dot_sub(I, u, s)`
+//!   (unsigned `u` under 128, signed `s`; the activation side one chunk repeated) over a short
+//!   run of products that one scale multiplies (the AVX2 and relaxed-SIMD builds keep i16 sums,
+//!   so a run is at most 4 products of weights under 32, or 2 under 64), then either
+//!   `sub_sums` and `per_row(rows 0-3, rows 4-7)`, one lane per row, or `scaled_rows([rows
+//!   0-3, rows 4-7], off, 8 scale bytes, signed)`, one lane per row, less `off`, times that
+//!   row's scale; `dot_q8` (Q8_0's operands from `q8_operands`), folded by `per_row` too;
 //! - `R`, one i32 lane per row (`zero_r`, `add_r`, `sub_r`, `splat_r`);
 //! - `F`, one f32 lane per row (`zero_f`, `sub_f`, `mul_f`, `splat_f`, `to_f`, `f16x8`,
 //!   `f16_to_f32` (one activation scale), `add_scaled` = `acc + f32(isum) * scale` unfused,
