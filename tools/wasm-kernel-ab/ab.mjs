@@ -4,6 +4,8 @@
 //
 //   cd tools/wasm-kernel-ab
 //   RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd" cargo build --release --target wasm32-unknown-unknown
+//   (add `--features repacked` for the repacked 8-row kernels, which the engine runs for every
+//   type with a repacked layout; without it the cases run ggml's file-layout kernels)
 //   cp target/wasm32-unknown-unknown/release/wasm_kernel_ab.wasm /tmp/a.wasm   # then change the code, build again
 //   node ab.mjs /tmp/a.wasm target/wasm32-unknown-unknown/release/wasm_kernel_ab.wasm [pairs]
 //
