@@ -9,26 +9,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def cpuinfo_field(name):
+def cpuinfo():
+    """The first CPU's /proc/cpuinfo fields (empty where there is none)."""
     try:
-        info = Path("/proc/cpuinfo").read_text()
+        lines = Path("/proc/cpuinfo").read_text().split("\n\n")[0].splitlines()
     except OSError:
-        return ""
-    return next((l.split(":", 1)[1].strip() for l in info.splitlines() if l.startswith(name)), "")
+        return {}
+    return {k.strip(): v.strip() for k, _, v in (l.partition(":") for l in lines)}
 
 
-def cpu_features():
+def cpu_features(info):
     """The SIMD features the kernels choose between (the figures differ a lot between an
     AVX2-only VM and one with AVX-512 VNNI), e.g. "AVX2, AVX-512, AVX-512 VNNI"."""
-    flags = cpuinfo_field("flags").split()
+    flags = info.get("flags", "").split()
     wanted = [("avx2", "AVX2"), ("avx512f", "AVX-512"), ("avx512_vnni", "AVX-512 VNNI"),
               ("avx_vnni", "AVX-VNNI")]
     return ", ".join(name for flag, name in wanted if flag in flags) or "no AVX2"
-
-
-def machine():
-    """This machine in words: cores, CPU model and features."""
-    return f"{os.cpu_count()}-core x86-64 VM, {cpuinfo_field('model name')} ({cpu_features()})"
 
 
 def write(kind, title, name, commands, tables, notes):
@@ -37,14 +33,17 @@ def write(kind, title, name, commands, tables, notes):
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=ROOT).stdout.strip()
     load = os.getloadavg()[0]
+    info = cpuinfo()
+    features = cpu_features(info)
     now = datetime.datetime.now(datetime.timezone.utc)
     result = {
         "kind": kind,
         "title": title,
         "date": now.strftime("%Y-%m-%dT%H:%M"),
         "commit": commit or None,
-        "machine": f"{machine()}; load average {load:.1f} at the end",
-        "cpu": cpu_features(),
+        "machine": f"{os.cpu_count()}-core x86-64 VM, {info.get('model name', '')} ({features}); "
+                   f"load average {load:.1f} at the end",
+        "cpu": features,
         "commands": commands,
         "tables": tables,
         "notes": notes,

@@ -29,21 +29,24 @@ fn quantize(ty: GgmlType, x: &[f32], n: usize) -> Vec<u8> {
     out
 }
 
+/// Where a weight block keeps its f16 scales (d, and m or dmin).
+fn scale_offsets(ty: GgmlType) -> &'static [usize] {
+    match ty {
+        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => &[0],
+        GgmlType::Q4_1 | GgmlType::Q4_K | GgmlType::Q5_K => &[0, 2],
+        GgmlType::Q6_K => &[208],
+        _ => unreachable!(),
+    }
+}
+
 /// Random bytes in every quant field (extremes included: Q8_0 -128, Q6_K scale -128), with
 /// small finite f16 scales so sums stay finite.
 fn random_rows(rng: &mut rand::rngs::StdRng, ty: GgmlType, n: usize, n_rows: usize) -> Vec<u8> {
     let rb = crate::row_bytes(ty, n).unwrap();
     let mut w: Vec<u8> = (0..rb * n_rows).map(|_| rng.random()).collect();
     let bs = ty.type_size() as usize;
-    let scale_offsets: &[usize] = match ty {
-        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => &[0],
-        GgmlType::Q4_1 => &[0, 2],
-        GgmlType::Q4_K | GgmlType::Q5_K => &[0, 2],
-        GgmlType::Q6_K => &[208],
-        _ => unreachable!(),
-    };
     for block in w.chunks_exact_mut(bs) {
-        for &o in scale_offsets {
+        for &o in scale_offsets(ty) {
             let v = half::f16::from_f32(rng.random_range(-0.01f32..0.01));
             block[o..o + 2].copy_from_slice(&v.to_le_bytes());
         }
@@ -144,12 +147,7 @@ fn every_isa_gives_the_reference_bits_on_extreme_bytes() {
         let n_rows = 9;
         let mut w = random_rows(&mut rng, ty, n, n_rows);
         // random_rows' small f16 scales (d, and m or dmin) stay; every other byte is 0xff.
-        let scales: &[usize] = match ty {
-            GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => &[0],
-            GgmlType::Q4_1 | GgmlType::Q4_K | GgmlType::Q5_K => &[0, 2],
-            GgmlType::Q6_K => &[208],
-            _ => unreachable!(),
-        };
+        let scales = scale_offsets(ty);
         for block in w.chunks_exact_mut(ty.type_size() as usize) {
             let kept: Vec<[u8; 2]> = scales.iter().map(|&o| [block[o], block[o + 1]]).collect();
             block.fill(0xff);
