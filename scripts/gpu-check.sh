@@ -12,7 +12,7 @@
 # Needs: the NVIDIA driver, cargo, python3 with pip and numpy. NVRTC, cuBLAS, nvcc and cmake
 # come from PyPI wheels when pip can reach the registry; otherwise from a CUDA toolkit already
 # installed (/usr/local/cuda). SKIP_LLAMA=1 skips llama.cpp's build and bench.
-# Not yet run on a GPU: written before one was lent (see docs/backend-cuda.md).
+# On a lent machine without network or Rust, scripts/gpu-lease.sh runs the same checks.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -27,15 +27,12 @@ pip_ok() { python3 -m pip install --quiet --disable-pip-version-check "$@" 2>/de
 python3 -c 'import nvidia.cuda_nvrtc, nvidia.cublas' 2>/dev/null \
   || pip_ok 'nvidia-cuda-nvrtc-cu12==12.9.86' 'nvidia-cublas-cu12' \
   || echo "pip cannot install the CUDA wheels: using a toolkit's libraries" >&2
-wheel_dir() { python3 -c "import nvidia.$1 as m; print(m.__path__[0] + '/lib')" 2>/dev/null || true; }
-nvrtc_dir=$(wheel_dir cuda_nvrtc)
-cublas_dir=$(wheel_dir cublas)
-export TESSERA_NVRTC=${nvrtc_dir:-/usr/local/cuda/lib64}
-export TESSERA_CUBLAS=${cublas_dir:-/usr/local/cuda/lib64}
-export LD_LIBRARY_PATH="$TESSERA_NVRTC:$TESSERA_CUBLAS:${LD_LIBRARY_PATH:-}"
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
+# shellcheck source=cuda-libs.sh
+. "$root/scripts/cuda-libs.sh"
+cuda_libs_link "$CARGO_TARGET_DIR/cuda-libs"
 # The tests below fail instead of skipping when something is missing.
 export TESSERA_REQUIRE_CUDA=1 TESSERA_REQUIRE_NVRTC=1
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
 export TESSERA_MODELS=${TESSERA_MODELS:-$root/models}
 [ -f "$TESSERA_MODELS/SmolLM2-135M-Instruct.Q4_1.gguf" ] || scripts/fetch-models.sh all
 
@@ -84,7 +81,7 @@ if [ "${SKIP_LLAMA:-0}" != 1 ]; then
     nvcc_dir=$(python3 -c 'import nvidia.cuda_nvcc as m; print(m.__path__[0])' 2>/dev/null || echo /usr/local/cuda)
     export PATH="$nvcc_dir/bin:$PATH" CUDAToolkit_ROOT=$nvcc_dir
     step cmake -S "$src" -B "$src/build-cuda" -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-      -DLLAMA_BUILD_TESTS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DCMAKE_BUILD_TYPE=Release
+      -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DCMAKE_BUILD_TYPE=Release
     step cmake --build "$src/build-cuda" -j"$(nproc)" --target llama-bench
   fi
   for m in "${models[@]}"; do
@@ -93,25 +90,5 @@ if [ "${SKIP_LLAMA:-0}" != 1 ]; then
   done
 fi
 
-# Summary: tokens/s side by side; decode bandwidth = model bytes × tg tokens/s / HBM peak
-# (H200: 4.8 TB/s; HBM_PEAK_GBS overrides for another GPU).
-python3 - "$OUT" "${HBM_PEAK_GBS:-4800}" "${models[@]}" > "$OUT/summary.md" <<'PY'
-import json, os, sys
-out, peak = sys.argv[1], float(sys.argv[2]) * 1e9
-def load(path):
-    try:
-        return {("pp" if r["n_gen"] == 0 else "tg"): r["avg_ts"] for r in json.load(open(path))}
-    except (OSError, ValueError, KeyError):
-        return {}
-print("| model | size | tessera pp512 | llama.cpp pp512 | tessera tg128 | llama.cpp tg128 | tessera decode BW (% of peak) |")
-print("|---|---|---|---|---|---|---|")
-for m in sys.argv[3:]:
-    name = os.path.basename(m)[:-5]
-    size = os.path.getsize(m)
-    t, l = load(f"{out}/tessera-{name}.json"), load(f"{out}/llama-{name}.json")
-    bw = t.get("tg", 0) * size / peak * 100
-    f = lambda d, k: f"{d[k]:.1f}" if k in d else "-"
-    print(f"| {name} | {size / 2**20:.0f} MiB | {f(t, 'pp')} | {f(l, 'pp')} | {f(t, 'tg')} | {f(l, 'tg')} | {bw:.1f} % |")
-PY
-cat "$OUT/summary.md"
+python3 scripts/gpu-summary.py "$OUT" "${models[@]}"
 exit $status
