@@ -81,6 +81,10 @@ __device__ __forceinline__ u32 load_u16(const u8* p) {
 }
 
 __device__ __forceinline__ u32 load_u32(const u8* p) {
+#ifdef __CUDACC__
+    // One load where the block layout leaves the word aligned (Q4_1, Q4_K, Q5_K quants).
+    if ((u64)p % 4 == 0) return *(const u32*)p;
+#endif
     return (u32)p[0] | ((u32)p[1] << 8) | ((u32)p[2] << 16) | ((u32)p[3] << 24);
 }
 

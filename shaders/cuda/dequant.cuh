@@ -7,8 +7,8 @@
 // (elements 0..15) and d1 (16..31) and an offset m: weight i = d * q_i + m. That is ggml's
 // dequantize arithmetic term for term (q4_0: (n - 8) * d; q4_1: n * d + m; q4_K:
 // (d * sc) * n - dmin * mn; q6_K: (d * sc) * (n - 32); ...), so `chunk_value` with unfused
-// multiply and add gives ggml's floats bit for bit, and the integer dot products give ggml's
-// vec_dot sums up to float summation order.
+// multiply and add gives ggml's floats bit for bit. (The quantized dot products, in ggml's
+// float order, are ggml_order.cuh's.)
 #pragma once
 #include "common.cuh"
 
@@ -228,32 +228,6 @@ template <int T> __device__ void dequant32(const u8* row, u32 c, u32 k, float* o
         load_chunk<T>(row, c, ch);
         for (int i = 0; i < 32; i++) o[i] = chunk_value(ch, i);
     }
-}
-
-// A loaded chunk's dot product with quantized activations: `xq` the chunk's 32 int8 values
-// (as 8 ints), `ds` their block's numbers as ggml's vec_dot uses them: Q8_0 (d rounded to
-// f16, -), Q8_1 for Q4_1/Q5_1 weights (d, s = f16(d * Σq)), Q8_K (d, -).
-template <int T> __device__ float chunk_dot_q8(const Chunk& ch, const int* xq, float2 ds) {
-    int s0 = 0, s1 = 0;
-    for (int t = 0; t < 4; t++) s0 = dp4a(ch.q[t], xq[t], s0);
-    for (int t = 4; t < 8; t++) s1 = dp4a(ch.q[t], xq[t], s1);
-    const float acc = ds.x * (ch.d0 * (float)s0 + ch.d1 * (float)s1);
-    if constexpr (T == T_Q4_1 || T == T_Q5_1) {
-        return acc + ch.m * ds.y;
-    } else if constexpr (T == T_Q4_K || T == T_Q5_K) {
-        int sx = 0;
-        for (int t = 0; t < 8; t++) sx = dp4a(0x01010101, xq[t], sx);
-        return acc + ch.m * ds.x * (float)sx;
-    } else {
-        return acc;
-    }
-}
-
-// Chunk c of `row` against quantized activations (see chunk_dot_q8).
-template <int T> __device__ float dot32_q8(const u8* row, u32 c, const int* xq, float2 ds) {
-    Chunk ch;
-    load_chunk<T>(row, c, ch);
-    return chunk_dot_q8<T>(ch, xq, ds);
 }
 
 // The chunk's dot product with float activations `x` (F32 and F16 weights; `x` already

@@ -1,9 +1,10 @@
 // mul_mat_id: the experts' matmul over the chosen experts only. For every (token t, slot j)
 // of the route, y[t·n_used + j][r] = dot(weight row e·m + r, x[row]) with e the slot's expert
 // and row the token's (x_shared: one input row per token) or the slot's. One warp per output
-// element; the dot products are mul_mat.cu's (integer dp4a on quantized activations).
+// element; the dot products are mul_mat.cu's (quantized: ggml's order, by the warp's first 8
+// threads; the other 24 repeat them, so that every thread takes part in the lane exchange).
 // The route ([ids as floats..., weights...] per token) comes from moe.cu's moe_route.
-#include "dequant.cuh"
+#include "ggml_order.cuh"
 
 template <int T>
 __device__ void mul_mat_id(const u8* w, u32 row_bytes, u32 k, u32 m, u32 n_used, u32 n_slots,
@@ -18,17 +19,17 @@ __device__ void mul_mat_id(const u8* w, u32 row_bytes, u32 k, u32 m, u32 n_used,
     const u32 e = (u32)route[(u64)t * 2 * n_used + slot % n_used];
     const u32 xrow = x_shared ? t : slot;
     const u8* wr = w + ((u64)e * m + r) * row_bytes;
-    float acc = 0.0f;
-    for (u32 c = lane; c < (k + 31) / 32; c += WARP) {
-        if constexpr (Act<T>::KIND == ACT_F32) {
+    if constexpr (Act<T>::KIND == ACT_F32) {
+        float acc = 0.0f;
+        for (u32 c = lane; c < (k + 31) / 32; c += WARP)
             acc += dot32_f32<T>(wr, c, k, (const float*)x + (u64)xrow * k);
-        } else {
-            const int* xq = (const int*)((const i8*)x + (u64)xrow * k + c * 32);
-            acc += dot32_q8<T>(wr, c, xq, xds[(u64)xrow * (k / 32) + c]);
-        }
+        acc = warp_sum(acc);
+        if (lane == 0) y[out] = acc;
+    } else {
+        const float s = ggml_dot8<T>(wr, k / Ty<T>::QK, lane % 8,
+                                     (const int*)((const i8*)x + (u64)xrow * k), xds + (u64)xrow * (k / 32));
+        if (lane == 0) y[out] = s;
     }
-    acc = warp_sum(acc);
-    if (lane == 0) y[out] = acc;
 }
 
 KERNEL_FOR_TYPES(mul_mat_id, mul_mat_id,

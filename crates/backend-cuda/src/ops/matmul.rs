@@ -21,8 +21,8 @@ pub fn uses_gemm(n: usize) -> bool {
         && !*INT.get_or_init(|| std::env::var("TESSERA_CUDA_PREFILL").is_ok_and(|v| v == "int"))
 }
 
-/// `ROWS_PER_BLOCK` and `NC` of mul_mat.cu.
-const ROWS_PER_BLOCK: usize = 4;
+/// `WARPS_PER_BLOCK` and `NC` of mul_mat.cu.
+const WARPS_PER_BLOCK: usize = 4;
 const NC: usize = 4;
 
 /// Scratch buffers of a graph's matmuls, sized by the caller for its largest.
@@ -78,7 +78,12 @@ pub fn prepare(
     if s.holds == Some((node, kind)) {
         return Ok(out);
     }
-    let block = if kind == ActKind::Q8K { 256 } else { 32 };
+    // Quantized activations come in blocks; f16 rounding is per element (any row length).
+    let block = match kind {
+        ActKind::Q8K => 256,
+        ActKind::Q8_0 => 32,
+        _ => 1,
+    };
     if !n.is_multiple_of(block) {
         return Err(CudaError::Unsupported(format!(
             "{} activations of {n} (blocks of {block})",
@@ -125,7 +130,13 @@ pub fn mul_mat(
         return gemm_f16(gpu, s, w, x, n, y);
     }
     let (xa, ds) = prepare(gpu, s, w, node, x, k * n)?;
-    let (gx, gy) = grid_2d(m.div_ceil(ROWS_PER_BLOCK));
+    // mul_mat.cu's matvec: a warp per row, or per 4 rows for quantized weights in decode.
+    let rows_per_warp = if n == 1 && !matches!(act_kind(w.ty), ActKind::F32 | ActKind::F16) {
+        4
+    } else {
+        1
+    };
+    let (gx, gy) = grid_2d(m.div_ceil(WARPS_PER_BLOCK * rows_per_warp));
     let grid = (gx, gy, n.div_ceil(NC) as u32);
     let args = [
         Ptr(w.buf.ptr),
@@ -141,7 +152,7 @@ pub fn mul_mat(
         "mul_mat.cu",
         &format!("matvec_{}", w.suffix()?),
         grid,
-        (32 * ROWS_PER_BLOCK) as u32,
+        (32 * WARPS_PER_BLOCK) as u32,
         &args,
     )
 }

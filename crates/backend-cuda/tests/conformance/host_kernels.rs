@@ -1,8 +1,8 @@
 //! Kernel math checked without a GPU, the CUDA headers compiled as host C++ (g++) by the
 //! harnesses in `tests/host/`:
 //! - `dequant.cuh` dequantizes random blocks of every weight type bit for bit like the quant
-//!   crate (ggml's arithmetic), and its integer (dp4a) dot products match the float dot
-//!   product of the dequantized weights;
+//!   crate (ggml's arithmetic), and `ggml_order.cuh`'s dot products equal the CPU backend's
+//!   vec_dot (ggml's x86 float order) bit for bit;
 //! - `rope.cuh` rotates like the CPU backend (the modes, rotated dims, frequency factors and
 //!   YaRN of the conformance suite's rope cases);
 //! - `moe.cuh` routes like the CPU backend (every gating, selection bias, normalisation).
@@ -14,7 +14,6 @@ use std::process::Command;
 
 use super::*;
 
-const K: usize = 512;
 const ROWS: usize = 5;
 
 /// A fresh folder for one test's files.
@@ -98,46 +97,82 @@ fn harness(dir: &Path, name: &str) -> Option<PathBuf> {
     }
 }
 
+/// Activations of `k` elements quantized as the CPU backend quantizes them for `ty`'s vec_dot
+/// (Q8_0, Q8_1 or Q8_K blocks), and the same numbers in quantize.cu's layout: `k` int8 quants,
+/// then per 32 elements (d, s) as f32 (Q8_K: the 256-block's d, repeated).
+fn activations(ty: GgmlType, data: &[f32]) -> (Vec<u8>, Vec<u8>) {
+    let act_ty = tessera_quant::vec_dot_type(ty).unwrap();
+    let k = data.len();
+    let mut blocks = vec![0u8; tessera_quant::row_bytes(act_ty, k).unwrap()];
+    tessera_quant::quantize_row(act_ty, data, &mut blocks).unwrap();
+    let f16 = |b: &[u8]| half::f16::from_le_bytes([b[0], b[1]]).to_f32();
+    let (mut q, mut ds) = (Vec::new(), Vec::new());
+    match act_ty {
+        GgmlType::Q8_0 => {
+            for b in blocks.chunks(34) {
+                q.extend_from_slice(&b[2..]);
+                ds.extend([f16(b), 0.0]);
+            }
+        }
+        GgmlType::Q8_1 => {
+            for b in blocks.chunks(36) {
+                q.extend_from_slice(&b[4..]);
+                ds.extend([f16(b), f16(&b[2..])]);
+            }
+        }
+        GgmlType::Q8_K => {
+            // f32 d, 256 quants, 16 i16 bsums (recomputed from the quants by the kernels).
+            for b in blocks.chunks(4 + 256 + 32) {
+                q.extend_from_slice(&b[4..260]);
+                let d = f32::from_le_bytes(b[..4].try_into().unwrap());
+                for _ in 0..8 {
+                    ds.extend([d, 0.0]);
+                }
+            }
+        }
+        other => panic!("no quantized activations for {other:?}"),
+    }
+    q.extend(ds.iter().flat_map(|v| v.to_le_bytes()));
+    (blocks, q)
+}
+
+/// dequant.cuh decodes every type bit for bit like the quant crate, and ggml_order.cuh's dot
+/// products (its 8 lanes emulated one after the other) equal the CPU backend's vec_dot bit for
+/// bit. Row lengths: 544 (17 blocks: MXFP4's odd tail) or 512 for the K-quants.
 #[test]
-fn dequant_cuh_decodes_every_type_like_the_quant_crate() {
+fn dequant_and_ggml_order_cuh_match_the_quant_crate_bit_for_bit() {
     let dir = scratch_dir("dequant");
     let Some(exe) = harness(&dir, "dequant_harness") else {
         return;
     };
-    // Activations: int8 quants with per-32 (d, s = d · Σq), the layout quantize.cu writes.
-    let q: Vec<i8> = values(K, 7, 1.0)
-        .iter()
-        .map(|v| (v * 127.0).round() as i8)
-        .collect();
-    let d: Vec<f32> = values(K / 32, 8, 1.0)
-        .iter()
-        .map(|v| 0.01 + v.abs() * 0.02)
-        .collect();
-    let mut acts: Vec<u8> = q.iter().map(|&v| v as u8).collect();
-    for (c, &dc) in d.iter().enumerate() {
-        let sum: i32 = q[c * 32..(c + 1) * 32].iter().map(|&v| v as i32).sum();
-        acts.extend(dc.to_le_bytes());
-        acts.extend((dc * sum as f32).to_le_bytes());
-    }
-    std::fs::write(dir.join("acts.bin"), &acts).unwrap();
     for (i, ty) in WEIGHT_TYPES.into_iter().enumerate() {
-        let data = values(K * ROWS, 100 + i as u64, 3.0);
-        let bytes = encode(ty, K, &data);
+        let k = if ty.block_size() == 256 { 512 } else { 544 };
+        let data = values(k * ROWS, 100 + i as u64, 3.0);
+        let bytes = encode(ty, k, &data);
         let rb = bytes.len() / ROWS;
         std::fs::write(dir.join("w.bin"), &bytes).unwrap();
+        let quantized = !matches!(ty, GgmlType::F32 | GgmlType::F16);
+        let act_data = values(k, 7 + i as u64, 1.0);
+        let (act_blocks, acts) = if quantized {
+            activations(ty, &act_data)
+        } else {
+            (Vec::new(), vec![0u8; k + k / 32 * 8])
+        };
+        std::fs::write(dir.join("acts.bin"), &acts).unwrap();
         let out = dir.join("out.bin");
         let ok = Command::new(&exe)
-            .args([ty.id(), K as u32, ROWS as u32, rb as u32].map(|v| v.to_string()))
+            .args([ty.id(), k as u32, ROWS as u32, rb as u32].map(|v| v.to_string()))
             .args([dir.join("w.bin"), dir.join("acts.bin"), out.clone()])
             .status()
             .unwrap();
         assert!(ok.success(), "{ty:?}: harness failed");
         let got = read_floats(&out);
-        assert_eq!(got.len(), K * ROWS + ROWS, "{ty:?}");
+        assert_eq!(got.len(), k * ROWS + ROWS, "{ty:?}");
         for r in 0..ROWS {
-            let mut want = vec![0.0f32; K];
-            tessera_quant::dequantize_row(ty, &bytes[r * rb..(r + 1) * rb], &mut want).unwrap();
-            let row = &got[r * K..(r + 1) * K];
+            let w_row = &bytes[r * rb..(r + 1) * rb];
+            let mut want = vec![0.0f32; k];
+            tessera_quant::dequantize_row(ty, w_row, &mut want).unwrap();
+            let row = &got[r * k..(r + 1) * k];
             for (j, (g, w)) in row.iter().zip(&want).enumerate() {
                 assert_eq!(
                     g.to_bits(),
@@ -145,22 +180,15 @@ fn dequant_cuh_decodes_every_type_like_the_quant_crate() {
                     "{ty:?} row {r} element {j}: {g} vs {w}"
                 );
             }
-            if matches!(ty, GgmlType::F32 | GgmlType::F16) {
-                continue;
+            if quantized {
+                let want = tessera_quant::vec_dot(ty, k, w_row, &act_blocks);
+                let g = got[k * ROWS + r];
+                assert_eq!(
+                    g.to_bits(),
+                    want.to_bits(),
+                    "{ty:?} row {r}: dot {g} vs {want}"
+                );
             }
-            // The integer dot product against Σ w · d · q in f64 (a float summation order
-            // apart: relative to the sum of magnitudes).
-            let (mut dot, mut mag) = (0.0f64, 0.0f64);
-            for (j, &w) in want.iter().enumerate() {
-                let term = w as f64 * d[j / 32] as f64 * q[j] as f64;
-                dot += term;
-                mag += term.abs();
-            }
-            let g = got[K * ROWS + r] as f64;
-            assert!(
-                (g - dot).abs() <= 1e-5 * mag,
-                "{ty:?} row {r}: dp4a dot {g} vs {dot}"
-            );
         }
     }
     let _ = std::fs::remove_dir_all(&dir);

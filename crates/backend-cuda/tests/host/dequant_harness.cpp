@@ -1,10 +1,12 @@
-// Host harness for shaders/cuda/dequant.cuh (compiled by g++, no CUDA; driven by
-// tests/suite/host_dequant.rs): reads `rows` rows of one weight type and int8 activations,
-// writes each row's 32-element chunks as dequant32 gives them, then each row's integer dot
-// product (dot32_q8) with the activations.
+// Host harness for shaders/cuda/dequant.cuh and ggml_order.cuh (compiled by g++, no CUDA;
+// driven by tests/conformance/host_kernels.rs): reads `rows` rows of one weight type and one
+// column of activations in quantize.cu's layout (K int8 quants, then a float2 (d, s) per 32),
+// writes each row's 32-element chunks as dequant32 gives them, then each row's dot product
+// with the activations in ggml's order (ggml_lane for the 8 lanes, then ggml_total; quantized
+// types only, 0 for F32/F16).
 // Usage: dequant_harness TYPE K ROWS ROW_BYTES weights.bin acts.bin out.bin
 #include "harness.h"
-#include "dequant.cuh"
+#include "ggml_order.cuh"
 
 template <int T>
 static void run(const u8* w, u32 k, u32 rows, u32 row_bytes, const i8* q, const float2* ds, FILE* out) {
@@ -16,12 +18,20 @@ static void run(const u8* w, u32 k, u32 rows, u32 row_bytes, const i8* q, const 
         }
     }
     for (u32 r = 0; r < rows; r++) {
-        float acc = 0.0f;
+        float dot = 0.0f;
         if constexpr (Act<T>::KIND != ACT_F32) {
-            for (u32 c = 0; c < k / 32; c++)
-                acc += dot32_q8<T>(w + (u64)r * row_bytes, c, (const int*)(q + c * 32), ds[c]);
+            float acc[8], side[8];
+            int tail[8];
+            const u32 nb = k / Ty<T>::QK;
+            for (u32 l = 0; l < 8; l++) {
+                const GgmlLane g = ggml_lane<T>(w + (u64)r * row_bytes, nb, l, (const int*)q, ds);
+                acc[l] = g.acc;
+                side[l] = g.side;
+                tail[l] = g.tail;
+            }
+            dot = ggml_total<T>(acc, side, tail, nb);
         }
-        fwrite(&acc, 4, 1, out);
+        fwrite(&dot, 4, 1, out);
     }
 }
 
