@@ -31,6 +31,7 @@ KINDS = [
     ("moe-vs-llamacpp", "CPU: mixture-of-experts decode against llama.cpp"),
     ("serve-vs-llama-server", "Server: tessera serve against llama-server"),
     ("serve-soak", "Server: a long load"),
+    ("cuda-vs-llamacpp", "CUDA: Tessera against llama.cpp"),
     ("browser-vs-native", "Browser (wasm CPU) against native"),
     ("wllama-reference", "Browser: wllama's reference figures"),
     ("speculative", "Speculative decoding"),
