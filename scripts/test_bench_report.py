@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Tests of scripts/bench-report.py: `python3 scripts/test_bench_report.py`."""
+"""Tests of scripts/bench-report.py and of the GPU check's result table (gpu-summary.py):
+`python3 scripts/test_bench_report.py`."""
 import contextlib
 import importlib.util
 import io
@@ -12,6 +13,9 @@ HERE = Path(__file__).resolve().parent
 spec = importlib.util.spec_from_file_location("bench_report", HERE / "bench-report.py")
 report = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(report)
+spec = importlib.util.spec_from_file_location("gpu_summary", HERE / "gpu-summary.py")
+gpu_summary = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(gpu_summary)
 
 
 def result(kind, date, value):
@@ -72,6 +76,40 @@ class BenchReport(unittest.TestCase):
 
     def test_repository_document_is_current(self):
         self.assertEqual(report.main(["--check"]), 0)
+
+
+# llama-bench's -o json as it came from the H200 once: the first record closed by ",,".
+MALFORMED_LLAMA_BENCH = """[
+  {
+    "model_size": 96576768,
+    "n_prompt": 512,
+    "n_gen": 0,
+    "avg_ts": 36065.572635,
+    "samples_ts": [ 19113.5, 40271.5 ]
+  ,,
+  {
+    "model_size": 96576768,
+    "n_prompt": 0,
+    "n_gen": 128,
+    "avg_ts": 782.735654,
+    "samples_ts": [ 780.1, 785.3 ]
+  }
+]
+"""
+
+
+class GpuSummary(unittest.TestCase):
+    def test_reads_malformed_llama_bench_json_and_renders_a_known_kind(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "llama-m.json"
+            path.write_text(MALFORMED_LLAMA_BENCH)
+            self.assertEqual(gpu_summary.load(path),
+                             {"pp": 36065.572635, "tg": 782.735654, "size": 96576768})
+            path.write_text(MALFORMED_LLAMA_BENCH.replace(",,", "},"))
+            self.assertEqual(gpu_summary.load(path)["tg"], 782.735654)
+            self.assertEqual(gpu_summary.load(Path(d) / "missing.json"), {})
+        known = {kind for kind, _ in report.KINDS}
+        self.assertIn("cuda-vs-llamacpp", known)
 
 
 if __name__ == "__main__":
