@@ -9,6 +9,7 @@
 use crate::device::{grid_2d, Arg, DevBuf, Queue};
 use crate::error::CudaError;
 use crate::weights::{act_kind, ActKind, CudaWeight};
+use tessera_gguf::GgmlType;
 
 use Arg::{Ptr, U32};
 
@@ -157,7 +158,8 @@ pub fn mul_mat(
     )
 }
 
-/// Prefill: `w` dequantized to f16, `x` converted to f16, cuBLAS GEMM into f32 `y`.
+/// Prefill: `w` dequantized to f16 (F16 weights as they are), `x` converted to f16, cuBLAS GEMM
+/// into f32 `y`.
 fn gemm_f16(
     gpu: &mut impl Queue,
     s: &mut MatmulScratch,
@@ -173,22 +175,28 @@ fn gemm_f16(
             w.name
         )));
     }
-    let threads = m * k.div_ceil(32);
-    let (gx, gy) = grid_2d(threads.div_ceil(256));
-    let args = [
-        Ptr(w.buf.ptr),
-        U32(w.row_bytes as u32),
-        U32(k as u32),
-        U32(m as u32),
-        Ptr(s.w16.ptr),
-    ];
-    gpu.launch(
-        "mul_mat.cu",
-        &format!("dequant_f16_{}", w.suffix()?),
-        (gx, gy, 1),
-        256,
-        &args,
-    )?;
+    // An F16 weight already is the f16 matrix cuBLAS takes (rows of k, no padding).
+    let w16 = if w.ty == GgmlType::F16 {
+        w.buf.ptr
+    } else {
+        let threads = m * k.div_ceil(32);
+        let (gx, gy) = grid_2d(threads.div_ceil(256));
+        let args = [
+            Ptr(w.buf.ptr),
+            U32(w.row_bytes as u32),
+            U32(k as u32),
+            U32(m as u32),
+            Ptr(s.w16.ptr),
+        ];
+        gpu.launch(
+            "mul_mat.cu",
+            &format!("dequant_f16_{}", w.suffix()?),
+            (gx, gy, 1),
+            256,
+            &args,
+        )?;
+        s.w16.ptr
+    };
     gpu.launch_1d(
         "quantize.cu",
         "to_f16",
@@ -196,7 +204,7 @@ fn gemm_f16(
         &[Ptr(x), Ptr(s.x16.ptr), U32((n * k) as u32)],
     )?;
     // Column-major: W is k × m, X is k × n, Y = Wᵀ X is m × n.
-    gpu.gemm_f16(m, n, k, s.w16.ptr, s.x16.ptr, y)
+    gpu.gemm_f16(m, n, k, w16, s.x16.ptr, y)
 }
 
 /// Shape of a [`mul_mat_id`]: output `[m, n_used, n_tokens]`.
