@@ -14,7 +14,11 @@
 #   there:   scripts/gpu-lease.sh finish       waits for the chain (up to $WAIT_S seconds) and
 #                                              packs logs and results into $OUT
 #
-# The machine keeps /root/gpu between calls only while it stays warm (30 s after a call).
+# The machine keeps /root/gpu between calls only while it stays warm (30 s after a call), so
+# the calls follow one another at once, and the machine is held until the last result is in
+# (a fresh one may not be lent again). On the H200: start and the 7 parts ~60 s of device
+# time, the conformance suite 11 s, each model-test run ~30 s, llama.cpp's CUDA build ~5 min
+# (in the background, from the first call), the six benches ~1 min.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 stage=$root/.gpu
