@@ -87,11 +87,26 @@ fn forced_decoding_agreement_at_least_99_percent() {
     }
 }
 
+/// `want[i]`'s logit minus `got[i]`'s after `prompt` and `want[..i]`, on `ctx` (how near a tie
+/// the step where the two parted was).
+fn margin(ctx: &mut Context, prompt: &[u32], want: &[u32], got: u32, i: usize) -> f32 {
+    ctx.clear();
+    let mut seq = prompt.to_vec();
+    seq.extend_from_slice(&want[..i]);
+    ctx.decode(&seq, false).unwrap();
+    let logits = ctx.logits();
+    logits[want[i] as usize] - logits[got as usize]
+}
+
+/// Every fixture prompt of both models (all of them, so one run reports every divergence);
+/// where one parts from llama.cpp's tokens, the logit margin of llama.cpp's token over ours at
+/// that step on the CPU backend and on CUDA says whether it was a near tie.
 #[test]
 fn greedy_32_matches_the_fixtures() {
     if !have_cuda() {
         return;
     }
+    let mut failures = Vec::new();
     for (file, fx) in [
         (SMOLLM2, "greedy_smollm2.jsonl"),
         (GEMMA3, "greedy_gemma3_norepack.jsonl"),
@@ -99,11 +114,24 @@ fn greedy_32_matches_the_fixtures() {
         let model = load_model(file);
         let mut ctx = cuda_context(&model, 256, 512);
         for case in fixture(fx) {
-            let want = ids(&case["gen_ids"]);
-            let got = greedy_on_device(&mut ctx, &ids(&case["prompt_ids"]), 32);
-            assert_eq!(got, want[..32], "{file} {:?}", case["prompt"]);
+            let (prompt, want) = (ids(&case["prompt_ids"]), ids(&case["gen_ids"]));
+            let got = greedy_on_device(&mut ctx, &prompt, 32);
+            let Some(i) = (0..32).find(|&i| got[i] != want[i]) else {
+                continue;
+            };
+            let mut cpu = tessera_testkit::context(&model, 256, 256, 16);
+            let on_cpu = margin(&mut cpu, &prompt, &want, got[i], i);
+            let on_gpu = margin(&mut ctx, &prompt, &want, got[i], i);
+            let line = format!(
+                "{file} {:?}: token {i} of 32 is {} where llama.cpp has {}; llama.cpp's leads \
+                 by {on_cpu:.5} on the CPU backend, {on_gpu:.5} on CUDA",
+                case["prompt"], got[i], want[i]
+            );
+            eprintln!("{line}");
+            failures.push(line);
         }
     }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// The token drawn on the device equals the CPU reference sampler on the same step's logits
