@@ -12,7 +12,7 @@
 cuda_libs_link() {
   local dir=$1 site
   mkdir -p "$dir"
-  site=$(python3 -c 'import site, sys; print(" ".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null || true)
+  site=$(python3 -c 'import site; print(" ".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null || true)
   local roots=(/usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib)
   for s in $site; do roots+=("$s/nvidia/cuda_nvrtc/lib" "$s/nvidia/cublas/lib" "$s/nvidia/cu13/lib"); done
   local lib found v

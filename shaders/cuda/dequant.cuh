@@ -64,14 +64,22 @@ __device__ __forceinline__ u32 bit4_bytes(u32 bits, u32 b) {
 }
 
 // ggml's get_scale_min_k4: 6-bit scale and min of sub-block j from the 12 packed bytes `q`.
-__device__ __forceinline__ void scale_min_k4(u32 j, const u8* q, float& sc, float& mn) {
+__device__ __forceinline__ void scale_min_k4_int(u32 j, const u8* q, int& sc, int& mn) {
     if (j < 4) {
-        sc = (float)(q[j] & 63);
-        mn = (float)(q[j + 4] & 63);
+        sc = q[j] & 63;
+        mn = q[j + 4] & 63;
     } else {
-        sc = (float)((q[j + 4] & 15) | ((q[j - 4] >> 6) << 4));
-        mn = (float)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+        sc = (q[j + 4] & 15) | ((q[j - 4] >> 6) << 4);
+        mn = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
     }
+}
+
+// The same as floats (the dequantizing kernels' form).
+__device__ __forceinline__ void scale_min_k4(u32 j, const u8* q, float& sc, float& mn) {
+    int s, m;
+    scale_min_k4_int(j, q, s, m);
+    sc = (float)s;
+    mn = (float)m;
 }
 
 // Q4_K / Q5_K: sub-block `sub`'s scale d · sc and offset -dmin · mn (the block starts with

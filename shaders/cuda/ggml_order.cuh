@@ -12,7 +12,8 @@
 // Integer lane sums are exact however they are formed. Each float lane runs over the row's
 // blocks in order, so one thread computes one lane (`ggml_lane`: 8 threads per dot product),
 // and `ggml_total` adds the 8 lanes' results as ggml does. Compiles as host C++ too, where
-// tests/host/ggml_order_harness.cpp checks it bit for bit against the quant crate.
+// crates/backend-cuda/tests/host/dequant_harness.cpp checks it bit for bit against the
+// quant crate.
 #pragma once
 #include "dequant.cuh"
 
@@ -55,17 +56,6 @@ template <int T> __device__ float legacy_scale(const u8* b, float dy) {
         return __fmul_rn(dy, __uint_as_float(e < 2 ? 0x00200000u << e : (e - 1) << 23));
     } else {
         return __fmul_rn(load_f16(b), dy);
-    }
-}
-
-// ggml's get_scale_min_k4 as integers.
-__device__ __forceinline__ void scale_min_k4_int(u32 j, const u8* q, int& sc, int& mn) {
-    if (j < 4) {
-        sc = q[j] & 63;
-        mn = q[j + 4] & 63;
-    } else {
-        sc = (q[j + 4] & 15) | ((q[j - 4] >> 6) << 4);
-        mn = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
     }
 }
 
