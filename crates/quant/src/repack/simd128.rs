@@ -278,17 +278,21 @@ unsafe fn add_scaled(acc: F, isum: R, scale: F) -> F {
 
 /// Each byte of `x` shifted as 16-bit lanes by `n` (left when positive) and masked: the same
 /// bits as the x86 builds' 16-bit shifts.
+/// Written out for both vectors: through `array::map` LLVM left a call per use, with the
+/// vectors and the shift count passed through memory.
 #[inline(always)]
 fn shift_mask(x: B, n: i32, mask: i8) -> B {
-    let m = i8x16_splat(mask);
-    x.map(|v| {
+    #[inline(always)]
+    fn one(v: v128, n: i32, m: v128) -> v128 {
         let s = if n >= 0 {
             i16x8_shl(v, n as u32)
         } else {
             u16x8_shr(v, (-n) as u32)
         };
         v128_and(s, m)
-    })
+    }
+    let m = i8x16_splat(mask);
+    [one(x[0], n, m), one(x[1], n, m)]
 }
 
 /// Nibbles: `part` 0 the low ones, 1 the high ones.

@@ -124,6 +124,18 @@ macro_rules! repack_tiles {
             }};
         }
 
+        /// `f` of each element of `a`. `array::map` would do, but in the SIMD128 build LLVM
+        /// leaves its closure calls out of line, with their operands passed through memory,
+        /// once per block.
+        #[inline(always)]
+        fn each<X: Copy, Y: Copy, const N: usize>(a: [X; N], f: impl Fn(X) -> Y) -> [Y; N] {
+            let mut out = [f(a[0]); N];
+            for i in 1..N {
+                out[i] = f(a[i]);
+            }
+            out
+        }
+
         /// Asks for the bytes [`PREFETCH_BYTES`] after group block `gb` (in this group or the
         /// next ones: groups are contiguous), as many as the block has, so that memory keeps
         /// streaming while blocks are computed (the hardware prefetcher alone leaves decode's
@@ -165,7 +177,7 @@ macro_rules! repack_tiles {
                 }
             }
             // 4 runs per accumulator, of weights under 32.
-            ia.map(|[a, b]| per_row(sub_sums(a), sub_sums(b)))
+            each(ia, |[a, b]| per_row(sub_sums(a), sub_sums(b)))
         }
 
         /// Q4_0 and Q5_0: `isum - offset · Σa` per block, then the scaled step.
@@ -179,7 +191,7 @@ macro_rules! repack_tiles {
             for (b, gb) in g.iter().enumerate() {
                 prefetch_ahead(gb);
                 let (d, qs, hb) = gb.parts();
-                let ia = legacy4_block::<N>(qs, hb, a.map(|a| a[b].qs.as_ptr()));
+                let ia = legacy4_block::<N>(qs, hb, each(a, |a| a[b].qs.as_ptr()));
                 let d = f16x8(d.as_ptr());
                 for t in 0..N {
                     let off = splat_r(G::OFFSET * sums[t][b]);
@@ -198,7 +210,7 @@ macro_rules! repack_tiles {
             let mut acc = [zero_f(); N];
             for (b, gb) in g.iter().enumerate() {
                 prefetch_ahead(gb);
-                let ia = legacy4_block::<N>(&gb.qs, None, a.map(|a| a[b].qs.as_ptr()));
+                let ia = legacy4_block::<N>(&gb.qs, None, each(a, |a| a[b].qs.as_ptr()));
                 let (d, m) = (f16x8(gb.d.as_ptr()), f16x8(gb.m.as_ptr()));
                 for t in 0..N {
                     acc[t] = add_scaled(acc[t], ia[t], mul_f(d, splat_f(f16_to_f32(a[t][b].d))));
@@ -304,7 +316,7 @@ macro_rules! repack_tiles {
             for (b, gb) in g.iter().enumerate() {
                 prefetch_ahead(gb);
                 let p = gb.parts();
-                let isum = k4_isum::<N>(p.qs, p.qh, p.scales, a.map(|a| a[b].qs.as_ptr()));
+                let isum = k4_isum::<N>(p.qs, p.qh, p.scales, each(a, |a| a[b].qs.as_ptr()));
                 let (d, dmin) = (f16x8(p.d.as_ptr()), f16x8(p.dmin.as_ptr()));
                 for t in 0..N {
                     let msum = k4_msum(p.mins, &a[t][b].bsums);
@@ -319,7 +331,7 @@ macro_rules! repack_tiles {
             let mut acc = [zero_f(); N];
             for (b, gb) in g.iter().enumerate() {
                 prefetch_ahead(gb);
-                let ab = a.map(|a| &a[b]);
+                let ab = each(a, |a| &a[b]);
                 let mut isum = [zero_r(); N];
                 for hf in 0..2 {
                     for cc2 in 0..2 {
