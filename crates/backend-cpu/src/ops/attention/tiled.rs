@@ -306,7 +306,11 @@ fn accumulate_block<S: Simd, const R: usize>(
         }
         for t in 0..n_keys {
             let row = &v[t * dv..];
-            let pt: [S::F32; R] = std::array::from_fn(|r| s.splat(ps[r][t]));
+            // A loop, not `array::from_fn`, whose closure calls the wasm build left out of line.
+            let mut pt = [s.splat(0.0); R];
+            for r in 0..R {
+                pt[r] = s.splat(ps[r][t]);
+            }
             for i in 0..V_VECS {
                 let x = s.load(&row[i * S::LANES..]);
                 for r in 0..R {
