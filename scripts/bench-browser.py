@@ -90,8 +90,9 @@ def main():
             f"{a.rounds} alternated pairs per model and thread count; ratio = native ÷ browser per "
             "pair, then the median (bold).",
             f"Browser builds: {'; '.join(sorted(builds))} (headless Chromium). Both sides repack "
-            "the same weights into 8-row groups (SIMD128 kernels in the browser); SmolLM2's Q4_1 "
-            "layers keep ggml's arithmetic natively and take the repacked family's in the browser.",
+            "the same weights into 8-row groups (SIMD128 kernels in the browser), except SmolLM2's "
+            "Q4_1 layers: repacked natively (with ggml's arithmetic), ggml's file layout in the "
+            "browser.",
         ],
     )
     print(out, file=sys.stderr)

@@ -1,9 +1,9 @@
 //! Weights repacked into 8-row groups for the CPU kernels (`tessera_quant::repack`), made (by the
 //! backend's threads) on a weight's first matmul and kept for the backend's life.
 //!
-//! Q4_1's x86 kernels compute ggml's own vec_dot on its repacked layout (llama.cpp has no
+//! Q4_1's kernels compute ggml's own vec_dot on its repacked layout (llama.cpp has no
 //! repacked Q4_1, so that is its arithmetic on Q4_1 models: SmolLM2's fixtures stay exact);
-//! in wasm Q4_1 runs the repacked family's arithmetic, like every other type there.
+//! they are x86 only, so in wasm Q4_1 keeps its file layout and ggml's kernels.
 //!
 //! Once a weight is repacked its file pages are released (`WeightStore::release_file_pages`),
 //! so the process holds one copy of each weight. A table the graph also reads row by row (a
@@ -50,7 +50,10 @@ impl RepackedWeights {
     /// Whether weights of type `ty` get repacked (a layout and kernels for this CPU exist,
     /// repacking is on).
     pub fn repacks(&self, ty: GgmlType) -> bool {
-        !self.disabled && Kind::of(ty).is_some() && tessera_quant::repack::isa().is_some()
+        !self.disabled
+            && Kind::of(ty).is_some_and(|kind| {
+                tessera_quant::repack::isa().is_some_and(|isa| kind.has_kernels(isa))
+            })
     }
 
     /// Whether some layer weight (`blk.*`) of `weights` gets repacked into a layout whose
@@ -62,9 +65,7 @@ impl RepackedWeights {
                 let w = weights.get(WeightId(i as u32));
                 w.name.starts_with("blk.")
                     && self.repacks(w.desc.ty)
-                    && Kind::of(w.desc.ty).is_some_and(|kind| {
-                        tessera_quant::repack::isa().is_some_and(|isa| !kind.keeps_ggml_bits(isa))
-                    })
+                    && Kind::of(w.desc.ty).is_some_and(|kind| !kind.keeps_ggml_bits())
             })
     }
 

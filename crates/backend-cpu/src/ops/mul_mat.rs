@@ -450,8 +450,7 @@ mod tests {
                 let alone = run_repacked(&SequentialPool, &packed, ty, &x[t * k..(t + 1) * k], k);
                 assert_eq!(alone, batch[t * m..(t + 1) * m], "{ty} token {t}");
                 for r in 0..m {
-                    let want = tessera_quant::repack::reference::dot_on(
-                        tessera_quant::repack::isa().expect("a repacked matrix exists"),
+                    let want = tessera_quant::repack::reference::dot(
                         ty,
                         k,
                         &wq[r * rb..(r + 1) * rb],

@@ -8,11 +8,9 @@
 //! and activation row, so a token gets the same bits alone or in any batch, and every ISA
 //! gives the same bits.
 //!
-//! Q4_1 on x86 is the exception ([`Kind::keeps_ggml_bits`]): llama.cpp has no repacked Q4_1,
-//! so its x86 kernels here ([`x86_q4_1`]) compute ggml's vec_dot bit for bit on the repacked
-//! layout, and Q4_1 models keep llama.cpp's own bits there. The SIMD128 build runs Q4_1 in the
-//! family's arithmetic instead: ggml's needs fused multiply-adds, which wasm lacks, and their
-//! emulation made those kernels slower than the file layout's.
+//! Q4_1 is the exception ([`Kind::keeps_ggml_bits`]): llama.cpp has no repacked Q4_1, so its
+//! kernels here ([`x86_q4_1`], x86 only) compute ggml's vec_dot bit for bit on the repacked
+//! layout, and Q4_1 models keep llama.cpp's own bits.
 //!
 //! The kernels are written once ([`tiles`]) and built for x86-64 (AVX2, AVX-VNNI, AVX-512
 //! VNNI; `x86`) and wasm32 SIMD128 (`simd128`). Where none runs, [`RepackedMatrix::new`]
@@ -67,14 +65,19 @@ impl Kind {
         matches!(self, Kind::Q4_0 | Kind::Q5_0)
     }
 
-    /// Whether build `isa`'s kernels compute ggml's vec_dot bits (Q4_1 on x86) rather than
-    /// the repacked family's ([`reference`] documents both).
-    pub fn keeps_ggml_bits(self, isa: Isa) -> bool {
-        self == Kind::Q4_1 && isa != Isa::Simd128
+    /// Whether the kernels compute ggml's vec_dot bits (Q4_1) rather than the repacked
+    /// family's ([`reference`] documents both).
+    pub fn keeps_ggml_bits(self) -> bool {
+        self == Kind::Q4_1
+    }
+
+    /// Whether build `isa` has kernels for this layout (Q4_1's are x86 only).
+    pub fn has_kernels(self, isa: Isa) -> bool {
+        self != Kind::Q4_1 || isa != Isa::Simd128
     }
 }
 
-/// The kernel builds; every one gives the same bits, but for Q4_1 ([`Kind::keeps_ggml_bits`]).
+/// The kernel builds; every one gives the same bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Isa {
     Avx2,
@@ -177,7 +180,7 @@ impl RepackedMatrix {
         let Some(kind) = Kind::of(ty) else {
             return Ok(None);
         };
-        if isa().is_none() {
+        if !isa().is_some_and(|isa| kind.has_kernels(isa)) {
             return Ok(None);
         }
         Self::with_kind(kind, ty, n, n_rows, rows, tasks).map(Some)
@@ -265,7 +268,7 @@ impl RepackedMatrix {
 
     /// The rows of `groups` (8 per group, padding rows included) × `n_acts` activation rows
     /// of [`crate::vec_dot_type`] (`acts`: contiguous rows): `out[t * 8 * groups.len() + i]`.
-    /// Every element has [`reference::dot_on`]'s bits for this CPU's build.
+    /// Every element has [`reference::dot`]'s bits.
     /// `sums`: [`act_block_sums`] of `acts` where [`Self::needs_act_sums`], else unused.
     pub fn gemm(
         &self,
@@ -309,6 +312,11 @@ impl RepackedMatrix {
             );
         }
         let (kind, nb) = (self.kind, self.nb);
+        assert!(
+            kind.has_kernels(isa),
+            "no {} kernels for {kind:?}",
+            isa.name()
+        );
         // SAFETY: `runs_here` checked the features; lengths asserted above.
         #[allow(unreachable_code, unused_variables)]
         unsafe {
@@ -318,7 +326,7 @@ impl RepackedMatrix {
                     Isa::Avx2 => x86::avx2::gemm_q4_1(nb, w, a, n_acts, out),
                     Isa::AvxVnni => x86::avx_vnni::gemm_q4_1(nb, w, a, n_acts, out),
                     Isa::Avx512Vnni => x86::avx512_vnni::gemm_q4_1(nb, w, a, n_acts, out),
-                    Isa::Simd128 => unreachable!("runs_here refuses simd128 on x86"),
+                    Isa::Simd128 => unreachable!("refused by has_kernels"),
                 };
             }
             match isa {

@@ -5,9 +5,7 @@
 //! each block then adds to a row's f32 accumulator in a fixed order, with no fused
 //! multiply-add (so every ISA, wasm included, can reproduce it):
 //! - Q4_0, Q5_0, Q8_0: `acc = acc + isum as f32 * (d * da)`, `isum = Σ (q - offset) · a`;
-//! - Q4_1: `acc = acc + isum as f32 * (d * da)`, then `acc = acc + m * sa` (`sa`: the Q8_1
-//!   block's stored sum); where its x86 kernels run, ggml's own vec_dot arithmetic instead
-//!   ([`super::Kind::keeps_ggml_bits`], [`dot_on`]);
+//! - Q4_1: ggml's own vec_dot arithmetic instead ([`super::Kind::keeps_ggml_bits`]);
 //! - Q4_K, Q5_K: `isum = Σ_j sc_j Σ q·a`, `msum = Σ_j m_j Σ a`;
 //!   `acc = acc + isum as f32 * (d * da)`, then `acc = acc - msum as f32 * (dmin * da)`;
 //! - Q6_K: `isum = Σ_j sc_j Σ (q - 32)·a`; `acc = acc + isum as f32 * (d * da)`.
@@ -58,22 +56,6 @@ fn legacy(ty: GgmlType, n: usize, w: &[u8], a: &[u8]) -> f32 {
         let blk = blocks::<BlockQ8_0>(a)[b];
         let isum: i32 = q.iter().zip(blk.qs).map(|(&q, a)| q * a as i32).sum();
         acc += isum as f32 * (d * blk.d.to_f32());
-    }
-    acc
-}
-
-/// A Q4_1 row · a Q8_1 row (the family's arithmetic).
-fn q4_1(n: usize, w: &[u8], a: &[u8]) -> f32 {
-    let mut acc = 0.0f32;
-    let (ws, acts) = (blocks::<BlockQ4_1>(w), blocks::<BlockQ8_1>(a));
-    for (blk, act) in ws.iter().zip(acts.iter()).take(n / QK) {
-        let mut isum = 0i32;
-        for i in 0..16 {
-            isum += (blk.qs[i] & 15) as i32 * act.qs[i] as i32;
-            isum += (blk.qs[i] >> 4) as i32 * act.qs[i + 16] as i32;
-        }
-        acc += isum as f32 * (blk.d.to_f32() * act.d.to_f32());
-        acc += blk.m.to_f32() * act.s.to_f32();
     }
     acc
 }
@@ -148,23 +130,14 @@ fn q6_k(n: usize, w: &[u8], a: &[u8]) -> f32 {
 }
 
 /// One weight row (ggml layout) · one activation row of [`crate::vec_dot_type`], with the
-/// repacked family's arithmetic. NaN for a type without a repacked layout.
+/// repacked kernels' arithmetic (ggml's for Q4_1). NaN for a type without a repacked layout.
 pub fn dot(ty: GgmlType, n: usize, w: &[u8], a: &[u8]) -> f32 {
     use GgmlType::*;
     match ty {
         Q4_0 | Q5_0 | Q8_0 => legacy(ty, n, w, a),
-        Q4_1 => q4_1(n, w, a),
+        Q4_1 => crate::vec_dot::ggml_order::vec_dot_q4_1_q8_1(n, &blocks(w), &blocks(a)),
         Q4_K | Q5_K => k4(ty, n, w, a),
         Q6_K => q6_k(n, w, a),
         _ => f32::NAN,
     }
-}
-
-/// [`dot`] as kernel build `isa` computes it: ggml's vec_dot where the type keeps ggml's bits
-/// there ([`super::Kind::keeps_ggml_bits`]: Q4_1 on x86).
-pub fn dot_on(isa: super::Isa, ty: GgmlType, n: usize, w: &[u8], a: &[u8]) -> f32 {
-    if ty == GgmlType::Q4_1 && super::Kind::Q4_1.keeps_ggml_bits(isa) {
-        return crate::vec_dot::ggml_order::vec_dot_q4_1_q8_1(n, &blocks(w), &blocks(a));
-    }
-    dot(ty, n, w, a)
 }

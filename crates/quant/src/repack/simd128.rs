@@ -278,6 +278,7 @@ unsafe fn add_scaled(acc: F, isum: R, scale: F) -> F {
 
 /// Each byte of `x` shifted as 16-bit lanes by `n` (left when positive) and masked: the same
 /// bits as the x86 builds' 16-bit shifts.
+///
 /// Written out for both vectors: through `array::map` LLVM left a call per use, with the
 /// vectors and the shift count passed through memory.
 #[inline(always)]

@@ -67,16 +67,19 @@ fn check_all_isas(ty: GgmlType, n: usize, w: &[u8], n_rows: usize, acts: &[u8], 
     // Where repacking is on, its build must be among those checked.
     assert!(isa().is_none_or(|i| i.runs_here()));
     for isa in Isa::ALL {
-        if !isa.runs_here() {
-            eprintln!("skipping {} (not on this CPU)", isa.name());
+        if !isa.runs_here() || !m.kind.has_kernels(isa) {
+            eprintln!(
+                "skipping {} for {ty} (not on this CPU, or no kernels)",
+                isa.name()
+            );
             continue;
         }
         let mut out = vec![f32::NAN; width * n_acts];
         m.gemm_with(isa, 0..m.n_groups(), acts, n_acts, &sums, &mut out);
         for t in 0..n_acts {
             for r in 0..n_rows {
-                let (wr, ar) = (&w[r * rb..(r + 1) * rb], &acts[t * ab..(t + 1) * ab]);
-                let want = reference::dot_on(isa, ty, n, wr, ar);
+                let want =
+                    reference::dot(ty, n, &w[r * rb..(r + 1) * rb], &acts[t * ab..(t + 1) * ab]);
                 let got = out[t * width + r];
                 assert_eq!(
                     got.to_bits(),
@@ -89,10 +92,6 @@ fn check_all_isas(ty: GgmlType, n: usize, w: &[u8], n_rows: usize, acts: &[u8], 
                 assert_eq!(out[t * width + r], 0.0, "{ty} padding row {r}");
             }
         }
-        #[cfg(target_arch = "x86_64")]
-        if m.kind == Kind::Q4_1 {
-            check_q4_1_family_tile_on_x86(isa, &m, w, n_rows, acts, n_acts);
-        }
         // A sub-range of groups gives the same values as the whole matrix.
         if m.n_groups() > 1 {
             let mut part = vec![f32::NAN; ROWS * n_acts];
@@ -103,54 +102,6 @@ fn check_all_isas(ty: GgmlType, n: usize, w: &[u8], n_rows: usize, acts: &[u8], 
                     out[t * width + ROWS..t * width + 2 * ROWS]
                 );
             }
-        }
-    }
-}
-
-/// The engine runs Q4_1 on x86 with ggml's arithmetic, but the family's Q4_1 tile (what the
-/// SIMD128 build runs) is built for x86 too: its logic checked here against the reference.
-#[cfg(target_arch = "x86_64")]
-fn check_q4_1_family_tile_on_x86(
-    isa: Isa,
-    m: &RepackedMatrix,
-    w: &[u8],
-    n_rows: usize,
-    acts: &[u8],
-    n_acts: usize,
-) {
-    let width = m.n_groups() * ROWS;
-    let mut out = vec![f32::NAN; width * n_acts];
-    let bytes: &[u8] = bytemuck::cast_slice(&m.words);
-    let groups = &bytes[..m.n_groups() * m.nb * m.group_block_bytes];
-    // SAFETY: `isa` runs here (checked by the caller); lengths as `gemm_with` asserts them.
-    unsafe {
-        match isa {
-            Isa::Avx2 => x86::avx2::gemm(Kind::Q4_1, m.nb, groups, acts, n_acts, &[], &mut out),
-            Isa::AvxVnni => {
-                x86::avx_vnni::gemm(Kind::Q4_1, m.nb, groups, acts, n_acts, &[], &mut out)
-            }
-            Isa::Avx512Vnni => {
-                x86::avx512_vnni::gemm(Kind::Q4_1, m.nb, groups, acts, n_acts, &[], &mut out)
-            }
-            Isa::Simd128 => unreachable!(),
-        }
-    }
-    let (rb, ab) = (w.len() / n_rows, acts.len() / n_acts);
-    for t in 0..n_acts {
-        for r in 0..n_rows {
-            let want = reference::dot(
-                GgmlType::Q4_1,
-                m.n,
-                &w[r * rb..][..rb],
-                &acts[t * ab..][..ab],
-            );
-            let got = out[t * width + r];
-            assert_eq!(
-                got.to_bits(),
-                want.to_bits(),
-                "Q4_1 family tile, {} row {r} act {t}",
-                isa.name()
-            );
         }
     }
 }
@@ -251,17 +202,14 @@ fn the_reference_is_the_float_dot_product_up_to_rounding() {
             .sum::<f64>();
         // Q8_1 keeps its Σa rounded to f16, so Q4_1 sits a little further from the float sum.
         assert!((got - want).abs() < 2e-3 * scale, "{ty}: {got} vs {want}");
-        // ggml's kernel rounds differently, never by more than the same small margin.
+        // ggml's kernel rounds differently, never by more than the same small margin; Q4_1's
+        // reference is ggml's arithmetic.
         assert!(
             (got - ggml).abs() < 1e-5 * scale,
             "{ty}: {got} vs ggml {ggml}"
         );
-        // Where a build keeps ggml's bits (Q4_1 on x86), its reference is ggml's arithmetic.
-        for isa in Isa::ALL {
-            if Kind::of(ty).unwrap().keeps_ggml_bits(isa) {
-                let on = reference::dot_on(isa, ty, n, &w, &acts);
-                assert_eq!(on.to_bits(), (ggml as f32).to_bits(), "{ty} {}", isa.name());
-            }
+        if Kind::of(ty).unwrap().keeps_ggml_bits() {
+            assert_eq!(got.to_bits(), ggml.to_bits(), "{ty}");
         }
     }
 }
@@ -283,8 +231,8 @@ fn parallel_packing_equals_sequential_packing() {
     for ty in TYPES {
         let w = quantize(ty, &floats(&mut rng, n * n_rows), n);
         let Some(seq) = RepackedMatrix::new(ty, n, n_rows, &w).unwrap() else {
-            // No kernels here (no SIMD).
-            assert!(isa().is_none());
+            // No kernels for this layout here (Q4_1 in wasm, or no SIMD).
+            assert!(isa().is_none_or(|isa| !Kind::of(ty).unwrap().has_kernels(isa)));
             continue;
         };
         let calls = std::sync::atomic::AtomicUsize::new(0);

@@ -12,7 +12,7 @@
 //!   0-3, rows 4-7], off, 8 scale bytes, signed)`, one lane per row, less `off`, times that
 //!   row's scale; `dot_q8` (Q8_0's operands from `q8_operands`), folded by `per_row` too;
 //! - `R`, one i32 lane per row (`zero_r`, `add_r`, `sub_r`, `splat_r`);
-//! - `F`, one f32 lane per row (`zero_f`, `add_f`, `sub_f`, `mul_f`, `splat_f`, `to_f`, `f16x8`,
+//! - `F`, one f32 lane per row (`zero_f`, `sub_f`, `mul_f`, `splat_f`, `to_f`, `f16x8`,
 //!   `f16_to_f32` (one activation scale), `add_scaled` = `acc + f32(isum) * scale` unfused,
 //!   `store_f`);
 //! - `prefetch(p)`, a hint to fetch the cache line at `p` (a no-op where the build has none);
@@ -197,24 +197,6 @@ macro_rules! repack_tiles {
                     let off = splat_r(G::OFFSET * sums[t][b]);
                     let isum = sub_r(ia[t], off);
                     acc[t] = add_scaled(acc[t], isum, mul_f(d, splat_f(f16_to_f32(a[t][b].d))));
-                }
-            }
-            acc
-        }
-
-        /// Q4_1 (the family's arithmetic, where its ggml-exact kernels do not run): unsigned
-        /// nibbles against Q8_1 rows, then each row's minimum times the activation block's
-        /// stored sum `s`, two unfused steps.
-        $(#[$attr])*
-        unsafe fn tile_q4_1<const N: usize>(g: &[Q4_1x8], a: [&[BlockQ8_1]; N], _: [&[i32]; N]) -> [F; N] {
-            let mut acc = [zero_f(); N];
-            for (b, gb) in g.iter().enumerate() {
-                prefetch_ahead(gb);
-                let ia = legacy4_block::<N>(&gb.qs, None, each(a, |a| a[b].qs.as_ptr()));
-                let (d, m) = (f16x8(gb.d.as_ptr()), f16x8(gb.m.as_ptr()));
-                for t in 0..N {
-                    acc[t] = add_scaled(acc[t], ia[t], mul_f(d, splat_f(f16_to_f32(a[t][b].d))));
-                    acc[t] = add_f(acc[t], mul_f(m, splat_f(f16_to_f32(a[t][b].s))));
                 }
             }
             acc
@@ -431,7 +413,7 @@ macro_rules! repack_tiles {
             let (g, a) = (groups, acts);
             match kind {
                 Kind::Q4_0 => drive!(tile_q4_0, nb, bytemuck::cast_slice::<u8, Q4_0x8>(g), bytemuck::cast_slice::<u8, BlockQ8_0>(a), n_acts, sums, out),
-                Kind::Q4_1 => drive!(tile_q4_1, nb, bytemuck::cast_slice::<u8, Q4_1x8>(g), bytemuck::cast_slice::<u8, BlockQ8_1>(a), n_acts, sums, out),
+                Kind::Q4_1 => unreachable!("Q4_1 has kernels of its own (x86_q4_1.rs)"),
                 Kind::Q5_0 => drive!(tile_q5_0, nb, bytemuck::cast_slice::<u8, Q5_0x8>(g), bytemuck::cast_slice::<u8, BlockQ8_0>(a), n_acts, sums, out),
                 Kind::Q8_0 => drive!(tile_q8_0, nb, bytemuck::cast_slice::<u8, Q8_0x8>(g), bytemuck::cast_slice::<u8, BlockQ8_0>(a), n_acts, sums, out),
                 Kind::Q4_K => drive!(tile_q4_k, nb, bytemuck::cast_slice::<u8, Q4Kx8>(g), bytemuck::cast_slice::<u8, BlockQ8K>(a), n_acts, sums, out),

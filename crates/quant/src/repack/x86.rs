@@ -2,9 +2,7 @@
 //! AVX-VNNI and AVX-512 VNNI (`vpdpbusd` on 256-bit registers). Only the integer dot product
 //! differs between them (AVX2 also keeps i16 sums over the short runs that one scale multiplies:
 //! `dot_sub`), and integer sums are exact, so all three give the reference's bits
-//! ([`super::reference`]). The engine runs Q4_1 on kernels of its own ([`super::x86_q4_1`]:
-//! ggml's arithmetic); the family's Q4_1 tile is built here too, so that its logic is tested
-//! natively before the SIMD128 build runs it.
+//! ([`super::reference`]). Q4_1 has kernels of its own ([`super::x86_q4_1`]: ggml's arithmetic).
 //!
 //! A tile is one group (8 weight rows, one f32 lane each) × `T` activation rows. Integer sums
 //! of a 32-byte register of quant bytes (4 rows × 8 bytes) against a broadcast of 8 activation
@@ -157,11 +155,6 @@ macro_rules! repack_kernels {
         #[target_feature(enable = $features)]
         unsafe fn splat_r(x: i32) -> R {
             _mm256_set1_epi32(x)
-        }
-        #[inline]
-        #[target_feature(enable = $features)]
-        unsafe fn add_f(a: F, b: F) -> F {
-            _mm256_add_ps(a, b)
         }
         #[inline]
         #[target_feature(enable = $features)]

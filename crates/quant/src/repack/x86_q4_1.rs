@@ -14,8 +14,8 @@
 //! the file layout unpacks and converts row by row. Each lane sees the same operations in the
 //! same order as in ggml; only its place in the registers differs.
 //!
-//! x86 only (`super::x86` expands [`q4_1_kernels`] with each build's `dot`); the SIMD128 build
-//! runs the family's Q4_1 tile (`super::tiles`). A SIMD128 build of this kernel (2 rows per
+//! x86 only (`super::x86` expands [`q4_1_kernels`] with each build's `dot`); elsewhere Q4_1
+//! keeps its file layout and ggml's kernels. A SIMD128 build of the same kernel (2 rows per
 //! vector, 16 accumulator vectors) ran 10-20 % slower than the file-layout kernel in the plain
 //! build and 2-3× slower in the relaxed one (`vec_dot_wasm_bench`, Node): wasm engines have 16
 //! vector registers, and ggml's fused steps need emulation without relaxed SIMD.
