@@ -580,7 +580,16 @@ mod tests {
     /// masked rows and NaNs all occur.
     #[test]
     fn greedy_matches_the_one_by_one_argmax() {
-        let values = [0.0, -0.0, 1.5, -2.0, 3.25, f32::NEG_INFINITY, f32::INFINITY, f32::NAN];
+        let values = [
+            0.0,
+            -0.0,
+            1.5,
+            -2.0,
+            3.25,
+            f32::NEG_INFINITY,
+            f32::INFINITY,
+            f32::NAN,
+        ];
         let mut r = Rng::new(11);
         for trial in 0..20_000 {
             let len = 1 + trial % 70;
