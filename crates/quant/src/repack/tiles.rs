@@ -12,7 +12,9 @@
 //!   0-3, rows 4-7], off, 8 scale bytes, signed)`, one lane per row, less `off`, times that
 //!   row's scale; `dot_q8` (Q8_0's operands from `q8_operands`), folded by `per_row` too;
 //! - `R`, one i32 lane per row (`zero_r`, `add_r`, `sub_r`, `splat_r`);
-//! - `F`, one f32 lane per row (`zero_f`, `sub_f`, `mul_f`, `splat_f`, `to_f`, `f16x8`,
+//! - `F`, one f32 lane per row (`zero_f`, `sub_f`, `mul_f`, `splat_f`, `to_f`, `f16x8::<N>`
+//!   (8 weight scales, for a tile of `N` activation rows: a build may convert differently per
+//!   `N`),
 //!   `f16_to_f32` (one activation scale), `add_scaled` = `acc + f32(isum) * scale` unfused,
 //!   `store_f`);
 //! - `prefetch(p)`, a hint to fetch the cache line at `p` (a no-op where the build has none);
@@ -192,7 +194,7 @@ macro_rules! repack_tiles {
                 prefetch_ahead(gb);
                 let (d, qs, hb) = gb.parts();
                 let ia = legacy4_block::<N>(qs, hb, each(a, |a| a[b].qs.as_ptr()));
-                let d = f16x8(d.as_ptr());
+                let d = f16x8::<N>(d.as_ptr());
                 for t in 0..N {
                     let off = splat_r(G::OFFSET * sums[t][b]);
                     let isum = sub_r(ia[t], off);
@@ -218,7 +220,7 @@ macro_rules! repack_tiles {
                         }
                     }
                 }
-                let d = f16x8(gb.d.as_ptr());
+                let d = f16x8::<N>(gb.d.as_ptr());
                 for t in 0..N {
                     let isum = per_row(ia[t][0], ia[t][1]);
                     acc[t] = add_scaled(acc[t], isum, mul_f(d, splat_f(f16_to_f32(a[t][b].d))));
@@ -299,7 +301,7 @@ macro_rules! repack_tiles {
                 prefetch_ahead(gb);
                 let p = gb.parts();
                 let isum = k4_isum::<N>(p.qs, p.qh, p.scales, each(a, |a| a[b].qs.as_ptr()));
-                let (d, dmin) = (f16x8(p.d.as_ptr()), f16x8(p.dmin.as_ptr()));
+                let (d, dmin) = (f16x8::<N>(p.d.as_ptr()), f16x8::<N>(p.dmin.as_ptr()));
                 for t in 0..N {
                     let msum = k4_msum(p.mins, &a[t][b].bsums);
                     acc[t] = k4_finish(acc[t], isum[t], msum, d, dmin, a[t][b].d);
@@ -325,7 +327,7 @@ macro_rules! repack_tiles {
                         q6_k_sub::<N, 1, 2>(gb, ab, hf, cc2, &mut isum);
                     }
                 }
-                let d = f16x8(gb.d.as_ptr());
+                let d = f16x8::<N>(gb.d.as_ptr());
                 for t in 0..N {
                     acc[t] = add_scaled(acc[t], isum[t], mul_f(d, splat_f(ab[t].d)));
                 }

@@ -49,7 +49,7 @@ macro_rules! repack_kernels {
 
         #[inline]
         #[target_feature(enable = $features)]
-        unsafe fn f16x8(p: *const half::f16) -> __m256 {
+        unsafe fn f16x8<const N: usize>(p: *const half::f16) -> __m256 {
             _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i))
         }
 

@@ -21,7 +21,7 @@ mod avx2;
 mod avx512;
 mod scalar;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-mod simd128;
+pub(crate) mod simd128;
 #[cfg(test)]
 mod tests;
 

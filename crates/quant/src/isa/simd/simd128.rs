@@ -8,6 +8,42 @@ use crate::vec_dot::fma_f32x4;
 use core::arch::wasm32::*;
 use half::f16;
 
+/// A constant vector read from memory. LLVM puts a `v128.const` at each of its uses, hot
+/// loops included, and V8 (Chromium's and Node's wasm engine) builds each one from immediates
+/// in three or four instructions every time; a load from a static is one instruction. The read
+/// is volatile so that LLVM cannot fold it back into a `v128.const`. Only for loops with
+/// registers to spare (decode's matrix-vector products): V8 can rebuild a constant instead of
+/// spilling it, not a loaded value, and where registers were short (the 4-row Q5_0 tile) the
+/// loads made the loop slower.
+#[inline(always)]
+pub(crate) fn konst(k: &'static v128) -> v128 {
+    // SAFETY: a reference to a static is valid and aligned for reads.
+    unsafe { core::ptr::read_volatile(k) }
+}
+
+/// `x` in every u32 lane (for [`konst`] statics).
+pub(crate) const fn splat_u32(x: u32) -> v128 {
+    u32x4(x, x, x, x)
+}
+
+/// `x` in every u16 lane (for [`konst`] statics).
+pub(crate) const fn splat_u16(x: u16) -> v128 {
+    u16x8(x, x, x, x, x, x, x, x)
+}
+
+/// `x` in every byte (for [`konst`] statics).
+pub(crate) const fn splat_u8(x: u8) -> v128 {
+    u8x16(x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x)
+}
+
+/// The exponent field of f16 lanes (u16): all ones for infinities and NaNs.
+pub(crate) static F16_EXPONENT: v128 = splat_u16(0x7c00);
+/// The constants of f16 → f32 conversions (u32 lanes).
+pub(crate) static F16_MAGNITUDE: v128 = splat_u32(0x7fff);
+pub(crate) static F16_SIGN: v128 = splat_u32(0x8000);
+/// 2^112: an f16's exponent and mantissa, shifted into an f32's place, times this is its value.
+pub(crate) static F16_SCALE: v128 = splat_u32((127 + 112) << 23);
+
 /// SIMD128 is enabled at compile time, so the token always exists in this build.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Simd128;

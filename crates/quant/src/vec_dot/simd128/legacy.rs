@@ -2,6 +2,7 @@
 //! (multiply one activation block into an accumulator), and the kernels built from them.
 
 use super::*;
+use crate::isa::simd::simd128::{konst, splat_u8};
 
 /// An unpacked legacy weight block: the 32 quants as signed bytes (elements 0..16, 16..32),
 /// the scale and (the "_1" types) the min.
@@ -23,8 +24,10 @@ pub(super) fn byte_bits(v: v128, shift: u32, mask: u8) -> v128 {
 /// The 32 nibbles of a 4-bit block: low nibbles are elements 0..16, high nibbles 16..32.
 #[inline(always)]
 pub(super) fn nibbles_32(qs: &[u8; QK / 2]) -> [v128; 2] {
+    static LOW_NIBBLES: v128 = splat_u8(0x0f);
     let raw = load16(qs, 0);
-    [v128_and(raw, u8x16_splat(0x0F)), byte_bits(raw, 4, 0x0F)]
+    let mask = konst(&LOW_NIBBLES);
+    [v128_and(raw, mask), v128_and(u16x8_shr(raw, 4), mask)]
 }
 
 /// Nibbles with the 5th bit (from `qh`) as 16.

@@ -18,6 +18,7 @@
 //!   once (even and odd bytes apart, so that two pair sums add up to ggml's lanes).
 
 use super::*;
+use crate::isa::simd::simd128::{konst, splat_u32, F16_EXPONENT, F16_SCALE};
 use crate::isa::Simd128;
 
 /// Lane `L` of `v` in all four lanes.
@@ -62,13 +63,14 @@ fn high_scales(bits: v128) -> v128 {
 /// constants, which V8 rebuilds in the loop) for the two general conversions.
 #[inline(always)]
 fn widen_scales(bits: v128) -> (v128, v128) {
-    let exponent = u16x8_splat(0x7c00);
+    let exponent = konst(&F16_EXPONENT);
     if v128_any_true(i16x8_eq(v128_and(bits, exponent), exponent)) {
         return (low_scales(bits), high_scales(bits));
     }
-    let field = u32x4_splat(0x0fff_e000); // an f16's exponent and mantissa, moved to bits 13..28
-    let scale = f32x4_splat(f32::from_bits((127 + 112) << 23));
-    let sign = u32x4_splat(0x8000_0000);
+    // An f16's exponent and mantissa, moved to bits 13..28.
+    static FIELD: v128 = splat_u32(0x0fff_e000);
+    static SIGN: v128 = splat_u32(0x8000_0000);
+    let (field, scale, sign) = (konst(&FIELD), konst(&F16_SCALE), konst(&SIGN));
     let low = v128_or(
         f32x4_mul(v128_and(i32x4_shl(bits, 13), field), scale),
         v128_and(i32x4_shl(bits, 16), sign),
