@@ -41,8 +41,8 @@ macro_rules! q4_1_kernels {
                 let ds = u32::from_le_bytes([ab[0], ab[1], ab[2], ab[3]]);
                 let ds = _mm_cvtph_ps(_mm_cvtsi32_si128(ds as i32));
                 let (d_a, s_a) = (_mm256_broadcastss_ps(ds), _mm256_broadcastss_ps(_mm_movehdup_ps(ds)));
-                let dd = _mm256_mul_ps(f16x8(gb.d.as_ptr()), d_a);
-                summs = _mm256_fmadd_ps(f16x8(gb.m.as_ptr()), s_a, summs);
+                let dd = _mm256_mul_ps(f16x8::<1>(gb.d.as_ptr()), d_a);
+                summs = _mm256_fmadd_ps(f16x8::<1>(gb.m.as_ptr()), s_a, summs);
                 let qa = act.qs.as_ptr();
                 let bytes = [bcast8(qa), bcast8(qa.add(8)), bcast8(qa.add(16)), bcast8(qa.add(24))];
                 for h in 0..2 {
