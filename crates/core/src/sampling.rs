@@ -494,7 +494,6 @@ impl Sampler {
     }
 }
 
-/// The id of the largest logit, the lowest id on ties; `AllMasked` when every logit is -inf.
 /// [`argmax`] of a whole row, and its NaN check, in two passes that vectorize: the maximum
 /// (and whether any lane is NaN) over lanes of 16, then the first element equal to it. The
 /// one-by-one loop's compare-and-branch per element cost a few percent of Gemma 3's decode in
@@ -534,6 +533,7 @@ fn greedy(logits: &[f32]) -> Result<u32, SamplingError> {
     Ok((chunk + within.unwrap_or(0)) as u32)
 }
 
+/// The id of the largest logit, the lowest id on ties; `AllMasked` when every logit is -inf.
 fn argmax(logits: impl Iterator<Item = (usize, f32)>) -> Result<u32, SamplingError> {
     let mut best: Option<(usize, f32)> = None;
     for (id, logit) in logits {
