@@ -59,7 +59,12 @@ pub fn geglu(gate: &[f32], up: &[f32], out: &mut [f32]) {
     } else {
         0
     };
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    let done = geglu_simd128(&gate[..n], &up[..n], &mut out[..n]);
+    #[cfg(not(any(
+        target_arch = "x86_64",
+        all(target_arch = "wasm32", target_feature = "simd128")
+    )))]
     let done = 0;
     geglu_scalar(&gate[done..n], &up[done..n], &mut out[done..n]);
 }
@@ -107,6 +112,57 @@ unsafe fn geglu_avx2(gate: &[f32], up: &[f32], out: &mut [f32]) -> usize {
         _mm256_storeu_ps(out.as_mut_ptr().add(i), _mm256_mul_ps(v, u));
     }
     n
+}
+
+/// [`geglu_scalar`] on whole vectors of 4 in wasm SIMD128 (where `half` converts one value at
+/// a time in software, the scalar loop took 3.6 % of Gemma 3's browser prefill, this 2.2 %);
+/// returns how many elements it did. The index is the gate rounded to f16 in SIMD lanes
+/// (`round_f16`, bit-identical to `f16::from_f32`), its bits formed from the rounded value:
+/// exponent and mantissa moved down and rebiased where it is normal, its multiple of 2^-24
+/// where it is subnormal, and the sign. wasm has no gather: the four entries are read one by
+/// one. The lanes ≤ -10 and ≥ 10 are replaced after the lookup, as the scalar branches do; a
+/// vector with a NaN goes to the scalar loop (its index is `half`'s NaN encoding).
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+fn geglu_simd128(gate: &[f32], up: &[f32], out: &mut [f32]) -> usize {
+    use core::arch::wasm32::*;
+    use tessera_quant::isa::{Simd, Simd128};
+    let table = gelu_table();
+    let s = Simd128;
+    let (lo, hi) = (f32x4_splat(-10.0), f32x4_splat(10.0));
+    let (gate, up) = (gate.chunks_exact(4), up.chunks_exact(4));
+    let mut done = 0;
+    for ((o, g), u) in out.chunks_exact_mut(4).zip(gate).zip(up) {
+        let gv = s.load(g);
+        if v128_any_true(f32x4_ne(gv, gv)) {
+            geglu_scalar(g, u, o);
+            done += 4;
+            continue;
+        }
+        let r = s.round_f16(gv);
+        let magnitude = v128_and(r, u32x4_splat(0x7fff_ffff));
+        let normal = u32x4_shr(i32x4_sub(magnitude, u32x4_splat(112 << 23)), 13);
+        let subnormal = i32x4_trunc_sat_f32x4(f32x4_mul(magnitude, f32x4_splat(16_777_216.0)));
+        let is_normal = i32x4_ge(magnitude, u32x4_splat(0x3880_0000)); // 2^-14
+        let bits = v128_or(
+            v128_bitselect(normal, subnormal, is_normal),
+            v128_and(u32x4_shr(r, 16), u32x4_splat(0x8000)),
+        );
+        // Clamped to the table (the lanes outside ±10 are replaced below anyway).
+        let idx = v128_and(bits, u32x4_splat(0xffff));
+        let entry = |i: u32| table[i as usize].to_bits() as u32;
+        let entries = u32x4(
+            entry(u32x4_extract_lane::<0>(idx)),
+            entry(u32x4_extract_lane::<1>(idx)),
+            entry(u32x4_extract_lane::<2>(idx)),
+            entry(u32x4_extract_lane::<3>(idx)),
+        );
+        let mut v = s.f16_bits_to_f32(entries);
+        v = v128_bitselect(f32x4_splat(0.0), v, f32x4_le(gv, lo));
+        v = v128_bitselect(gv, v, f32x4_ge(gv, hi));
+        s.store(o, f32x4_mul(v, s.load(u)));
+        done += 4;
+    }
+    done
 }
 
 #[cfg(test)]
