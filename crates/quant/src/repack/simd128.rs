@@ -13,7 +13,7 @@
 //! wasm has no FMA instruction), so this build needs no emulation to give the reference's bits.
 
 use crate::blocks::*;
-use crate::isa::simd::simd128::{konst, F16_EXPONENT, F16_MAGNITUDE, F16_SCALE, F16_SIGN};
+use crate::isa::simd::simd128::{any_f16_nonfinite, finite_f16_bits_to_f32};
 use crate::isa::Simd128;
 use crate::repack::layout::*;
 use core::arch::wasm32::*;
@@ -52,29 +52,19 @@ unsafe fn bcast8(p: *const i8) -> B {
 /// 8 f16 as f32, converted in SIMD lanes (wasm has no conversion instruction; half's software
 /// one, once per value, cost as much as a Q8_0 block's multiplies), bit-identical to half's.
 ///
-/// Decode's tiles (`N` = 1) spend a larger share of their operations here, and take a fast
-/// path where no lane is infinite or NaN (exponent 31: no real scale): each lane's exponent
-/// and mantissa shifted into an f32's place and scaled by 2^112 is its value, subnormals
-/// included, and the sign goes on top, half the general conversion's operations (Q8_0 and
-/// Q5_0 gemv 1.04-1.10× in Chromium). The 4-row tiles keep the general conversion: the fast
-/// path's branch made the Q5_0 one 8-20 % slower (V8 kept fewer values in registers).
+/// Decode's tiles (`N` = 1) spend a larger share of their operations here, and take the
+/// finite-only conversion where no lane is infinite or NaN (no real scale is), half the
+/// general conversion's operations (Q8_0 and Q5_0 gemv 1.04-1.10× in Chromium). The 4-row
+/// tiles keep the general conversion: the fast path's branch made the Q5_0 one 8-20 % slower
+/// (V8 kept fewer values in registers).
 #[inline(always)]
 unsafe fn f16x8<const N: usize>(p: *const f16) -> F {
     let h = v128_load(p as *const v128);
     let (lo, hi) = (u32x4_extend_low_u16x8(h), u32x4_extend_high_u16x8(h));
-    let special = || {
-        let exponent = konst(&F16_EXPONENT);
-        v128_any_true(i16x8_eq(v128_and(h, exponent), exponent))
-    };
-    if N > 1 || special() {
+    if N > 1 || any_f16_nonfinite(h) {
         return [Simd128.f16_bits_to_f32(lo), Simd128.f16_bits_to_f32(hi)];
     }
-    let (magnitude, scale, sign) = (konst(&F16_MAGNITUDE), konst(&F16_SCALE), konst(&F16_SIGN));
-    let widen = |x: v128| {
-        let value = f32x4_mul(i32x4_shl(v128_and(x, magnitude), 13), scale);
-        v128_or(value, i32x4_shl(v128_and(x, sign), 16))
-    };
-    [widen(lo), widen(hi)]
+    [finite_f16_bits_to_f32(lo), finite_f16_bits_to_f32(hi)]
 }
 
 /// One f16 as f32, bit-identical to half's conversion: finite values (every real scale) in a

@@ -37,12 +37,31 @@ pub(crate) const fn splat_u8(x: u8) -> v128 {
 }
 
 /// The exponent field of f16 lanes (u16): all ones for infinities and NaNs.
-pub(crate) static F16_EXPONENT: v128 = splat_u16(0x7c00);
+static F16_EXPONENT: v128 = splat_u16(0x7c00);
 /// The constants of f16 → f32 conversions (u32 lanes).
-pub(crate) static F16_MAGNITUDE: v128 = splat_u32(0x7fff);
-pub(crate) static F16_SIGN: v128 = splat_u32(0x8000);
+static F16_MAGNITUDE: v128 = splat_u32(0x7fff);
+static F16_SIGN: v128 = splat_u32(0x8000);
 /// 2^112: an f16's exponent and mantissa, shifted into an f32's place, times this is its value.
 pub(crate) static F16_SCALE: v128 = splat_u32((127 + 112) << 23);
+
+/// Whether any of the 8 f16 in `h` (u16 lanes) is infinite or NaN (exponent 31), which no
+/// real quantization scale is: where none is, [`finite_f16_bits_to_f32`] converts them.
+#[inline(always)]
+pub(crate) fn any_f16_nonfinite(h: v128) -> bool {
+    let exponent = konst(&F16_EXPONENT);
+    v128_any_true(i16x8_eq(v128_and(h, exponent), exponent))
+}
+
+/// [`Simd128::f16_bits_to_f32`] for f16 that are not infinite or NaN (the low 16 bits of each
+/// u32 lane, the high bits zero), in half its operations: each one's exponent and mantissa
+/// shifted into an f32's place and scaled by 2^112 is its value, subnormals included (wasm
+/// keeps f32 subnormals), and the sign goes on top.
+#[inline(always)]
+pub(crate) fn finite_f16_bits_to_f32(x: v128) -> v128 {
+    let magnitude = v128_and(x, konst(&F16_MAGNITUDE));
+    let value = f32x4_mul(i32x4_shl(magnitude, 13), konst(&F16_SCALE));
+    v128_or(value, i32x4_shl(v128_and(x, konst(&F16_SIGN)), 16))
+}
 
 /// SIMD128 is enabled at compile time, so the token always exists in this build.
 #[derive(Clone, Copy, Debug, Default)]

@@ -18,7 +18,7 @@
 //!   once (even and odd bytes apart, so that two pair sums add up to ggml's lanes).
 
 use super::*;
-use crate::isa::simd::simd128::{konst, splat_u32, F16_EXPONENT, F16_SCALE};
+use crate::isa::simd::simd128::{any_f16_nonfinite, konst, splat_u32, F16_SCALE};
 use crate::isa::Simd128;
 
 /// Lane `L` of `v` in all four lanes.
@@ -63,8 +63,7 @@ fn high_scales(bits: v128) -> v128 {
 /// constants, which V8 rebuilds in the loop) for the two general conversions.
 #[inline(always)]
 fn widen_scales(bits: v128) -> (v128, v128) {
-    let exponent = konst(&F16_EXPONENT);
-    if v128_any_true(i16x8_eq(v128_and(bits, exponent), exponent)) {
+    if any_f16_nonfinite(bits) {
         return (low_scales(bits), high_scales(bits));
     }
     // An f16's exponent and mantissa, moved to bits 13..28.
