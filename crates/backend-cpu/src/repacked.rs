@@ -50,10 +50,7 @@ impl RepackedWeights {
     /// Whether weights of type `ty` get repacked (a layout and kernels for this CPU exist,
     /// repacking is on).
     pub fn repacks(&self, ty: GgmlType) -> bool {
-        !self.disabled
-            && Kind::of(ty).is_some_and(|kind| {
-                tessera_quant::repack::isa().is_some_and(|isa| kind.has_kernels(isa))
-            })
+        !self.disabled && Kind::of(ty).is_some_and(Kind::has_kernels_here)
     }
 
     /// Whether some layer weight (`blk.*`) of `weights` gets repacked into a layout whose

@@ -75,6 +75,12 @@ impl Kind {
     pub fn has_kernels(self, isa: Isa) -> bool {
         self != Kind::Q4_1 || isa != Isa::Simd128
     }
+
+    /// Whether this CPU's build ([`isa`]) has kernels for this layout: where it has not,
+    /// weights of this kind keep ggml's layout.
+    pub fn has_kernels_here(self) -> bool {
+        isa().is_some_and(|isa| self.has_kernels(isa))
+    }
 }
 
 /// The kernel builds; every one gives the same bits.
@@ -180,7 +186,7 @@ impl RepackedMatrix {
         let Some(kind) = Kind::of(ty) else {
             return Ok(None);
         };
-        if !isa().is_some_and(|isa| kind.has_kernels(isa)) {
+        if !kind.has_kernels_here() {
             return Ok(None);
         }
         Self::with_kind(kind, ty, n, n_rows, rows, tasks).map(Some)
