@@ -163,10 +163,13 @@ mod avx2 {
         let d = amax / 127.0;
         let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
         let mul = _mm256_set1_ps(id);
-        let q = v.map(|vi| {
+        // A loop, not `v.map`: a closure's body is compiled without the caller's target
+        // features, which left each intrinsic an out-of-line call.
+        let mut q = [_mm256_setzero_si256(); 4];
+        for (qi, &vi) in q.iter_mut().zip(&v) {
             let r = _mm256_round_ps::<_MM_FROUND_TO_NEAREST_INT>(_mm256_mul_ps(vi, mul));
-            _mm256_cvtps_epi32(r)
-        });
+            *qi = _mm256_cvtps_epi32(r);
+        }
         (q, d)
     }
 

@@ -421,10 +421,13 @@ mod q8_k_avx2 {
         let top = _mm256_set1_epi32(127);
         let chunks: &mut [[i8; 32]] = bytemuck::cast_slice_mut(&mut y.qs);
         for (c, out) in chunks.iter_mut().enumerate() {
-            let q: [__m256i; 4] = core::array::from_fn(|v| {
+            // A loop, not `array::from_fn`: a closure's body is compiled without this
+            // function's target features (its intrinsics became calls).
+            let mut q = [_mm256_setzero_si256(); 4];
+            for (v, qv) in q.iter_mut().enumerate() {
                 let f = _mm256_mul_ps(mul, _mm256_loadu_ps(p.add(32 * c + 8 * v)));
-                _mm256_min_epi32(_mm256_cvtps_epi32(f), top)
-            });
+                *qv = _mm256_min_epi32(_mm256_cvtps_epi32(f), top);
+            }
             // Two sums of 16 quants (each in -127..=127: exact in i16).
             for h in 0..2 {
                 let s = sum_lanes_i32(_mm256_add_epi32(q[2 * h], q[2 * h + 1]));
