@@ -17,11 +17,13 @@ import { launch } from '../../tests/browser/browser.mjs';
 
 const [a, b] = [process.argv[2], process.argv[3]].map((f) => readFileSync(f).toString('base64'));
 const pairs = Number(process.argv[4] || 20);
+// Optional: only the cases whose label contains this text (e.g. 'attention').
+const only = process.argv[5] || '';
 const browser = await launch();
 const page = await browser.newPage();
 page.on('console', (m) => console.log(m.text()));
 page.on('pageerror', (e) => console.error('[page error]', e.message));
-await page.evaluate(async ({ a, b, pairs }) => {
+await page.evaluate(async ({ a, b, pairs, only }) => {
   const instantiate = async (b64) => (await WebAssembly.instantiate(
     Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)), {})).instance.exports;
   const [ea, eb] = [await instantiate(a), await instantiate(b)];
@@ -40,6 +42,7 @@ await page.evaluate(async ({ a, b, pairs }) => {
   // [type id, name, rows, k]; type ids as `weight_type` in src/lib.rs.
   const prompt = [[0, 'Q5_0', 2048, 640], [1, 'Q4_K', 640, 2048], [2, 'Q6_K', 640, 2048], [3, 'Q8_0', 256, 640], [4, 'Q4_1', 1536, 576]];
   for (const [t, name, rows, k] of prompt) {
+    if (!`gemm ${name}`.includes(only)) continue;
     for (const e of [ea, eb]) e.setup_matmul(t, rows, k, 64);
     const [r, x, y] = ab((e) => e.run_matmul(2, 16));
     const gmacs = (ms) => (2 * rows * k * 64 / ms / 1e6).toFixed(2);
@@ -47,15 +50,22 @@ await page.evaluate(async ({ a, b, pairs }) => {
   }
   const decode = [[3, 'Q8_0', 65536, 640], [4, 'Q4_1', 65536, 576], [0, 'Q5_0', 65536, 640], [1, 'Q4_K', 32768, 1024], [2, 'Q6_K', 16384, 2048]];
   for (const [t, name, rows, k] of decode) {
+    if (!`gemv ${name}`.includes(only)) continue;
     for (const e of [ea, eb]) e.setup_matmul(t, rows, k, 1);
     const [r, x, y] = ab((e) => e.run_matmul(2, 256));
     const ns = (ms) => (ms * 1e6 / (2 * rows)).toFixed(1);
     console.log(`gemv ${name} ${rows}x${k}: A/B ${r.toFixed(2)}; best ${ns(x)} / ${ns(y)} ns per row`);
   }
   for (const e of [ea, eb]) e.setup_attention();
-  for (const [name, fn] of [['dot (4 keys x 256)', 'run_attention_dot'], ['V update (4 rows x 256)', 'run_attention_mad']]) {
-    const [r, x, y] = ab((e) => e[fn](20));
-    console.log(`attention ${name}: A/B ${r.toFixed(2)}; best ${x.toFixed(2)} / ${y.toFixed(2)} ms per 20 passes`);
+  for (const [name, fn, passes] of [['dot (4 keys x 256)', 'run_attention_dot', 20], ['V update (4 rows x 256)', 'run_attention_mad', 20],
+    ['V update, scalar loop (3 rows x 64)', 'run_attention_mad_tail', 100]]) {
+    if (!`attention ${name}`.includes(only)) continue;
+    const [r, x, y] = ab((e) => e[fn](passes));
+    console.log(`attention ${name}: A/B ${r.toFixed(2)}; best ${x.toFixed(2)} / ${y.toFixed(2)} ms per ${passes} passes`);
   }
-}, { a, b, pairs });
+  if ('attention decode (SmolLM2 layer, 272 keys)'.includes(only)) {
+    const [r, x, y] = ab((e) => e.run_attention_decode(50, 272));
+    console.log(`attention decode (SmolLM2 layer, 272 keys): A/B ${r.toFixed(2)}; best ${x.toFixed(2)} / ${y.toFixed(2)} ms per 50 layers`);
+  }
+}, { a, b, pairs, only });
 await browser.close();

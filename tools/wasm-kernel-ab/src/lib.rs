@@ -5,10 +5,10 @@
 
 #![cfg(target_arch = "wasm32")]
 
+use std::cell::RefCell;
 use tessera_gguf::GgmlType;
 use tessera_quant::isa::Simd128;
 use tessera_quant::vec_dot::gemm;
-use std::cell::RefCell;
 
 struct Matmul {
     ty: GgmlType,
@@ -88,7 +88,16 @@ pub extern "C" fn setup_matmul(t: u32, rows: u32, k: u32, acts: u32) {
             }
             (p, sums)
         });
-    MATMUL.set(Some(Matmul { ty, k, rows, acts, w, a, out, packed }));
+    MATMUL.set(Some(Matmul {
+        ty,
+        k,
+        rows,
+        acts,
+        w,
+        a,
+        out,
+        packed,
+    }));
 }
 
 /// `reps` passes over all weight rows, `call_rows` rows per `gemm` call (the engine passes 16
@@ -116,7 +125,15 @@ pub extern "C" fn run_matmul(reps: u32, call_rows: u32) -> f32 {
             for r0 in (0..m.rows).step_by(call_rows as usize) {
                 let nr = (call_rows as usize).min(m.rows - r0);
                 let out = &mut m.out[r0 * m.acts..(r0 + nr) * m.acts];
-                gemm(m.ty, m.k, &m.w[r0 * w_row..(r0 + nr) * w_row], nr, &m.a, m.acts, out);
+                gemm(
+                    m.ty,
+                    m.k,
+                    &m.w[r0 * w_row..(r0 + nr) * w_row],
+                    nr,
+                    &m.a,
+                    m.acts,
+                    out,
+                );
             }
             sum += m.out[0];
         }
@@ -165,9 +182,105 @@ pub extern "C" fn run_attention_mad(reps: u32) -> f32 {
             for (i, v) in a.keys.iter().enumerate() {
                 let f = 0.01 * (i % 7) as f32 + 0.001;
                 let [r0, r1, r2, r3] = &mut a.acc;
-                mad_steps(Simd128, [r0, r1, r2, r3], v, [f, f * 0.5, f * 0.25, f * 0.125]);
+                mad_steps(
+                    Simd128,
+                    [r0, r1, r2, r3],
+                    v,
+                    [f, f * 0.5, f * 0.25, f * 0.125],
+                );
             }
         }
         a.acc[0][0]
     })
+}
+
+/// `reps` × 256 V rows of 64 added into three accumulator rows by ggml's scalar loop (heads
+/// under 128 wide: SmolLM2's 64, a GQA group of three heads).
+#[no_mangle]
+pub extern "C" fn run_attention_mad_tail(reps: u32) -> f32 {
+    use tessera_backend_cpu::ops::attention::f16_arith::mad_tail;
+    ATTENTION.with_borrow_mut(|a| {
+        let a = a.as_mut().expect("setup_attention first");
+        for _ in 0..reps {
+            for (i, v) in a.keys.iter().enumerate() {
+                let f = 0.01 * (i % 7) as f32 + 0.001;
+                for (r, acc) in a.acc[..3].iter_mut().enumerate() {
+                    mad_tail(
+                        Simd128,
+                        &mut acc[..64],
+                        &v[64 * r..64 * (r + 1)],
+                        f / (r + 1) as f32,
+                    );
+                }
+            }
+        }
+        a.acc[0][0]
+    })
+}
+
+/// One decode step's attention of one SmolLM2 layer (9 heads of 64 in 3 KV groups, ggml's f16
+/// kernel) over `keys` cached positions, `reps` times.
+#[no_mangle]
+pub extern "C" fn run_attention_decode(reps: u32, keys: u32) -> f32 {
+    use tessera_backend_cpu::kv_cache::LayerKv;
+    use tessera_backend_cpu::ops::attention::{attention, AttentionKernel};
+    use tessera_core::backend::KvLayerLayout;
+    use tessera_core::graph::{AttentionParams, RopeMode, RopeParams};
+    let (n_head, n_head_kv, hd, n) = (9, 3, 64, keys as usize);
+    let mut seed = 11;
+    let f16s = |seed: &mut u64, n| -> Vec<half::f16> {
+        floats(seed, n)
+            .into_iter()
+            .map(|x| half::f16::from_f32(2.0 * x))
+            .collect()
+    };
+    let kv = LayerKv {
+        layout: KvLayerLayout {
+            n_head_kv,
+            head_dim_k: hd,
+            head_dim_v: hd,
+            rope: RopeParams {
+                n_dims: hd,
+                mode: RopeMode::Normal,
+                freq_base: 10000.0,
+                freq_scale: 1.0,
+                freq_factors: None,
+                attn_factor: 1.0,
+                yarn: None,
+            },
+        },
+        k: f16s(&mut seed, n * n_head_kv * hd),
+        v: f16s(&mut seed, n * n_head_kv * hd),
+    };
+    let q: Vec<f32> = floats(&mut seed, n_head * hd)
+        .into_iter()
+        .map(|x| 3.0 * x)
+        .collect();
+    let p = AttentionParams {
+        layer: 0,
+        n_head,
+        n_head_kv,
+        head_dim: hd,
+        scale: 0.125,
+        window: None,
+        softcap: None,
+        sinks: None,
+    };
+    let mut out = vec![0.0f32; n_head * hd];
+    let mut s = 0.0;
+    for _ in 0..reps {
+        let pool = tessera_core::threading::SequentialPool;
+        attention(
+            &pool,
+            &q,
+            &kv,
+            n - 1,
+            &p,
+            None,
+            AttentionKernel::Ggml,
+            &mut out,
+        );
+        s += out[0];
+    }
+    s
 }

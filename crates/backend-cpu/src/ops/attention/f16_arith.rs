@@ -126,8 +126,9 @@ fn accumulate_x4<S: Simd>(s: S, k: [&[f32]; 4], q: &[f32], at: usize) -> [S::F32
     let qv = s.load(&q[at..]);
     let mut a = [zero; 4];
     for b in 0..4 {
-        a[b] = s.round_f16(s.add(s.mul(s.load(&k[b][at..]), qv), zero));
+        a[b] = s.add(s.mul(s.load(&k[b][at..]), qv), zero);
     }
+    let mut a = s.round_f16_n(a);
     let mut i = STEP;
     while i < q.len() {
         let qv = s.load(&q[i + at..]);
@@ -137,16 +138,21 @@ fn accumulate_x4<S: Simd>(s: S, k: [&[f32]; 4], q: &[f32], at: usize) -> [S::F32
             s.load(&k[2][i + at..]),
             s.load(&k[3][i + at..]),
         ];
-        let (f0, m0) = fma_f16_fast(s, kv[0], qv, a[0]);
-        let (f1, m1) = fma_f16_fast(s, kv[1], qv, a[1]);
-        let (f2, m2) = fma_f16_fast(s, kv[2], qv, a[2]);
-        let (f3, m3) = fma_f16_fast(s, kv[3], qv, a[3]);
-        if s.any(s.or_mask(s.or_mask(m0, m1), s.or_mask(m2, m3))) {
+        // `fma_f16_fast` of the 4 keys, their roundings in one `round_f16_n`.
+        let mut sum = [zero; 4];
+        for b in 0..4 {
+            sum[b] = s.add(s.mul(kv[b], qv), a[b]);
+        }
+        let marks = s.or_mask(
+            s.or_mask(s.low12_mantissa_zero(sum[0]), s.low12_mantissa_zero(sum[1])),
+            s.or_mask(s.low12_mantissa_zero(sum[2]), s.low12_mantissa_zero(sum[3])),
+        );
+        if s.any(marks) {
             for b in 0..4 {
                 a[b] = fma_f16_exact(s, kv[b], qv, a[b]);
             }
         } else {
-            a = [f0, f1, f2, f3];
+            a = s.round_f16_n(sum);
         }
         i += STEP;
     }
@@ -191,14 +197,16 @@ pub fn mad_steps<S: Simd, const N: usize>(s: S, y: [&mut [f32]; N], x: &[f32], v
         }
         for h in 0..N {
             let y = &mut y[h][i..i + block];
-            let mut out = [zero; 8];
-            let (o, mut marks) = fma_f16_fast(s, xv[0], vv[h], s.load(y));
-            out[0] = o;
-            for r in 1..8 {
-                let (o, m) = fma_f16_fast(s, xv[r], vv[h], s.load(&y[r * lanes..]));
-                out[r] = o;
-                marks = s.or_mask(marks, m);
+            // `fma_f16_fast` of the 8 vectors, their roundings in one `round_f16_n`.
+            let mut sum = [zero; 8];
+            for r in 0..8 {
+                sum[r] = s.add(s.mul(xv[r], vv[h]), s.load(&y[r * lanes..]));
             }
+            let mut marks = s.low12_mantissa_zero(sum[0]);
+            for r in 1..8 {
+                marks = s.or_mask(marks, s.low12_mantissa_zero(sum[r]));
+            }
+            let mut out = s.round_f16_n(sum);
             if check[h] && s.any(marks) {
                 for r in 0..8 {
                     out[r] = fma_f16_exact(s, xv[r], vv[h], s.load(&y[r * lanes..]));
@@ -225,21 +233,47 @@ pub fn mad_tail<S: Simd>(s: S, y: &mut [f32], x: &[f32], v: f32) {
     // `fmaf` is the f32 sum (cheaper where `mul_add` is emulated, as on wasm).
     let exact_product = v == 1.0 || v == 0.0;
     let vv = s.splat(v);
-    // Exact chunks of both, walked in step (no bounds check survives in the loop; a `zip`
-    // here stays an out-of-line call inside the large attention kernel).
+    // Four vectors at a time (one `round_f16_n`), then one at a time. Exact chunks of both,
+    // walked in step (no bounds check survives in the loop; a `zip` here stays an
+    // out-of-line call inside the large attention kernel).
+    let four = done / (4 * S::LANES) * (4 * S::LANES);
+    let (y4, y) = y.split_at_mut(four);
+    let (x4, x) = x.split_at(four);
+    let mut xs = x4.chunks_exact(4 * S::LANES);
+    for c in y4.chunks_exact_mut(4 * S::LANES) {
+        let Some(xc) = xs.next() else { break };
+        let mut sum = [vv; 4];
+        for i in 0..4 {
+            let at = i * S::LANES;
+            sum[i] = mad_f32(s, s.load(&xc[at..]), vv, s.load(&c[at..]), exact_product);
+        }
+        let r = s.round_f16_n(sum);
+        for i in 0..4 {
+            s.store(&mut c[i * S::LANES..], r[i]);
+        }
+    }
     let mut xs = x.chunks_exact(S::LANES);
     for c in y.chunks_exact_mut(S::LANES) {
         let Some(xc) = xs.next() else { break };
-        let (a, xv) = (s.load(c), s.load(xc));
-        let sum = if exact_product {
-            s.add(s.mul(xv, vv), a)
-        } else {
-            s.mul_add(xv, vv, a)
-        };
-        s.store(c, s.round_f16(sum));
+        s.store(
+            c,
+            s.round_f16(mad_f32(s, s.load(xc), vv, s.load(c), exact_product)),
+        );
     }
     for (i, a) in y_rest.iter_mut().enumerate() {
         *a = round_f16(x_rest[i].mul_add(v, *a));
+    }
+}
+
+/// `fmaf(x, v, y)` lane by lane; where `exact_product` (`v` is 1 or 0), the plain sum, which is
+/// the same value. (A function, not a closure: a closure's body would lose the caller's target
+/// features.)
+#[inline(always)]
+fn mad_f32<S: Simd>(s: S, x: S::F32, v: S::F32, y: S::F32, exact_product: bool) -> S::F32 {
+    if exact_product {
+        s.add(s.mul(x, v), y)
+    } else {
+        s.mul_add(x, v, y)
     }
 }
 
@@ -263,17 +297,9 @@ pub fn scale<S: Simd>(s: S, y: &mut [f32], m: f32) {
 #[inline(always)]
 pub fn widen<S: Simd>(s: S, src: &[f16], dst: &mut [f32]) {
     let n = src.len().min(dst.len());
-    let done = n / S::LANES * S::LANES;
-    let (src, src_rest) = src[..n].split_at(done);
-    let (dst, dst_rest) = dst[..n].split_at_mut(done);
-    // Chunks walked in step, as in `mad_tail`.
-    let mut hs = src.chunks_exact(S::LANES);
-    for d in dst.chunks_exact_mut(S::LANES) {
-        let Some(h) = hs.next() else { break };
-        s.store(d, s.load_f16(h));
-    }
-    for (i, d) in dst_rest.iter_mut().enumerate() {
-        *d = src_rest[i].to_f32();
+    let done = s.widen_f16(&src[..n], &mut dst[..n]);
+    for (i, d) in dst[done..n].iter_mut().enumerate() {
+        *d = src[done + i].to_f32();
     }
 }
 

@@ -58,6 +58,19 @@ pub trait Simd: Copy {
     fn store(self, dst: &mut [f32], v: Self::F32);
     /// The first `LANES` f16 of `src` widened (exactly) to f32 (panics if it is shorter).
     fn load_f16(self, src: &[f16]) -> Self::F32;
+    /// `dst[i] = src[i]` widened as [`Simd::load_f16`] does, for the whole vectors of the
+    /// shorter slice; returns how many elements that was (the rest is the caller's). An
+    /// implementation may take several vectors at once (SIMD128: 8 values, checked together).
+    #[inline(always)]
+    fn widen_f16(self, src: &[f16], dst: &mut [f32]) -> usize {
+        let n = src.len().min(dst.len()) / Self::LANES * Self::LANES;
+        let mut i = 0;
+        while i < n {
+            self.store(&mut dst[i..], self.load_f16(&src[i..]));
+            i += Self::LANES;
+        }
+        n
+    }
 
     fn add(self, a: Self::F32, b: Self::F32) -> Self::F32;
     fn sub(self, a: Self::F32, b: Self::F32) -> Self::F32;
@@ -118,4 +131,15 @@ pub trait Simd: Copy {
     /// Each lane rounded to the nearest f16 value (ties to even, f16 subnormals, overflow to
     /// infinity), as f32: `f16::from_f32(x).to_f32()`.
     fn round_f16(self, x: Self::F32) -> Self::F32;
+    /// [`Simd::round_f16`] of each of `N` vectors, the same bits; an implementation may share
+    /// work across the vectors (SIMD128, which has no f16 conversion, checks their range once).
+    #[inline(always)]
+    fn round_f16_n<const N: usize>(self, x: [Self::F32; N]) -> [Self::F32; N] {
+        // A loop, not `x.map`: a closure's body would lose the caller's target features.
+        let mut r = x;
+        for v in &mut r {
+            *v = self.round_f16(*v);
+        }
+        r
+    }
 }

@@ -115,6 +115,31 @@ impl Simd for Simd128 {
         let h = unsafe { v128_load64_zero(src[..4].as_ptr() as *const u64) };
         self.f16_bits_to_f32(u32x4_extend_low_u16x8(h))
     }
+    /// Eight values at a time: where none is infinite or NaN (in real K/V rows, always), both
+    /// halves take the finite-only conversion, half the operations of `load_f16`'s.
+    #[inline(always)]
+    fn widen_f16(self, src: &[f16], dst: &mut [f32]) -> usize {
+        let n = src.len().min(dst.len()) / 4 * 4;
+        let (src, dst) = (&src[..n], &mut dst[..n]);
+        let mut i = 0;
+        while i + 8 <= n {
+            // SAFETY: `src[i..i + 8]` is 16 bytes; unaligned loads are allowed.
+            let h = unsafe { v128_load(src[i..i + 8].as_ptr() as *const v128) };
+            let (lo, hi) = (u32x4_extend_low_u16x8(h), u32x4_extend_high_u16x8(h));
+            let (lo, hi) = if any_f16_nonfinite(h) {
+                (self.f16_bits_to_f32(lo), self.f16_bits_to_f32(hi))
+            } else {
+                (finite_f16_bits_to_f32(lo), finite_f16_bits_to_f32(hi))
+            };
+            self.store(&mut dst[i..], lo);
+            self.store(&mut dst[i + 4..], hi);
+            i += 8;
+        }
+        if i < n {
+            self.store(&mut dst[i..], self.load_f16(&src[i..]));
+        }
+        n
+    }
     #[inline(always)]
     fn add(self, a: v128, b: v128) -> v128 {
         f32x4_add(a, b)
@@ -200,6 +225,40 @@ impl Simd for Simd128 {
             v128_or(r, v128_and(x, u32x4_splat(0x8000_0000))),
             u32x4_splat(!0x1fff),
         )
+    }
+    /// Where every lane of the `N` vectors is a normal f16 magnitude below 2^15 (exponent
+    /// field in [-14, 14]), [`Simd::round_f16`]'s add-and-subtract alone is the rounding: its
+    /// clamps, the overflow scaling and the sign and NaN fix-ups change nothing there (the
+    /// result is a nonzero finite f16 with `x`'s sign). That range is checked once for all
+    /// the vectors, from the smallest and largest exponent field (both non-negative as i32);
+    /// otherwise every vector takes `round_f16`. Half the operations per vector and a quarter
+    /// of the constants, which V8 rebuilds at each use.
+    #[inline(always)]
+    fn round_f16_n<const N: usize>(self, x: [v128; N]) -> [v128; N] {
+        if N == 0 {
+            return x;
+        }
+        let exp_field = u32x4_splat(0x7f80_0000);
+        let mut r = x;
+        let (mut lo, mut hi) = (v128_and(x[0], exp_field), v128_and(x[0], exp_field));
+        // Index loops: an iterator adaptor here can stay an out-of-line call in a large kernel.
+        for i in 0..N {
+            let e = v128_and(x[i], exp_field);
+            lo = i32x4_min(lo, e);
+            hi = i32x4_max(hi, e);
+            let c = i32x4_add(e, u32x4_splat((13 << 23) | (1 << 22)));
+            r[i] = f32x4_sub(f32x4_add(x[i], c), c);
+        }
+        let out_of_range = v128_or(
+            i32x4_lt(lo, u32x4_splat(f16::MIN_POSITIVE.to_f32().to_bits())),
+            i32x4_gt(hi, u32x4_splat(16384f32.to_bits())),
+        );
+        if v128_any_true(out_of_range) {
+            for i in 0..N {
+                r[i] = self.round_f16(x[i]);
+            }
+        }
+        r
     }
     #[inline(always)]
     fn or_mask(self, a: v128, b: v128) -> v128 {

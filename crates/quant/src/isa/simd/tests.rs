@@ -289,6 +289,28 @@ fn check_against_scalar<S: Simd>(s: S) {
             );
         }
     }
+    // `widen_f16`: the same bits, from several starting points and lengths (runs that hold
+    // infinities and NaNs among finite values included).
+    for (start, len) in [
+        (0, halves.len()),
+        (3, 1000),
+        (31740, 60),
+        (64508, 28),
+        (5, 3),
+    ] {
+        let src = &halves[start..start + len];
+        let mut dst = vec![0.5f32; len];
+        let done = s.widen_f16(src, &mut dst);
+        assert_eq!(done, len / S::LANES * S::LANES, "widen_f16 count");
+        for (i, d) in dst.iter().enumerate() {
+            let want = if i < done {
+                src[i].to_f32().to_bits()
+            } else {
+                0.5f32.to_bits()
+            };
+            assert_eq!(d.to_bits(), want, "widen_f16 #{}", start + i);
+        }
+    }
     let near: Vec<f32> = halves
         .iter()
         .flat_map(|h| {
@@ -308,10 +330,30 @@ fn check_against_scalar<S: Simd>(s: S) {
     check_op(
         s,
         "round_f16",
-        &[near],
+        &[near.clone()],
         |s, v| s.round_f16(v[0]),
         |r, x| r.round_f16(x[0]),
     );
+    // `round_f16_n` on runs of neighbouring values (one binade: its shared fast path, if any)
+    // and on the same values shuffled (runs that mix ranges), against `round_f16` of each.
+    let mut state = 7;
+    let mut shuffled = near.clone();
+    for i in (1..shuffled.len()).rev() {
+        shuffled.swap(i, next(&mut state) as usize % (i + 1));
+    }
+    for values in [&near, &shuffled, &operands(n, 4)] {
+        for run in values.chunks_exact(4 * S::LANES) {
+            let v = [0, 1, 2, 3].map(|i| s.load(&run[i * S::LANES..]));
+            let got = s.round_f16_n(v);
+            for (i, g) in got.into_iter().enumerate() {
+                for (l, g) in lanes(s, g).into_iter().enumerate() {
+                    let x = run[i * S::LANES + l];
+                    let want = Scalar.round_f16(x);
+                    assert!(same(g, want), "round_f16_n {x:e}: {want:e}, got {g:e}");
+                }
+            }
+        }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
