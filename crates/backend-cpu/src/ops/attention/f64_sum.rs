@@ -16,79 +16,128 @@ pub fn head_plus_leftovers(mut sum: f64, k: &[f32], q: &[f32]) -> f32 {
 /// `head_plus_leftovers(0.0, k, q)` computed out of order, vector by vector, when that is
 /// provably the same value; `None` otherwise (then the caller runs the sequential loop).
 /// `k.len()` is a multiple of `S::LANES`; `k` and `q` hold f16-exact values.
-///
-/// Why any order gives the same bits: each product `a·b` of two f16 is `ma·mb·2^e` with
-/// `ma·mb < 2^22`, so it is a multiple of a power of two greater than `|a·b| / 2^22`. All the
-/// products, and so every partial sum in any order, are multiples of the smallest of those
-/// powers, `G > pmin / 2^22` (`pmin`: the smallest non-zero `|a·b|`). A multiple of `G` whose
-/// magnitude is under `2^53·G` is an f64, so when `Σ|a·b| < 2^31·pmin` every addition is exact
-/// and the sum is the exact one whatever the order. The check uses `2^30` to leave room for
-/// the rounding of the computed `Σ|a·b|`, which is summed in f32 (a relative error under
-/// `n·2^-24`, far below the factor of 2 left; no overflow: an f16 product is below 2^32).
-/// Products of non-finite or huge values fail the check.
 #[inline(always)]
 pub fn exact_dot_f64<S: Simd>(s: S, k: &[f32], q: &[f32]) -> Option<f32> {
-    exact_dot_f64_x4(s, [k; 4], q)[0]
+    let holds = bound_holds(KeyMagnitudes::of(s, k), QueryMagnitudes::of(q));
+    exact_dot_f64_x4(s, [k; 4], q, [holds; 4])[0]
 }
 
-/// [`exact_dot_f64`] of four keys against one query, their loops interleaved so that the four
-/// chains of f64 additions overlap.
+/// What the exactness bound needs of a key row: `Σ|k|` (summed in f32) and the exponent of the
+/// smallest f16 ulp among its non-zero values. Computed once per key for all the query rows
+/// that meet it.
+#[derive(Clone, Copy, Debug)]
+pub struct KeyMagnitudes {
+    abs_sum: f32,
+    ulp_exp: i32,
+}
+
+impl KeyMagnitudes {
+    /// Of a row of f16-exact values, a multiple of `S::LANES` long.
+    #[inline(always)]
+    pub fn of<S: Simd>(s: S, k: &[f32]) -> KeyMagnitudes {
+        let (inf, zero) = (s.splat(f32::INFINITY), s.splat(0.0));
+        let (mut abs_sum, mut min) = (zero, inf);
+        let mut i = 0;
+        while i + S::LANES <= k.len() {
+            let a = s.abs(s.load(&k[i..]));
+            abs_sum = s.add(abs_sum, a);
+            // Zeros do not bound the ulp (`a <= 0` is `a == 0` here, and false for NaN).
+            min = s.min(min, s.select(s.le(a, zero), inf, a));
+            i += S::LANES;
+        }
+        KeyMagnitudes {
+            abs_sum: s.lane_sum(abs_sum),
+            ulp_exp: f16_ulp_exp(s.lane_min(min)),
+        }
+    }
+}
+
+/// What the exactness bound needs of a query row: `max|q|` and the exponent of the smallest
+/// f16 ulp among its non-zero values.
+#[derive(Clone, Copy, Debug)]
+pub struct QueryMagnitudes {
+    max_abs: f32,
+    ulp_exp: i32,
+}
+
+impl QueryMagnitudes {
+    /// Of a row of f16-exact values (once per row: a plain loop).
+    pub fn of(q: &[f32]) -> QueryMagnitudes {
+        let (mut max, mut min, mut finite) = (0.0f32, f32::INFINITY, true);
+        for &x in q {
+            let a = x.abs();
+            finite &= a.is_finite();
+            max = max.max(a);
+            if a > 0.0 && a < min {
+                min = a;
+            }
+        }
+        QueryMagnitudes {
+            // An infinite or NaN value fails every key's bound (see `bound_holds`).
+            max_abs: if finite { max } else { f32::INFINITY },
+            ulp_exp: f16_ulp_exp(min),
+        }
+    }
+}
+
+/// The exponent of an f16 value's ulp, for the smallest non-zero magnitude of a row: `2^(e-10)`
+/// for values in `[2^e, 2^(e+1))`, `2^-24` for f16 subnormals. A row with no non-zero finite
+/// value gives f16's largest ulp exponent, 5 (its products are all zero, or the bound fails on
+/// a non-finite sum).
+fn f16_ulp_exp(min_nonzero: f32) -> i32 {
+    if !min_nonzero.is_finite() {
+        return 5;
+    }
+    let e = ((min_nonzero.to_bits() >> 23) & 0xff) as i32 - 127;
+    (e.max(-14) - 10).min(5)
+}
+
+/// Whether every order of adding up the products `k[i]·q[i]` in f64 gives the exact sum.
+///
+/// Why: the product of two f16 `a = ma·ua`, `b = mb·ub` (integer `ma`, `mb`; `ua`, `ub` their
+/// ulps) is a multiple of `ua·ub`, so every product, and every partial sum in any order, is a
+/// multiple of `G = uk·uq`, the smallest ulps of the two rows' non-zero values (zero products
+/// are multiples of anything). A multiple of `G` under `2^53·G` in magnitude is an f64, so
+/// when `Σ|k[i]·q[i]| < 2^53·G` every addition is exact and the sum is the exact one whatever
+/// the order. `Σ|k|·max|q|` bounds that sum; it is checked against `2^51·G`, which leaves
+/// room for the rounding of `Σ|k|` in f32 (relative error under `n·2^-24`; the product of two
+/// f32 is exact in f64). An f16 product is below 2^32, so nothing overflows; an infinite or
+/// NaN value makes the left side infinite or NaN (or `0·inf`, NaN), and the check fails.
 #[inline(always)]
-pub fn exact_dot_f64_x4<S: Simd>(s: S, k: [&[f32]; 4], q: &[f32]) -> [Option<f32>; 4] {
+pub fn bound_holds(k: KeyMagnitudes, q: QueryMagnitudes) -> bool {
+    let lhs = k.abs_sum as f64 * q.max_abs as f64;
+    // `G·2^51`: exponents from -48 + 51 up to 10 + 51, a normal f64.
+    let rhs = f64::from_bits(((1023 + 51 + k.ulp_exp + q.ulp_exp) as u64) << 52);
+    lhs < rhs
+}
+
+/// The sums of four keys' products with one query in f64 lanes (their loops interleaved so
+/// that the four chains of f64 additions overlap): `Some` where `holds` (from
+/// [`bound_holds`]) says that is the sequential sum's value, else `None`.
+#[inline(always)]
+pub fn exact_dot_f64_x4<S: Simd>(
+    s: S,
+    k: [&[f32]; 4],
+    q: &[f32],
+    holds: [bool; 4],
+) -> [Option<f32>; 4] {
     let n = q.len();
     debug_assert!(n.is_multiple_of(S::LANES) && k.iter().all(|k| k.len() >= n));
-    let (inf, zero) = (s.splat(f32::INFINITY), s.splat(0.0));
     let mut sum = [s.wide_zero(); 4];
-    let mut abs_sum = [zero; 4];
-    let mut pmin = [inf; 4];
     let mut i = 0;
     while i + S::LANES <= n {
         let qv = s.load(&q[i..]);
         for b in 0..4 {
-            let p = s.mul(s.load(&k[b][i..]), qv); // exact
-            let a = s.abs(p);
-            // Zero products do not bound G (`a <= 0` is `a == 0` here, and false for NaN).
-            pmin[b] = s.min(pmin[b], s.select(s.le(a, zero), inf, a));
-            sum[b] = s.wide_add(sum[b], p);
-            abs_sum[b] = s.add(abs_sum[b], a);
+            sum[b] = s.wide_add(sum[b], s.mul(s.load(&k[b][i..]), qv)); // exact products
         }
         i += S::LANES;
     }
-    // First the bound for the four keys at once (their Σ|a·b| together against the smallest
-    // of their products: it implies each key's bound, with the same room for rounding), which
-    // ordinary rows pass; where it fails, each key's own bound.
-    let joint_abs = s.lane_sum(s.add(s.add(abs_sum[0], abs_sum[1]), s.add(abs_sum[2], abs_sum[3])));
-    let joint_min = s.lane_min(s.min(s.min(pmin[0], pmin[1]), s.min(pmin[2], pmin[3])));
-    let joint = within_bound(joint_abs as f64, joint_min as f64);
     // Loops, not closures: a closure would not inline the ISA's intrinsics here.
     let mut out = [None; 4];
     for b in 0..4 {
-        out[b] = if joint {
-            Some(s.wide_total(sum[b]) as f32)
-        } else {
-            checked_total(s, sum[b], abs_sum[b], pmin[b])
-        };
+        if holds[b] {
+            out[b] = Some(s.wide_total(sum[b]) as f32);
+        }
     }
     out
-}
-
-/// `abs_sum < pmin · 2^30` (false for NaN and infinities: a NaN or infinite product makes
-/// `abs_sum` one, whatever the fold made of `pmin`). Only zero products leave `pmin` infinite,
-/// and then `abs_sum` is 0 and so is every partial sum.
-#[inline(always)]
-fn within_bound(abs_sum: f64, pmin: f64) -> bool {
-    abs_sum.partial_cmp(&(pmin * (1u64 << 30) as f64)) == Some(core::cmp::Ordering::Less)
-}
-
-/// The sum, if the bound above proves it exact.
-#[inline(always)]
-fn checked_total<S: Simd>(s: S, sum: S::WideSum, abs_sum: S::F32, pmin: S::F32) -> Option<f32> {
-    let (pmin, abs_sum) = (s.lane_min(pmin) as f64, s.lane_sum(abs_sum) as f64);
-    if abs_sum == 0.0 {
-        return Some(0.0); // every product is zero: the sequential sum is +0
-    }
-    if !within_bound(abs_sum, pmin) {
-        return None;
-    }
-    Some(s.wide_total(sum) as f32)
 }

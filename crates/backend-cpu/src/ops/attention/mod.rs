@@ -228,6 +228,15 @@ pub(crate) fn attend_rows_on<S: Simd>(s: S, group: &RowGroup) {
     for (d, r) in q16.chunks_exact_mut(hd).zip(rows) {
         f16_arith::round_row(s, &q[r.row * hd..(r.row + 1) * hd], d);
     }
+    // Heads under one f16 step whose length is whole vectors take the out-of-order f64 sums,
+    // whose exactness bound needs the magnitudes of each row and key.
+    let f64_lanes = hd < DOT_F16_STEP && hd.is_multiple_of(S::LANES);
+    let mut q_mag = [None; MAX_ROWS];
+    if f64_lanes {
+        for (m, q) in q_mag.iter_mut().zip(q16.chunks_exact(hd)) {
+            *m = Some(f64_sum::QueryMagnitudes::of(q));
+        }
+    }
     // The f16 accumulators, held as f32 values that are always exactly representable in f16.
     let mut sum = [0.0f32; MAX_ROWS];
     let mut max = [f32::NEG_INFINITY; MAX_ROWS];
@@ -236,6 +245,7 @@ pub(crate) fn attend_rows_on<S: Simd>(s: S, group: &RowGroup) {
     let mut scores = [[0.0f32; KEY_BLOCK]; MAX_ROWS];
     for j0 in (lo..=hi).step_by(KEY_BLOCK) {
         let nb = KEY_BLOCK.min(hi + 1 - j0);
+        let mut k_mag = [None; KEY_BLOCK];
         for b in 0..nb {
             let j = j0 + b;
             f16_arith::widen(
@@ -243,6 +253,9 @@ pub(crate) fn attend_rows_on<S: Simd>(s: S, group: &RowGroup) {
                 &kv.k[j * ks + kv_head * hd..][..hd],
                 &mut k[b * hd..][..hd],
             );
+            if f64_lanes {
+                k_mag[b] = Some(f64_sum::KeyMagnitudes::of(s, &k[b * hd..][..hd]));
+            }
             f16_arith::widen(
                 s,
                 &kv.v[j * vs + kv_head * dv..][..dv],
@@ -251,7 +264,7 @@ pub(crate) fn attend_rows_on<S: Simd>(s: S, group: &RowGroup) {
         }
         for g in 0..n {
             let scores = &mut scores[g];
-            *scores = dot_block(s, k, nb, &q16[g * hd..(g + 1) * hd]);
+            *scores = dot_block(s, k, nb, &q16[g * hd..(g + 1) * hd], &k_mag, q_mag[g]);
             for score in &mut scores[..nb] {
                 // As ggml: with a cap, `scale` already holds scale / cap.
                 *score *= scale;
@@ -341,10 +354,18 @@ fn expf(x: f32) -> f32 {
 }
 
 /// [`dot_f16`] of the first `nb` keys of a block against `q` (head_dim long): the whole steps
-/// four keys at a time, the leftovers out of order where [`f64_sum::exact_dot_f64_x4`] proves that
-/// the same, else in order.
+/// four keys at a time, the leftovers out of order where [`f64_sum::bound_holds`] proves that
+/// the same (given the keys' and the row's magnitudes, where the caller took them), else in
+/// order.
 #[inline(always)]
-fn dot_block<S: Simd>(s: S, k: &[f32], nb: usize, q: &[f32]) -> [f32; KEY_BLOCK] {
+fn dot_block<S: Simd>(
+    s: S,
+    k: &[f32],
+    nb: usize,
+    q: &[f32],
+    k_mag: &[Option<f64_sum::KeyMagnitudes>; KEY_BLOCK],
+    q_mag: Option<f64_sum::QueryMagnitudes>,
+) -> [f32; KEY_BLOCK] {
     let hd = q.len();
     let k: [&[f32]; KEY_BLOCK] = core::array::from_fn(|b| &k[b * hd..(b + 1) * hd]);
     let np = hd / DOT_F16_STEP * DOT_F16_STEP;
@@ -358,12 +379,15 @@ fn dot_block<S: Simd>(s: S, k: &[f32], nb: usize, q: &[f32]) -> [f32; KEY_BLOCK]
         }
         return out;
     }
-    let exact = if hd.is_multiple_of(S::LANES) {
+    let mut exact = [None; KEY_BLOCK];
+    if let Some(q_mag) = q_mag {
+        let mut holds = [false; KEY_BLOCK];
+        for b in 0..nb {
+            holds[b] = k_mag[b].is_some_and(|m| f64_sum::bound_holds(m, q_mag));
+        }
         let rows: [&[f32]; KEY_BLOCK] = core::array::from_fn(|b| &k[b.min(nb - 1)][..hd]);
-        f64_sum::exact_dot_f64_x4(s, rows, q)
-    } else {
-        [None; KEY_BLOCK]
-    };
+        exact = f64_sum::exact_dot_f64_x4(s, rows, q, holds);
+    }
     for b in 0..nb {
         out[b] = exact[b].unwrap_or_else(|| head_plus_leftovers(0.0, &k[b][..hd], q));
     }
