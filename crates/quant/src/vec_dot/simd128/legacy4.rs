@@ -340,14 +340,18 @@ struct ActGroup<P> {
 #[inline(always)]
 fn act_groups<W: LegacyWeight>(ys: [&[W::Act]; 4], nb: usize, out: &mut Vec<ActGroup<W::Prep>>) {
     out.clear();
-    out.extend((0..nb).map(|i| {
-        let bits = scale_bits4([&ys[0][i], &ys[1][i], &ys[2][i], &ys[3][i]]);
-        ActGroup {
-            d: low_scales(bits),
-            s: high_scales(bits),
-            prep: std::array::from_fn(|r| W::prep(&ys[r][i])),
-        }
-    }));
+    // A plain loop: `extend` over a mapping closure and `array::from_fn` stayed out-of-line
+    // calls here, their operands going through memory.
+    for i in 0..nb {
+        let (d, s) = widen_scales(scale_bits4([&ys[0][i], &ys[1][i], &ys[2][i], &ys[3][i]]));
+        let prep = [
+            W::prep(&ys[0][i]),
+            W::prep(&ys[1][i]),
+            W::prep(&ys[2][i]),
+            W::prep(&ys[3][i]),
+        ];
+        out.push(ActGroup { d, s, prep });
+    }
 }
 
 /// A weight block decoded once for all the activation groups it meets: its quants unpacked and
@@ -361,15 +365,13 @@ struct Decoded<Q> {
 
 #[inline(always)]
 fn decode<W: LegacyWeight>(w: &W::Block) -> Decoded<W::Quants> {
-    let bits = w.scale_bits();
+    // Both halves in SIMD lanes (the high half is 0 for the types without a min), not in
+    // `half`'s software conversion.
+    let (d, m) = widen_scales(u32x4_splat(w.scale_bits()));
     Decoded {
         q: W::quants(w),
-        d: half::f16::from_bits(bits as u16).to_f32(),
-        m: if W::HAS_MIN {
-            half::f16::from_bits((bits >> 16) as u16).to_f32()
-        } else {
-            0.0
-        },
+        d: f32x4_extract_lane::<0>(d),
+        m: f32x4_extract_lane::<0>(m),
     }
 }
 
