@@ -13,7 +13,7 @@
 //! wasm has no FMA instruction), so this build needs no emulation to give the reference's bits.
 
 use crate::blocks::*;
-use crate::isa::simd::simd128::{any_f16_nonfinite, finite_f16_bits_to_f32};
+use crate::isa::simd::simd128::f16x8_to_f32;
 use crate::isa::Simd128;
 use crate::repack::layout::*;
 use core::arch::wasm32::*;
@@ -60,11 +60,11 @@ unsafe fn bcast8(p: *const i8) -> B {
 #[inline(always)]
 unsafe fn f16x8<const N: usize>(p: *const f16) -> F {
     let h = v128_load(p as *const v128);
-    let (lo, hi) = (u32x4_extend_low_u16x8(h), u32x4_extend_high_u16x8(h));
-    if N > 1 || any_f16_nonfinite(h) {
+    if N > 1 {
+        let (lo, hi) = (u32x4_extend_low_u16x8(h), u32x4_extend_high_u16x8(h));
         return [Simd128.f16_bits_to_f32(lo), Simd128.f16_bits_to_f32(hi)];
     }
-    [finite_f16_bits_to_f32(lo), finite_f16_bits_to_f32(hi)]
+    f16x8_to_f32(h)
 }
 
 /// One f16 as f32, bit-identical to half's conversion: finite values (every real scale) in a

@@ -57,10 +57,22 @@ pub(crate) fn any_f16_nonfinite(h: v128) -> bool {
 /// shifted into an f32's place and scaled by 2^112 is its value, subnormals included (wasm
 /// keeps f32 subnormals), and the sign goes on top.
 #[inline(always)]
-pub(crate) fn finite_f16_bits_to_f32(x: v128) -> v128 {
+fn finite_f16_bits_to_f32(x: v128) -> v128 {
     let magnitude = v128_and(x, konst(&F16_MAGNITUDE));
     let value = f32x4_mul(i32x4_shl(magnitude, 13), konst(&F16_SCALE));
     v128_or(value, i32x4_shl(v128_and(x, konst(&F16_SIGN)), 16))
+}
+
+/// 8 f16 (u16 lanes of `h`) widened exactly to f32, low four first: the finite-only
+/// conversion where none is infinite or NaN, else the general one.
+#[inline(always)]
+pub(crate) fn f16x8_to_f32(h: v128) -> [v128; 2] {
+    let (lo, hi) = (u32x4_extend_low_u16x8(h), u32x4_extend_high_u16x8(h));
+    if any_f16_nonfinite(h) {
+        [Simd128.f16_bits_to_f32(lo), Simd128.f16_bits_to_f32(hi)]
+    } else {
+        [finite_f16_bits_to_f32(lo), finite_f16_bits_to_f32(hi)]
+    }
 }
 
 /// SIMD128 is enabled at compile time, so the token always exists in this build.
@@ -125,12 +137,7 @@ impl Simd for Simd128 {
         while i + 8 <= n {
             // SAFETY: `src[i..i + 8]` is 16 bytes; unaligned loads are allowed.
             let h = unsafe { v128_load(src[i..i + 8].as_ptr() as *const v128) };
-            let (lo, hi) = (u32x4_extend_low_u16x8(h), u32x4_extend_high_u16x8(h));
-            let (lo, hi) = if any_f16_nonfinite(h) {
-                (self.f16_bits_to_f32(lo), self.f16_bits_to_f32(hi))
-            } else {
-                (finite_f16_bits_to_f32(lo), finite_f16_bits_to_f32(hi))
-            };
+            let [lo, hi] = f16x8_to_f32(h);
             self.store(&mut dst[i..], lo);
             self.store(&mut dst[i + 4..], hi);
             i += 8;

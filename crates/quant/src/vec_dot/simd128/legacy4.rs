@@ -340,8 +340,9 @@ struct ActGroup<P> {
 #[inline(always)]
 fn act_groups<W: LegacyWeight>(ys: [&[W::Act]; 4], nb: usize, out: &mut Vec<ActGroup<W::Prep>>) {
     out.clear();
-    // A plain loop: `extend` over a mapping closure and `array::from_fn` stayed out-of-line
-    // calls here, their operands going through memory.
+    // A plain index loop: `extend` over a mapping closure and `array::from_fn` stayed
+    // out-of-line calls here, their operands going through memory.
+    #[allow(clippy::needless_range_loop)]
     for i in 0..nb {
         let (d, s) = widen_scales(scale_bits4([&ys[0][i], &ys[1][i], &ys[2][i], &ys[3][i]]));
         let prep = [
