@@ -108,24 +108,51 @@ unsafe fn dot(acc: I, u: B, s: B) -> I {
     r
 }
 
-/// Q8_0's operands: signed weights and activations as they are (`dot_q8` widens both signed).
+/// Q8_0's operands: signed weights and activations as they are (`dot_q8` widens both signed),
+/// except in the relaxed-SIMD build's decode tiles (`N` = 1), which split the activation chunk
+/// (`a`, one chunk repeated) into its positive part `p = max(a, 0)` and negative part
+/// `n = p - a`, both 7-bit, so that `relaxed_dot` can take them: `a = p - n`. That holds for
+/// the activation quantizer's -127..=127; a -128 (its saturated NaN or infinity, whose block is
+/// garbage in ggml too) wraps `n` to 0x80, which x86's `pmaddubsw` still reads as 128.
 #[inline(always)]
-unsafe fn q8_operands(w: B, a: B) -> (B, B) {
+unsafe fn q8_operands<const N: usize>(w: B, a: B) -> (B, B) {
+    if cfg!(target_feature = "relaxed-simd") && N == 1 {
+        let p = i8x16_max(a[0], i8x16_splat(0));
+        return (w, [p, i8x16_sub(p, a[0])]);
+    }
     (w, a)
 }
 
-/// Signed × signed bytes (Q8_0's full range has no 7-bit side), into `dot`'s lanes; `s` is one
-/// activation chunk repeated (`bcast8`). The relaxed-SIMD build widens the even and the odd
-/// bytes of both sides to i16 (a shift pair or one arithmetic shift, no shuffles): their pair
-/// sums (`dot_i16x8`) added are the 4-byte sums of rows 2k (lanes 0-1) and 2k+1 (lanes 2-3),
-/// `dot`'s lanes as they are.
+/// Signed × signed bytes (Q8_0's full range has no 7-bit side), into `dot`'s lanes, in the
+/// relaxed-SIMD build; `s` is [`q8_operands`]' form of one activation chunk.
+///
+/// Decode (`N` = 1): each weight vector against `p` and against `n`
+/// (`i16x8.relaxed_dot_i8x16_i7x16`, x86's `pmaddubsw`); their difference is the exact i16
+/// pair sums of `w · a` (at most 2 · 128 · 127 in magnitude), which `extadd` makes the 4-byte
+/// sums of rows 2k (lanes 0-1) and 2k+1 (lanes 2-3), `dot`'s lanes as they are: five
+/// instructions per 16 bytes (gemv 1.09× in Chromium).
+///
+/// Batches widen the even and the odd bytes of both sides to i16 (a shift pair or one
+/// arithmetic shift, no shuffles) instead: seven instructions, but the split's two vectors per
+/// activation row made the 4-row tile, short of registers, 7-10 % slower.
 #[cfg(target_feature = "relaxed-simd")]
 #[inline(always)]
-unsafe fn dot_q8(acc: I, w: B, s: B) -> I {
+unsafe fn dot_q8<const N: usize>(acc: I, w: B, s: B) -> I {
+    let mut r = acc;
+    if N == 1 {
+        let [p, n] = s;
+        for k in 0..2 {
+            let pairs = i16x8_sub(
+                i16x8_relaxed_dot_i8x16_i7x16(w[k], p),
+                i16x8_relaxed_dot_i8x16_i7x16(w[k], n),
+            );
+            r[k] = i32x4_add(r[k], i32x4_extadd_pairwise_i16x8(pairs));
+        }
+        return r;
+    }
     let even = |v: v128| i16x8_shr(i16x8_shl(v, 8), 8);
     let odd = |v: v128| i16x8_shr(v, 8);
     let (s_even, s_odd) = (even(s[0]), odd(s[0]));
-    let mut r = acc;
     for k in 0..2 {
         r[k] = i32x4_add(r[k], i32x4_dot_i16x8(even(w[k]), s_even));
         r[k] = i32x4_add(r[k], i32x4_dot_i16x8(odd(w[k]), s_odd));
@@ -137,7 +164,7 @@ unsafe fn dot_q8(acc: I, w: B, s: B) -> I {
 /// in pairs into that row's vector.
 #[cfg(not(target_feature = "relaxed-simd"))]
 #[inline(always)]
-unsafe fn dot_q8(acc: I, w: B, s: B) -> I {
+unsafe fn dot_q8<const N: usize>(acc: I, w: B, s: B) -> I {
     let s16 = i16x8_extend_low_i8x16(s[0]);
     let mut r = acc;
     for k in 0..2 {

@@ -10,7 +10,8 @@
 //!   so a run is at most 4 products of weights under 32, or 2 under 64), then either
 //!   `sub_sums` and `per_row(rows 0-3, rows 4-7)`, one lane per row, or `scaled_rows([rows
 //!   0-3, rows 4-7], off, 8 scale bytes, signed)`, one lane per row, less `off`, times that
-//!   row's scale; `dot_q8` (Q8_0's operands from `q8_operands`), folded by `per_row` too;
+//!   row's scale; `dot_q8::<N>` (Q8_0's operands from `q8_operands::<N>`, for a tile of `N`
+//!   activation rows), folded by `per_row` too;
 //! - `R`, one i32 lane per row (`zero_r`, `add_r`, `sub_r`, `splat_r`);
 //! - `F`, one f32 lane per row (`zero_f`, `sub_f`, `mul_f`, `splat_f`, `to_f`, `f16x8::<N>`
 //!   (8 weight scales, for a tile of `N` activation rows: a build may convert differently per
@@ -215,8 +216,8 @@ macro_rules! repack_tiles {
                     for h in 0..2 {
                         let w = load(qs.add(64 * c + 32 * h));
                         for t in 0..N {
-                            let (u, s) = q8_operands(w, bcast8(a[t][b].qs.as_ptr().add(8 * c)));
-                            ia[t][h] = dot_q8(ia[t][h], u, s);
+                            let (u, s) = q8_operands::<N>(w, bcast8(a[t][b].qs.as_ptr().add(8 * c)));
+                            ia[t][h] = dot_q8::<N>(ia[t][h], u, s);
                         }
                     }
                 }

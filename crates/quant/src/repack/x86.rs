@@ -190,12 +190,12 @@ macro_rules! repack_kernels {
         /// with w's signs.
         #[inline]
         #[target_feature(enable = $features)]
-        unsafe fn q8_operands(w: B, a: B) -> (B, B) {
+        unsafe fn q8_operands<const N: usize>(w: B, a: B) -> (B, B) {
             (_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w))
         }
         #[inline]
         #[target_feature(enable = $features)]
-        unsafe fn dot_q8(acc: I, u: B, s: B) -> I {
+        unsafe fn dot_q8<const N: usize>(acc: I, u: B, s: B) -> I {
             dot(acc, u, s)
         }
 
