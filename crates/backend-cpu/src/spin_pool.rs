@@ -150,7 +150,7 @@ fn worker_loop(s: &Shared, idle_spins: u32) {
                 break g;
             }
             spins += 1;
-            if spins % 32 == 0 {
+            if spins.is_multiple_of(32) {
                 // Give the core away when other processes want it (shared machines).
                 std::thread::yield_now();
             } else {
@@ -216,7 +216,7 @@ impl ThreadPool for SpinPool {
         let mut spins = 0u32;
         while s.done.load(Ordering::Acquire) < n_tasks {
             spins += 1;
-            if spins % 32 != 0 {
+            if !spins.is_multiple_of(32) {
                 std::hint::spin_loop();
             } else {
                 // A worker holding a task was descheduled (busy machine): let it run.

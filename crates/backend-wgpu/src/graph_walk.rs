@@ -51,7 +51,7 @@ pub fn activations_len(graph: &Graph) -> usize {
 /// (`tessera_kernels::variants::uniform_capacity`); the buffer is allocated at that size
 /// ([`activations_alloc_len`]), as the kernel declares it.
 pub fn uniform_activations<T: Target>(gpu: &T, graph: &Graph, act_len: usize) -> Option<usize> {
-    if !gpu.is_cpu() || graph.n_tokens != 1 || act_len % 4 != 0 {
+    if !gpu.is_cpu() || graph.n_tokens != 1 || !act_len.is_multiple_of(4) {
         return None;
     }
     let vec4s = tessera_kernels::variants::uniform_capacity(act_len / 4)? as usize;
@@ -203,7 +203,7 @@ fn int_dot<T: Target>(
     k: usize,
 ) -> Option<(&'static str, usize)> {
     let act = mul_mat_q8::int_dot_rounding(w.ty)?;
-    (gpu.int_dot_kernels() && k % act.1 == 0).then_some(act)
+    (gpu.int_dot_kernels() && k.is_multiple_of(act.1)).then_some(act)
 }
 
 /// Rounds the matmul input `x` (`n_x` floats in `x_buf`) into the scratch `acts` as ggml's CPU

@@ -595,7 +595,7 @@ impl<'w> GraphBuilder<'w> {
 
     pub fn rope(&mut self, x: NodeId, params: RopeParams) -> Result<NodeId, EngineError> {
         let ne = self.ne(x);
-        if params.n_dims > ne[0] || params.n_dims % 2 != 0 || ne[2] != self.n_tokens {
+        if params.n_dims > ne[0] || !params.n_dims.is_multiple_of(2) || ne[2] != self.n_tokens {
             return Err(shape_error(
                 "rope",
                 format!("{ne:?} n_dims {}", params.n_dims),
@@ -629,7 +629,7 @@ impl<'w> GraphBuilder<'w> {
             && self.ne(k) == [hd, params.n_head_kv, t, 1]
             && self.ne(v) == [hd, params.n_head_kv, t, 1]
             && params.n_head_kv > 0
-            && params.n_head % params.n_head_kv == 0
+            && params.n_head.is_multiple_of(params.n_head_kv)
             && params
                 .sinks
                 .is_none_or(|w| self.is_f32_vector(w, params.n_head));

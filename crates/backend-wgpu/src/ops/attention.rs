@@ -88,7 +88,7 @@ pub fn attend<T: Target>(
 ) -> Result<(), WgpuError> {
     let hd = p.head_dim;
     let dv = kv.layout.head_dim_v;
-    if hd != kv.layout.head_dim_k || p.n_head_kv != kv.layout.n_head_kv || hd % 2 != 0 {
+    if hd != kv.layout.head_dim_k || p.n_head_kv != kv.layout.n_head_kv || !hd.is_multiple_of(2) {
         return Err(WgpuError::Unsupported(format!(
             "attention head {hd} over a cache of {}x{}",
             kv.layout.n_head_kv, kv.layout.head_dim_k

@@ -46,12 +46,12 @@ pub fn record<T: Target>(
     y: &T::Buffer,
     n: usize,
 ) -> Result<(), WgpuError> {
-    if n % block != 0 {
+    if !n.is_multiple_of(block) {
         return Err(WgpuError::Unsupported(format!(
             "{define} over {n} elements (blocks of {block})"
         )));
     }
-    if packed && n % 32 != 0 {
+    if packed && !n.is_multiple_of(32) {
         return Err(WgpuError::Unsupported(format!(
             "packing {n} activations (chunks of 32)"
         )));

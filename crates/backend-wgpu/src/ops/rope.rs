@@ -50,7 +50,7 @@ pub fn record<T: Target>(
     p: &RopeParams,
     factors: Option<&T::Buffer>,
 ) -> Result<(), WgpuError> {
-    if p.n_dims > head_dim || p.n_dims % 2 != 0 {
+    if p.n_dims > head_dim || !p.n_dims.is_multiple_of(2) {
         return Err(WgpuError::Unsupported(format!(
             "rope of {} dims in heads of {head_dim}",
             p.n_dims

@@ -199,12 +199,12 @@ pub fn mad_steps<S: Simd, const N: usize>(s: S, y: [&mut [f32]; N], x: &[f32], v
             let y = &mut y[h][i..i + block];
             // `fma_f16_fast` of the 8 vectors, their roundings in one `round_f16_n`.
             let mut sum = [zero; 8];
-            for r in 0..8 {
-                sum[r] = s.add(s.mul(xv[r], vv[h]), s.load(&y[r * lanes..]));
+            for (r, sum_r) in sum.iter_mut().enumerate() {
+                *sum_r = s.add(s.mul(xv[r], vv[h]), s.load(&y[r * lanes..]));
             }
             let mut marks = s.low12_mantissa_zero(sum[0]);
-            for r in 1..8 {
-                marks = s.or_mask(marks, s.low12_mantissa_zero(sum[r]));
+            for &sum_r in &sum[1..] {
+                marks = s.or_mask(marks, s.low12_mantissa_zero(sum_r));
             }
             let mut out = s.round_f16_n(sum);
             if check[h] && s.any(marks) {
@@ -243,9 +243,9 @@ pub fn mad_tail<S: Simd>(s: S, y: &mut [f32], x: &[f32], v: f32) {
     for c in y4.chunks_exact_mut(4 * S::LANES) {
         let Some(xc) = xs.next() else { break };
         let mut sum = [vv; 4];
-        for i in 0..4 {
+        for (i, sum_i) in sum.iter_mut().enumerate() {
             let at = i * S::LANES;
-            sum[i] = mad_f32(s, s.load(&xc[at..]), vv, s.load(&c[at..]), exact_product);
+            *sum_i = mad_f32(s, s.load(&xc[at..]), vv, s.load(&c[at..]), exact_product);
         }
         let r = s.round_f16_n(sum);
         for i in 0..4 {

@@ -458,6 +458,7 @@ fn mad_rows<S: Simd>(s: S, acc: &mut [f32], v: &[f32], vs: &[f32]) {
 /// Attention for `T` query tokens at positions `pos0 ..` (their keys and values already in
 /// `kv`): q `[head_dim, n_head, T]` → out `[head_dim_v * n_head, T]`; `sinks` are the
 /// `n_head` sink logits of `p.sinks`.
+#[allow(clippy::too_many_arguments)] // the op's operands, parameters and kernel choice
 pub fn attention(
     pool: &dyn ThreadPool,
     q: &[f32],

@@ -330,7 +330,7 @@ fn check_against_scalar<S: Simd>(s: S) {
     check_op(
         s,
         "round_f16",
-        &[near.clone()],
+        std::slice::from_ref(&near),
         |s, v| s.round_f16(v[0]),
         |r, x| r.round_f16(x[0]),
     );

@@ -101,12 +101,12 @@ unsafe fn load_legacy<B>(y: &B, qs: *const i8, sc: &[f32; 2]) -> LegacyA {
 }
 
 #[inline(always)]
-unsafe fn load_q8_0<'a>(y: &'a BlockQ8_0, sc: &[f32; 2]) -> LegacyA {
+unsafe fn load_q8_0(y: &BlockQ8_0, sc: &[f32; 2]) -> LegacyA {
     load_legacy(y, y.qs.as_ptr(), sc)
 }
 
 #[inline(always)]
-unsafe fn load_q8_1<'a>(y: &'a BlockQ8_1, sc: &[f32; 2]) -> LegacyA {
+unsafe fn load_q8_1(y: &BlockQ8_1, sc: &[f32; 2]) -> LegacyA {
     load_legacy(y, y.qs.as_ptr(), sc)
 }
 
@@ -179,6 +179,8 @@ macro_rules! gemm_kernel {
             n_acts: usize,
             out: &mut [f32],
         ) {
+            // The tile's operands and its place in the output, one argument each.
+            #[allow(clippy::too_many_arguments)]
             #[inline(always)]
             unsafe fn tile<const R: usize, const C: usize>(
                 nb: usize,
