@@ -111,9 +111,9 @@ unsafe fn dot(acc: I, u: B, s: B) -> I {
 /// Q8_0's operands: signed weights and activations as they are (`dot_q8` widens both signed),
 /// except in the relaxed-SIMD build's decode tiles (`N` = 1), which split the activation chunk
 /// (`a`, one chunk repeated) into its positive part `p = max(a, 0)` and negative part
-/// `n = p - a`, both 7-bit, so that `relaxed_dot` can take them: `a = p - n`. That holds for
-/// the activation quantizer's -127..=127; a -128 (its saturated NaN or infinity, whose block is
-/// garbage in ggml too) wraps `n` to 0x80, which x86's `pmaddubsw` still reads as 128.
+/// `n = p - a`, both 7-bit, so that `relaxed_dot` can take them: `a = p - n`. Like every
+/// build's Q8_0 tiles (the x86 sign trick too), this needs activation quants in -127..=127, the
+/// quantizer's range for finite inputs (it gives -128 only for NaN or infinity).
 #[inline(always)]
 unsafe fn q8_operands<const N: usize>(w: B, a: B) -> (B, B) {
     if cfg!(target_feature = "relaxed-simd") && N == 1 {
