@@ -113,7 +113,7 @@ unsafe fn dot(acc: I, u: B, s: B) -> I {
 /// (`a`, one chunk repeated) into its positive part `p = max(a, 0)` and negative part
 /// `n = p - a`, both 7-bit, so that `relaxed_dot` can take them: `a = p - n`. Like every
 /// build's Q8_0 tiles (the x86 sign trick too), this needs activation quants in -127..=127, the
-/// quantizer's range for finite inputs (it gives -128 only for NaN or infinity).
+/// quantizer's range except for a NaN, an infinity or a subnormal block maximum.
 #[inline(always)]
 unsafe fn q8_operands<const N: usize>(w: B, a: B) -> (B, B) {
     if cfg!(target_feature = "relaxed-simd") && N == 1 {
