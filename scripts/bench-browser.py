@@ -27,16 +27,10 @@ MODELS = [("Gemma 3 270M Q4_K_M", "gemma3", "gemma-3-270m-q4_k_m.gguf"),
 P, N, REPS = 256, 32, 2
 
 
-def native(program, path, threads):
-    """pp and tg t/s of `tessera bench` or `llama-bench` (the same flags and JSON)."""
-    bench = [program, "bench"] if Path(program).name == "tessera" else [program]
-    out = subprocess.run([*bench, "-m", str(path), "-p", str(P), "-n", str(N),
-                          "-r", str(REPS), "-t", str(threads), "-o", "json"],
-                         check=True, capture_output=True, text=True).stdout
-    rows = json.loads(out)
-    pp = next(r["avg_ts"] for r in rows if r["n_prompt"] > 0)
-    tg = next(r["avg_ts"] for r in rows if r["n_gen"] > 0)
-    return pp, tg
+def native(bench, path, threads):
+    """pp and tg t/s of `bench` (`[tessera, "bench"]` or `[llama-bench]`: the same flags and JSON)."""
+    return bench_result.pp_tg([*bench, "-m", str(path), "-p", str(P), "-n", str(N),
+                               "-r", str(REPS), "-t", str(threads), "-o", "json"])
 
 
 def browser(key, threads):
@@ -78,11 +72,11 @@ def main():
                 pp, tg, build = browser(key, t)
                 builds.add(build)
                 web.append((pp, tg))
-                nat.append(native(a.tessera, models_dir / file, t))
+                nat.append(native([a.tessera, "bench"], models_dir / file, t))
                 line = (f"{label} t={t} round {i + 1}: browser pp {pp:.1f} tg {tg:.1f}; "
                         f"native pp {nat[-1][0]:.1f} tg {nat[-1][1]:.1f}")
                 if a.llama_bench:
-                    llama.append(native(a.llama_bench, models_dir / file, t))
+                    llama.append(native([a.llama_bench], models_dir / file, t))
                     line += f"; llama.cpp pp {llama[-1][0]:.1f} tg {llama[-1][1]:.1f}"
                 print(line, file=sys.stderr)
             rows.append([f"{label}, {t}", *ratio_cells(web, nat)])

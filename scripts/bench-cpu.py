@@ -10,7 +10,6 @@ shows it in docs/BENCHMARKS.md).
     python3 scripts/bench-cpu.py --tessera PATH --llama-bench PATH [--rounds 3] [--threads 2,1]
 """
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -22,14 +21,6 @@ import bench_result
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = [("SmolLM2-135M Q4_1", "SmolLM2-135M-Instruct.Q4_1.gguf"),
           ("Gemma 3 270M Q4_K_M", "gemma-3-270m-q4_k_m.gguf")]
-
-
-def run_json(cmd):
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    rows = json.loads(out)
-    pp = next(r["avg_ts"] for r in rows if r["n_prompt"] > 0)
-    tg = next(r["avg_ts"] for r in rows if r["n_gen"] > 0)
-    return pp, tg
 
 
 def fmt(xs):
@@ -52,8 +43,8 @@ def main():
                       "-r", str(a.reps), "-o", "json"]
             ours, theirs = [], []
             for i in range(a.rounds):
-                ours.append(run_json([a.tessera, "bench", *common]))
-                theirs.append(run_json([a.llama_bench, *common]))
+                ours.append(bench_result.pp_tg([a.tessera, "bench", *common]))
+                theirs.append(bench_result.pp_tg([a.llama_bench, *common]))
                 print(f"{label} t={t} round {i + 1}: tessera pp {ours[-1][0]:.1f} tg {ours[-1][1]:.1f}; "
                       f"llama.cpp pp {theirs[-1][0]:.1f} tg {theirs[-1][1]:.1f}", file=sys.stderr)
             cells = [label, str(t)]

@@ -27,6 +27,16 @@ def cpu_features(info):
     return ", ".join(name for flag, name in wanted if flag in flags) or "no AVX2"
 
 
+def pp_tg(cmd):
+    """Runs `tessera bench` or `llama-bench` (`cmd`, with `-o json`): the prompt and the
+    generation test's mean t/s."""
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    rows = json.loads(out)
+    pp = next(r["avg_ts"] for r in rows if r["n_prompt"] > 0)
+    tg = next(r["avg_ts"] for r in rows if r["n_gen"] > 0)
+    return pp, tg
+
+
 def write(kind, title, name, commands, tables, notes):
     """Writes the session (this commit, now, the machine with its load at the end); returns the
     file's path relative to the repository."""
