@@ -47,13 +47,33 @@ pub enum QuantError {
 }
 
 /// Checks that `n` elements of `ty` fill whole blocks and returns the row's byte length.
-// `%` rather than `is_multiple_of`, which is newer than the workspace's rust-version.
-#[allow(clippy::manual_is_multiple_of)]
 pub fn row_bytes(ty: tessera_gguf::GgmlType, n: usize) -> Result<usize, QuantError> {
     let block_size = ty.block_size() as usize;
-    if n % block_size != 0 {
+    if !n.is_multiple_of(block_size) {
         return Err(QuantError::PartialBlock { ty, n, block_size });
     }
     // Saturating: an impossible size then fails the caller's length comparison.
     Ok((n / block_size).saturating_mul(ty.type_size() as usize))
+}
+
+/// Checks that a buffer of `got` bytes (`what`, for the error) holds exactly `n_rows` rows of
+/// `n` elements of `ty`; returns one row's byte length.
+pub(crate) fn checked_row_bytes(
+    ty: tessera_gguf::GgmlType,
+    n: usize,
+    n_rows: usize,
+    got: usize,
+    what: &'static str,
+) -> Result<usize, QuantError> {
+    let row_bytes = row_bytes(ty, n)?;
+    let expected = row_bytes.saturating_mul(n_rows);
+    if got != expected {
+        return Err(QuantError::BadLength {
+            ty,
+            expected,
+            got,
+            what,
+        });
+    }
+    Ok(row_bytes)
 }

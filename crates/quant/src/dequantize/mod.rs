@@ -17,7 +17,7 @@ pub use legacy::{
 pub use mxfp4::dequantize_row_mxfp4;
 
 use crate::blocks::blocks_from_bytes;
-use crate::{row_bytes, QuantError};
+use crate::{checked_row_bytes, QuantError};
 use tessera_gguf::GgmlType;
 
 /// Dequantizes one row: `dst.len()` elements from `src`, which must be exactly that row's bytes.
@@ -26,15 +26,7 @@ pub fn dequantize_row(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<(), Q
     if !ty.is_supported() {
         return Err(QuantError::Unsupported(ty));
     }
-    let expected = row_bytes(ty, dst.len())?;
-    if src.len() != expected {
-        return Err(QuantError::BadLength {
-            ty,
-            expected,
-            got: src.len(),
-            what: "source bytes",
-        });
-    }
+    checked_row_bytes(ty, dst.len(), 1, src.len(), "source bytes")?;
     match ty {
         F32 => dst.copy_from_slice(&blocks_from_bytes::<f32>(src)),
         F16 => dequantize_row_f16(&blocks_from_bytes(src), dst),

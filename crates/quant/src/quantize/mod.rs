@@ -30,7 +30,7 @@ pub use legacy::{
 pub use mxfp4::quantize_row_mxfp4;
 
 use crate::blocks::with_blocks_mut;
-use crate::{row_bytes, QuantError};
+use crate::{checked_row_bytes, QuantError};
 use tessera_gguf::GgmlType;
 
 /// Quantizes one row of `src.len()` elements into `dst`, which must be exactly that row's bytes,
@@ -56,15 +56,7 @@ fn quantize_row_with(
     if !ty.is_supported() {
         return Err(QuantError::Unsupported(ty));
     }
-    let expected = row_bytes(ty, src.len())?;
-    if dst.len() != expected {
-        return Err(QuantError::BadLength {
-            ty,
-            expected,
-            got: dst.len(),
-            what: "destination bytes",
-        });
-    }
+    checked_row_bytes(ty, src.len(), 1, dst.len(), "destination bytes")?;
     match ty {
         F32 => with_blocks_mut(dst, |y: &mut [f32]| y.copy_from_slice(src)),
         F16 => with_blocks_mut(dst, |y| quantize_row_f16(src, y)),

@@ -145,26 +145,6 @@ pub fn isa() -> Option<Isa> {
     }
 }
 
-/// The bytes of one row of `n` elements of `ty`, once `rows` is checked to hold `n_rows` of them.
-fn checked_row_bytes(
-    ty: GgmlType,
-    n: usize,
-    n_rows: usize,
-    rows: &[u8],
-) -> Result<usize, QuantError> {
-    let row_bytes = crate::row_bytes(ty, n)?;
-    let expected = row_bytes.saturating_mul(n_rows);
-    if rows.len() != expected {
-        return Err(QuantError::BadLength {
-            ty,
-            expected,
-            got: rows.len(),
-            what: "weight rows",
-        });
-    }
-    Ok(row_bytes)
-}
-
 /// A thread pool's `run(n, task)`: calls `task(i)` for every `i < n`, possibly in parallel.
 pub type Tasks<'a> = &'a dyn Fn(usize, &(dyn Fn(usize) + Sync));
 
@@ -204,7 +184,7 @@ impl RepackedMatrix {
         tasks: Tasks,
     ) -> Result<Option<RepackedMatrix>, QuantError> {
         // Bad input is an error whether or not this build repacks the type.
-        checked_row_bytes(ty, n, n_rows, rows)?;
+        crate::checked_row_bytes(ty, n, n_rows, rows.len(), "weight rows")?;
         let Some(kind) = Kind::of(ty) else {
             return Ok(None);
         };
@@ -222,7 +202,7 @@ impl RepackedMatrix {
         rows: &[u8],
         tasks: Tasks,
     ) -> Result<RepackedMatrix, QuantError> {
-        let row_bytes = checked_row_bytes(ty, n, n_rows, rows)?;
+        let row_bytes = crate::checked_row_bytes(ty, n, n_rows, rows.len(), "weight rows")?;
         let nb = n / ty.block_size() as usize;
         let group_block_bytes = group_block_bytes(kind);
         let n_groups = n_rows.div_ceil(ROWS);
