@@ -11,6 +11,7 @@ use crate::matmul_nodes::MatmulNodes;
 use crate::ops;
 use crate::ops::attention::AttentionKernel;
 use crate::parallel::for_each_row_range as by_rows;
+use crate::profile::OpProfile;
 use tessera_core::backend::{Backend, Batch, KvLayout};
 use tessera_core::error::EngineError;
 use tessera_core::graph::{Graph, Op};
@@ -31,6 +32,8 @@ pub struct CpuBackend {
     /// The attention kernel set by `set_attention_kernel` or `TESSERA_ATTENTION`; `None`
     /// chooses per model ([`CpuBackend::attention_kernel`]).
     attention: Option<AttentionKernel>,
+    /// Wall time per op (`TESSERA_CPU_PROFILE`, development only).
+    profile: Option<OpProfile>,
 }
 
 /// Called after every node with its index, the node and its output (debugging aid, like
@@ -52,6 +55,7 @@ impl CpuBackend {
                 Ok("f32") => Some(AttentionKernel::F32Tiled),
                 _ => None,
             },
+            profile: OpProfile::from_env(),
         }
     }
 
@@ -174,10 +178,14 @@ impl Backend for CpuBackend {
                 i += 1;
                 continue;
             }
+            let started = self.profile.is_some().then(OpProfile::start);
             if let Op::MulMat { .. } = node.op {
                 let count = self
                     .matmuls
                     .run(pool, graph, plan, weights, i, &mut self.slots)?;
+                if let (Some(p), Some(t)) = (self.profile.as_mut(), started) {
+                    p.record(node.op.name(), t);
+                }
                 if let Some(trace) = self.trace.as_mut() {
                     for j in i..i + count {
                         let out = &self.slots[plan.slot_of[j]][..len_of(graph, j)];
@@ -386,6 +394,9 @@ impl Backend for CpuBackend {
             })();
             self.slots[slot] = dst_buf;
             result?;
+            if let (Some(p), Some(t)) = (self.profile.as_mut(), started) {
+                p.record(node.op.name(), t);
+            }
             if let Some(trace) = self.trace.as_mut() {
                 trace(i, node, &self.slots[slot][..n]);
             }
@@ -394,6 +405,9 @@ impl Backend for CpuBackend {
         let o = graph.output.0 as usize;
         let n = len_of(graph, o);
         out[..n].copy_from_slice(&self.slots[plan.slot_of[o]][..n]);
+        if let Some(p) = self.profile.as_mut() {
+            p.graph_run();
+        }
         Ok(Poll::Ready(()))
     }
 }

@@ -7,6 +7,7 @@ pub mod kv_cache;
 mod matmul_nodes;
 pub mod ops;
 pub mod parallel;
+mod profile;
 mod repacked;
 pub mod spin_pool;
 

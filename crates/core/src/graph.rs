@@ -294,6 +294,34 @@ pub enum Op {
 }
 
 impl Op {
+    /// The op's name (its variant), for profiles and traces.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::GetRows { .. } => "GetRows",
+            Op::Reshape { .. } => "Reshape",
+            Op::RmsNorm { .. } => "RmsNorm",
+            Op::MulWeight { .. } => "MulWeight",
+            Op::AddWeight { .. } => "AddWeight",
+            Op::Add { .. } => "Add",
+            Op::Scale { .. } => "Scale",
+            Op::MulMat { .. } => "MulMat",
+            Op::Rope { .. } => "Rope",
+            Op::Attention { .. } => "Attention",
+            Op::Swiglu { .. } => "Swiglu",
+            Op::Geglu { .. } => "Geglu",
+            Op::Reglu { .. } => "Reglu",
+            Op::SwigluOai { .. } => "SwigluOai",
+            Op::Activation { .. } => "Activation",
+            Op::Softcap { .. } => "Softcap",
+            Op::OutputRows { .. } => "OutputRows",
+            Op::MoeRoute { .. } => "MoeRoute",
+            Op::MulMatId { .. } => "MulMatId",
+            Op::AddId { .. } => "AddId",
+            Op::MoeSum { .. } => "MoeSum",
+            Op::Slice { .. } => "Slice",
+        }
+    }
+
     /// The nodes this op reads.
     pub fn inputs(&self) -> Vec<NodeId> {
         match *self {
