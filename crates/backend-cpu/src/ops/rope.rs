@@ -77,7 +77,7 @@ pub fn rope(
 /// [`rotate_head`] on each head of one token. `mul_add` is a call to the software `fmaf`
 /// unless the code is compiled for FMA (the native build targets baseline x86-64), so x86 CPUs
 /// with FMA take a copy compiled for it: the same values (`fmaf` is exact either way), without
-/// two calls per rotated pair (SmolLM2's q rope took 1.6 µs a decode step, most of it there).
+/// two calls per rotated pair (a SmolLM2 decode step's rope node: 1.5 µs with them, 0.5 without).
 fn rotate_heads(tok: &mut [f32], head_dim: usize, cache: &[f32], p: &RopeParams) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("fma") {
