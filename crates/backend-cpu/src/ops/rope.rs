@@ -3,6 +3,8 @@
 //! the cos/sin match llama.cpp's bit for bit.
 
 use tessera_core::graph::{RopeMode, RopeParams};
+#[cfg(target_arch = "x86_64")]
+use tessera_quant::isa::{self, Avx2};
 
 /// Fills `cache` (length `n_dims`) with interleaved (cos, sin) per rotated pair at position `pos`.
 /// `factors` (one per pair) divide the angles, as ggml's `freq_factors`; a pair without one
@@ -26,7 +28,7 @@ pub fn rotate_head(head: &mut [f32], cache: &[f32], p: &RopeParams) {
     rotate(head, cache, p)
 }
 
-/// [`rotate_head`]'s body, inlined into each build of it ([`rotate_heads_fma`]).
+/// [`rotate_head`]'s body, inlined into each build of it ([`rotate_heads_avx2`]).
 #[inline(always)]
 fn rotate(head: &mut [f32], cache: &[f32], p: &RopeParams) {
     match p.mode {
@@ -75,27 +77,36 @@ pub fn rope(
 }
 
 /// [`rotate_head`] on each head of one token. `mul_add` is a call to the software `fmaf`
-/// unless the code is compiled for FMA (the native build targets baseline x86-64), so x86 CPUs
-/// with FMA take a copy compiled for it: the same values (`fmaf` is exact either way), without
-/// two calls per rotated pair (a SmolLM2 decode step's rope node: 1.5 µs with them, 0.5 without).
+/// unless the code is compiled for FMA (the native build targets baseline x86-64), so at the
+/// AVX2 dispatch level (which includes FMA) a copy compiled for it runs: the same values
+/// (`fmaf` is exact either way), without two calls per rotated pair (a SmolLM2 decode step's
+/// rope node: 1.5 µs with them, 0.5 without).
 fn rotate_heads(tok: &mut [f32], head_dim: usize, cache: &[f32], p: &RopeParams) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("fma") {
-        // SAFETY: the CPU has FMA.
-        return unsafe { rotate_heads_fma(tok, head_dim, cache, p) };
+    if isa::level().has_avx2() {
+        if let Some(s) = Avx2::new() {
+            // SAFETY: the token proves the features.
+            return unsafe { rotate_heads_avx2(s, tok, head_dim, cache, p) };
+        }
     }
     for head in tok.chunks_exact_mut(head_dim) {
-        rotate_head(head, cache, p);
+        rotate(head, cache, p);
     }
 }
 
-/// [`rotate_heads`] compiled for FMA.
+/// [`rotate_heads`] compiled for AVX2 and FMA.
 ///
 /// # Safety
-/// The CPU must have FMA.
+/// None beyond the token's existence (it proves the CPU runs AVX2, FMA and F16C).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "fma")]
-unsafe fn rotate_heads_fma(tok: &mut [f32], head_dim: usize, cache: &[f32], p: &RopeParams) {
+#[target_feature(enable = "avx2,fma")]
+unsafe fn rotate_heads_avx2(
+    _: Avx2,
+    tok: &mut [f32],
+    head_dim: usize,
+    cache: &[f32],
+    p: &RopeParams,
+) {
     for head in tok.chunks_exact_mut(head_dim) {
         rotate(head, cache, p);
     }
