@@ -27,6 +27,9 @@ await page.evaluate(async ({ a, b, pairs, only }) => {
   const instantiate = async (b64) => (await WebAssembly.instantiate(
     Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)), {})).instance.exports;
   const [ea, eb] = [await instantiate(a), await instantiate(b)];
+  // Builds from before the export report "?".
+  const fused = (e) => (e.fused_dot ? e.fused_dot() : '?');
+  console.log(`fused relaxed dot product: A ${fused(ea)}, B ${fused(eb)}`);
   const median = (v) => [...v].sort((p, q) => p - q)[v.length >> 1];
   // Interleaved timing of `run(e)` on both builds; returns [median A/B, best A ms, best B ms].
   const ab = (run) => {

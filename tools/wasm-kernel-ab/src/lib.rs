@@ -56,6 +56,13 @@ fn weight_type(t: u32) -> GgmlType {
     }
 }
 
+/// 1 where the kernels take the fused form of the relaxed dot product
+/// (`isa::CpuFeatures::fused_dot`), else 0.
+#[no_mangle]
+pub extern "C" fn fused_dot() -> u32 {
+    tessera_quant::isa::detected().fused_dot as u32
+}
+
 /// `rows` weight rows of type `t` (see `weight_type`) and `k` elements, `acts` activations.
 #[no_mangle]
 pub extern "C" fn setup_matmul(t: u32, rows: u32, k: u32, acts: u32) {

@@ -73,7 +73,7 @@ impl Kind {
 
     /// Whether build `isa` has kernels for this layout (Q4_1's are x86 only).
     pub fn has_kernels(self, isa: Isa) -> bool {
-        self != Kind::Q4_1 || isa != Isa::Simd128
+        self != Kind::Q4_1 || !matches!(isa, Isa::Simd128 | Isa::Simd128FusedDot)
     }
 
     /// Whether this CPU's build ([`isa`]) has kernels for this layout: where it has not,
@@ -90,10 +90,19 @@ pub enum Isa {
     AvxVnni,
     Avx512Vnni,
     Simd128,
+    /// SIMD128 with relaxed SIMD, its decode tiles on the fused 4-byte dot product
+    /// (`isa::CpuFeatures::fused_dot`).
+    Simd128FusedDot,
 }
 
 impl Isa {
-    pub const ALL: [Isa; 4] = [Isa::Avx2, Isa::AvxVnni, Isa::Avx512Vnni, Isa::Simd128];
+    pub const ALL: [Isa; 5] = [
+        Isa::Avx2,
+        Isa::AvxVnni,
+        Isa::Avx512Vnni,
+        Isa::Simd128,
+        Isa::Simd128FusedDot,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -101,6 +110,7 @@ impl Isa {
             Isa::AvxVnni => "avx-vnni",
             Isa::Avx512Vnni => "avx512-vnni",
             Isa::Simd128 => "simd128",
+            Isa::Simd128FusedDot => "simd128-fused-dot",
         }
     }
 
@@ -114,12 +124,13 @@ impl Isa {
                     Isa::Avx2 => true,
                     Isa::AvxVnni => std::arch::is_x86_feature_detected!("avxvnni"),
                     Isa::Avx512Vnni => f.level == isa::Level::Avx512 && f.avx512_vnni,
-                    Isa::Simd128 => false,
+                    Isa::Simd128 | Isa::Simd128FusedDot => false,
                 }
         }
         #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
         {
             self == Isa::Simd128
+                || (self == Isa::Simd128FusedDot && cfg!(target_feature = "relaxed-simd"))
         }
         #[cfg(not(any(
             target_arch = "x86_64",
@@ -137,6 +148,9 @@ impl Isa {
 /// ggml's kernels).
 pub fn isa() -> Option<Isa> {
     match isa::level() {
+        isa::Level::Simd128 if isa::detected().fused_dot && Isa::Simd128FusedDot.runs_here() => {
+            Some(Isa::Simd128FusedDot)
+        }
         isa::Level::Simd128 if Isa::Simd128.runs_here() => Some(Isa::Simd128),
         isa::Level::Avx512 if Isa::Avx512Vnni.runs_here() => Some(Isa::Avx512Vnni),
         isa::Level::Avx512 | isa::Level::Avx2 if Isa::AvxVnni.runs_here() => Some(Isa::AvxVnni),
@@ -325,18 +339,22 @@ impl RepackedMatrix {
                     Isa::Avx2 => x86::avx2::gemm_q4_1(nb, w, a, n_acts, out),
                     Isa::AvxVnni => x86::avx_vnni::gemm_q4_1(nb, w, a, n_acts, out),
                     Isa::Avx512Vnni => x86::avx512_vnni::gemm_q4_1(nb, w, a, n_acts, out),
-                    Isa::Simd128 => unreachable!("refused by has_kernels"),
+                    Isa::Simd128 | Isa::Simd128FusedDot => unreachable!("refused by has_kernels"),
                 };
             }
             match isa {
                 #[cfg(target_arch = "x86_64")]
-                Isa::Avx2 => x86::avx2::gemm(kind, nb, w, a, n_acts, sums, out),
+                Isa::Avx2 => x86::avx2::gemm::<false>(kind, nb, w, a, n_acts, sums, out),
                 #[cfg(target_arch = "x86_64")]
-                Isa::AvxVnni => x86::avx_vnni::gemm(kind, nb, w, a, n_acts, sums, out),
+                Isa::AvxVnni => x86::avx_vnni::gemm::<false>(kind, nb, w, a, n_acts, sums, out),
                 #[cfg(target_arch = "x86_64")]
-                Isa::Avx512Vnni => x86::avx512_vnni::gemm(kind, nb, w, a, n_acts, sums, out),
+                Isa::Avx512Vnni => {
+                    x86::avx512_vnni::gemm::<false>(kind, nb, w, a, n_acts, sums, out)
+                }
                 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-                Isa::Simd128 => simd128::gemm(kind, nb, w, a, n_acts, sums, out),
+                Isa::Simd128 => simd128::gemm::<false>(kind, nb, w, a, n_acts, sums, out),
+                #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+                Isa::Simd128FusedDot => simd128::gemm::<true>(kind, nb, w, a, n_acts, sums, out),
                 #[allow(unreachable_patterns)]
                 _ => unreachable!("runs_here refuses {} on this target", isa.name()),
             }

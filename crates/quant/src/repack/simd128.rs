@@ -126,27 +126,35 @@ unsafe fn q8_operands<const N: usize>(w: B, a: B) -> (B, B) {
 /// Signed × signed bytes (Q8_0's full range has no 7-bit side), into `dot`'s lanes, in the
 /// relaxed-SIMD build; `s` is [`q8_operands`]' form of one activation chunk.
 ///
-/// Decode (`N` = 1): each weight vector against `p` and against `n`
-/// (`i16x8.relaxed_dot_i8x16_i7x16`, x86's `pmaddubsw`); their difference is the exact i16
-/// pair sums of `w · a` (at most 2 · 128 · 127 in magnitude), which `extadd` makes the 4-byte
-/// sums of rows 2k (lanes 0-1) and 2k+1 (lanes 2-3), `dot`'s lanes as they are: five
-/// instructions per 16 bytes (gemv 1.09× in Chromium).
+/// Decode (`N` = 1): each weight vector against `p` and against `n`, whose difference is `w · a`.
+/// With `FUSED_DOT` (the engine's one-instruction `i32x4.relaxed_dot_i8x16_i7x16_add`, see
+/// `isa::CpuFeatures::fused_dot`), two of them per 16 bytes into i32 lanes, those of `n` in
+/// `acc[2..4]` until [`q8_sums`] takes them off. Otherwise as i16 pair sums
+/// (`i16x8.relaxed_dot_i8x16_i7x16`, x86's `pmaddubsw`), whose difference is exact (at most
+/// 2 · 128 · 127 in magnitude) and which `extadd` makes the 4-byte sums of rows 2k (lanes 0-1)
+/// and 2k+1 (lanes 2-3), `dot`'s lanes as they are: five instructions per 16 bytes (gemv 1.09×
+/// in Chromium).
 ///
 /// Batches widen the even and the odd bytes of both sides to i16 (a shift pair or one
 /// arithmetic shift, no shuffles) instead: seven instructions, but the split's two vectors per
 /// activation row made the 4-row tile, short of registers, 7-10 % slower.
 #[cfg(target_feature = "relaxed-simd")]
 #[inline(always)]
-unsafe fn dot_q8<const N: usize>(acc: I, w: B, s: B) -> I {
+unsafe fn dot_q8<const N: usize, const FUSED_DOT: bool>(acc: I, w: B, s: B) -> I {
     let mut r = acc;
     if N == 1 {
         let [p, n] = s;
         for k in 0..2 {
-            let pairs = i16x8_sub(
-                i16x8_relaxed_dot_i8x16_i7x16(w[k], p),
-                i16x8_relaxed_dot_i8x16_i7x16(w[k], n),
-            );
-            r[k] = i32x4_add(r[k], i32x4_extadd_pairwise_i16x8(pairs));
+            if FUSED_DOT {
+                r[k] = i32x4_relaxed_dot_i8x16_i7x16_add(w[k], p, r[k]);
+                r[k + 2] = i32x4_relaxed_dot_i8x16_i7x16_add(w[k], n, r[k + 2]);
+            } else {
+                let pairs = i16x8_sub(
+                    i16x8_relaxed_dot_i8x16_i7x16(w[k], p),
+                    i16x8_relaxed_dot_i8x16_i7x16(w[k], n),
+                );
+                r[k] = i32x4_add(r[k], i32x4_extadd_pairwise_i16x8(pairs));
+            }
         }
         return r;
     }
@@ -160,11 +168,22 @@ unsafe fn dot_q8<const N: usize>(acc: I, w: B, s: B) -> I {
     r
 }
 
+/// [`dot_q8`]'s sums as `per_row` takes them: in the fused decode form, the products with `p`
+/// less those with `n`.
+#[inline(always)]
+unsafe fn q8_sums<const N: usize, const FUSED_DOT: bool>(a: I) -> I {
+    if cfg!(target_feature = "relaxed-simd") && N == 1 && FUSED_DOT {
+        let z = i32x4_splat(0);
+        return [i32x4_sub(a[0], a[2]), i32x4_sub(a[1], a[3]), z, z];
+    }
+    a
+}
+
 /// The plain build: each row's 8 bytes widened (`s`'s low half serves both rows) and multiplied
 /// in pairs into that row's vector.
 #[cfg(not(target_feature = "relaxed-simd"))]
 #[inline(always)]
-unsafe fn dot_q8<const N: usize>(acc: I, w: B, s: B) -> I {
+unsafe fn dot_q8<const N: usize, const FUSED_DOT: bool>(acc: I, w: B, s: B) -> I {
     let s16 = i16x8_extend_low_i8x16(s[0]);
     let mut r = acc;
     for k in 0..2 {
@@ -215,6 +234,10 @@ unsafe fn per_row(a: I, b: I) -> R {
 /// sums over the run (`i16x8.relaxed_dot_i8x16_i7x16`, x86's `pmaddubsw`, exact for 7-bit `u`
 /// as the loader checks), row 2k's in lanes 0-3 of `acc[k]`, row 2k+1's in lanes 4-7: at most
 /// 4 products of weights under 32 or 2 under 64 per run (`tiles`), so they cannot overflow.
+///
+/// The fused 4-byte dot product ([`dot_q8`]'s `FUSED_DOT`) would take one instruction per 16
+/// bytes here too, but Gemma 3's decode (Q4_K, Q5_0, Q6_K tiles) ran 0.85-0.94× with it in
+/// Chromium, though the tiles alone ran faster in `tools/wasm-kernel-ab`.
 #[cfg(target_feature = "relaxed-simd")]
 #[inline(always)]
 unsafe fn dot_sub(acc: I, u: B, s: B) -> I {

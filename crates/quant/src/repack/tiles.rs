@@ -10,8 +10,9 @@
 //!   so a run is at most 4 products of weights under 32, or 2 under 64), then either
 //!   `sub_sums` and `per_row(rows 0-3, rows 4-7)`, one lane per row, or `scaled_rows([rows
 //!   0-3, rows 4-7], off, 8 scale bytes, signed)`, one lane per row, less `off`, times that
-//!   row's scale; `dot_q8::<N>` (Q8_0's operands from `q8_operands::<N>`, for a tile of `N`
-//!   activation rows), folded by `per_row` too;
+//!   row's scale; `dot_q8::<N, FUSED_DOT>` (Q8_0's operands from `q8_operands::<N>`, for a
+//!   tile of `N` activation rows; `FUSED_DOT` picks between a build's two forms where it has
+//!   two), folded by `per_row` after `q8_sums::<N, FUSED_DOT>`;
 //! - `R`, one i32 lane per row (`zero_r`, `add_r`, `sub_r`, `splat_r`);
 //! - `F`, one f32 lane per row (`zero_f`, `sub_f`, `mul_f`, `splat_f`, `to_f`, `f16x8::<N>`
 //!   (8 weight scales, for a tile of `N` activation rows: a build may convert differently per
@@ -206,7 +207,11 @@ macro_rules! repack_tiles {
         }
 
         $(#[$attr])*
-        unsafe fn tile_q8_0<const N: usize>(g: &[Q8_0x8], a: [&[BlockQ8_0]; N], _: [&[i32]; N]) -> [F; N] {
+        unsafe fn tile_q8_0_with<const N: usize, const FUSED_DOT: bool>(
+            g: &[Q8_0x8],
+            a: [&[BlockQ8_0]; N],
+            _: [&[i32]; N],
+        ) -> [F; N] {
             let mut acc = [zero_f(); N];
             for (b, gb) in g.iter().enumerate() {
                 prefetch_ahead(gb);
@@ -217,13 +222,13 @@ macro_rules! repack_tiles {
                         let w = load(qs.add(64 * c + 32 * h));
                         for t in 0..N {
                             let (u, s) = q8_operands::<N>(w, bcast8(a[t][b].qs.as_ptr().add(8 * c)));
-                            ia[t][h] = dot_q8::<N>(ia[t][h], u, s);
+                            ia[t][h] = dot_q8::<N, FUSED_DOT>(ia[t][h], u, s);
                         }
                     }
                 }
                 let d = f16x8::<N>(gb.d.as_ptr());
                 for t in 0..N {
-                    let isum = per_row(ia[t][0], ia[t][1]);
+                    let isum = per_row(q8_sums::<N, FUSED_DOT>(ia[t][0]), q8_sums::<N, FUSED_DOT>(ia[t][1]));
                     acc[t] = add_scaled(acc[t], isum, mul_f(d, splat_f(f16_to_f32(a[t][b].d))));
                 }
             }
@@ -386,6 +391,14 @@ macro_rules! repack_tiles {
             tile_offset::<N, Q5_0x8>(g, a, s)
         }
         $(#[$attr])*
+        unsafe fn tile_q8_0<const N: usize>(g: &[Q8_0x8], a: [&[BlockQ8_0]; N], s: [&[i32]; N]) -> [F; N] {
+            tile_q8_0_with::<N, false>(g, a, s)
+        }
+        $(#[$attr])*
+        unsafe fn tile_q8_0_fused_dot<const N: usize>(g: &[Q8_0x8], a: [&[BlockQ8_0]; N], s: [&[i32]; N]) -> [F; N] {
+            tile_q8_0_with::<N, true>(g, a, s)
+        }
+        $(#[$attr])*
         unsafe fn tile_q4_k<const N: usize>(g: &[Q4Kx8], a: [&[BlockQ8K]; N], s: [&[i32]; N]) -> [F; N] {
             tile_k4::<N, Q4Kx8>(g, a, s)
         }
@@ -396,14 +409,15 @@ macro_rules! repack_tiles {
 
         /// The entry points: `nb` blocks per row, `groups` of `nb` group blocks each,
         /// `n_acts` activation rows of `nb` blocks, `sums` (Q4_0/Q5_0 only) each activation
-        /// block's Σa; `out[t * 8 * n_groups + 8 * group + r]`.
+        /// block's Σa; `out[t * 8 * n_groups + 8 * group + r]`. `FUSED_DOT`: the form of
+        /// `dot_q8` (a build with one form ignores it).
         ///
         /// # Safety
         /// The CPU must have this module's features; `out` must hold `n_acts * 8 * n_groups`
         /// floats and `acts`/`sums` `n_acts * nb` entries.
         // With the build's attributes, so that the stores of `drive!` inline here.
         $(#[$attr])*
-        pub unsafe fn gemm(
+        pub unsafe fn gemm<const FUSED_DOT: bool>(
             kind: crate::repack::Kind,
             nb: usize,
             groups: &[u8],
@@ -418,6 +432,7 @@ macro_rules! repack_tiles {
                 Kind::Q4_0 => drive!(tile_q4_0, nb, bytemuck::cast_slice::<u8, Q4_0x8>(g), bytemuck::cast_slice::<u8, BlockQ8_0>(a), n_acts, sums, out),
                 Kind::Q4_1 => unreachable!("Q4_1 has kernels of its own (x86_q4_1.rs)"),
                 Kind::Q5_0 => drive!(tile_q5_0, nb, bytemuck::cast_slice::<u8, Q5_0x8>(g), bytemuck::cast_slice::<u8, BlockQ8_0>(a), n_acts, sums, out),
+                Kind::Q8_0 if FUSED_DOT => drive!(tile_q8_0_fused_dot, nb, bytemuck::cast_slice::<u8, Q8_0x8>(g), bytemuck::cast_slice::<u8, BlockQ8_0>(a), n_acts, sums, out),
                 Kind::Q8_0 => drive!(tile_q8_0, nb, bytemuck::cast_slice::<u8, Q8_0x8>(g), bytemuck::cast_slice::<u8, BlockQ8_0>(a), n_acts, sums, out),
                 Kind::Q4_K => drive!(tile_q4_k, nb, bytemuck::cast_slice::<u8, Q4Kx8>(g), bytemuck::cast_slice::<u8, BlockQ8K>(a), n_acts, sums, out),
                 Kind::Q5_K => drive!(tile_q5_k, nb, bytemuck::cast_slice::<u8, Q5Kx8>(g), bytemuck::cast_slice::<u8, BlockQ8K>(a), n_acts, sums, out),

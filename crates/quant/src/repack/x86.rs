@@ -195,8 +195,13 @@ macro_rules! repack_kernels {
         }
         #[inline]
         #[target_feature(enable = $features)]
-        unsafe fn dot_q8<const N: usize>(acc: I, u: B, s: B) -> I {
+        unsafe fn dot_q8<const N: usize, const FUSED_DOT: bool>(acc: I, u: B, s: B) -> I {
             dot(acc, u, s)
+        }
+        #[inline]
+        #[target_feature(enable = $features)]
+        unsafe fn q8_sums<const N: usize, const FUSED_DOT: bool>(a: I) -> I {
+            a
         }
 
         /// Σ_j m_j Σa per row (`tiles`' `k4_msum`), two sub-blocks per `madd`: row r's

@@ -106,12 +106,18 @@ pub(super) fn legacy_lanes(w: &LegacyW, a: &[i8; QK]) -> [v128; 2] {
 /// 0..=127 (Q4_1, Q5_1, and the K-quants' unsigned quants). The relaxed-SIMD build forms the i16
 /// pair sums in one `i16x8.relaxed_dot_i8x16_i7x16_s` (`pmaddubsw`), exact (deterministic) for
 /// 7-bit `w`: they are at most 2 · 128 · 127 in magnitude and cannot saturate; then pairs of
-/// pairs (`pmaddwd` by ones). That is the i32x4 form without its add of a zero accumulator.
+/// pairs (`pmaddwd` by ones). That is the i32x4 form without its add of a zero accumulator,
+/// which is what engines without a fused 4-byte dot product build it from; `FUSED_DOT` (where
+/// they have one, `isa::CpuFeatures::fused_dot`) takes the i32x4 form: one instruction.
 #[inline(always)]
-pub(super) fn quad_sums_u7(w: v128, a: v128) -> v128 {
+pub(super) fn quad_sums_u7<const FUSED_DOT: bool>(w: v128, a: v128) -> v128 {
     #[cfg(target_feature = "relaxed-simd")]
     {
-        i32x4_extadd_pairwise_i16x8(i16x8_relaxed_dot_i8x16_i7x16(a, w))
+        if FUSED_DOT {
+            i32x4_relaxed_dot_i8x16_i7x16_add(a, w, i32x4_splat(0))
+        } else {
+            i32x4_extadd_pairwise_i16x8(i16x8_relaxed_dot_i8x16_i7x16(a, w))
+        }
     }
     #[cfg(not(target_feature = "relaxed-simd"))]
     quad_sums_i8(w, a)
@@ -122,8 +128,8 @@ pub(super) fn quad_sums_u7(w: v128, a: v128) -> v128 {
 pub(super) fn legacy_lanes_u7(w: &LegacyW, a: &[i8; QK]) -> [v128; 2] {
     let a = i8_bytes(a);
     [
-        quad_sums_u7(w.q[0], load16(a, 0)),
-        quad_sums_u7(w.q[1], load16(a, 16)),
+        quad_sums_u7::<false>(w.q[0], load16(a, 0)),
+        quad_sums_u7::<false>(w.q[1], load16(a, 16)),
     ]
 }
 

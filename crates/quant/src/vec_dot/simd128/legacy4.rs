@@ -106,9 +106,12 @@ pub(super) trait LegacyWeight {
     type Prep: Copy;
     /// Whether `summs += m_w · s_a` is part of the result (Q4_1, Q5_1).
     const HAS_MIN: bool;
+    /// Whether `lanes::<true>` (the fused 4-byte dot product, `isa::CpuFeatures::fused_dot`)
+    /// differs from `lanes::<false>` (the unsigned types'); the others have one form.
+    const HAS_FUSED_FORM: bool;
     fn quants(w: &Self::Block) -> Self::Quants;
     fn prep(a: &Self::Act) -> Self::Prep;
-    fn lanes(q: &Self::Quants, a: &Self::Prep) -> [v128; 2];
+    fn lanes<const FUSED_DOT: bool>(q: &Self::Quants, a: &Self::Prep) -> [v128; 2];
 }
 
 pub(super) struct Q4_0;
@@ -138,6 +141,7 @@ macro_rules! unsigned_with_min {
             type Quants = [v128; 2];
             type Prep = [v128; 2];
             const HAS_MIN: bool = true;
+            const HAS_FUSED_FORM: bool = true;
             #[inline(always)]
             fn quants(w: &$W) -> [v128; 2] {
                 $quants(w)
@@ -147,8 +151,11 @@ macro_rules! unsigned_with_min {
                 act_bytes(&a.qs)
             }
             #[inline(always)]
-            fn lanes(q: &[v128; 2], a: &[v128; 2]) -> [v128; 2] {
-                [quad_sums_u7(q[0], a[0]), quad_sums_u7(q[1], a[1])]
+            fn lanes<const FUSED_DOT: bool>(q: &[v128; 2], a: &[v128; 2]) -> [v128; 2] {
+                [
+                    quad_sums_u7::<FUSED_DOT>(q[0], a[0]),
+                    quad_sums_u7::<FUSED_DOT>(q[1], a[1]),
+                ]
             }
         }
     };
@@ -173,6 +180,7 @@ macro_rules! offset_signed {
             /// The activation bytes and, in the relaxed build, `-OFFSET · (their 4-byte sums)`.
             type Prep = ([v128; 2], [v128; 2]);
             const HAS_MIN: bool = false;
+            const HAS_FUSED_FORM: bool = false;
             #[inline(always)]
             fn quants(w: &$W) -> [v128; 2] {
                 let u: [v128; 2] = $unsigned(w);
@@ -201,7 +209,7 @@ macro_rules! offset_signed {
                 (a, a)
             }
             #[inline(always)]
-            fn lanes(q: &[v128; 2], p: &Self::Prep) -> [v128; 2] {
+            fn lanes<const FUSED_DOT: bool>(q: &[v128; 2], p: &Self::Prep) -> [v128; 2] {
                 #[cfg(target_feature = "relaxed-simd")]
                 {
                     // Exact: the i16 pair sums of bytes × 0..=31 cannot saturate.
@@ -239,6 +247,7 @@ impl LegacyWeight for Q8_0 {
     type Quants = [v128; 4];
     type Prep = [v128; 4];
     const HAS_MIN: bool = false;
+    const HAS_FUSED_FORM: bool = false;
     #[inline(always)]
     fn quants(w: &BlockQ8_0) -> [v128; 4] {
         widen_i16_paired(act_bytes(&w.qs))
@@ -248,7 +257,7 @@ impl LegacyWeight for Q8_0 {
         widen_i16_paired(act_bytes(&a.qs))
     }
     #[inline(always)]
-    fn lanes(q: &[v128; 4], a: &[v128; 4]) -> [v128; 2] {
+    fn lanes<const FUSED_DOT: bool>(q: &[v128; 4], a: &[v128; 4]) -> [v128; 2] {
         let pairs = |i: usize| i32x4_dot_i16x8(q[i], a[i]);
         [i32x4_add(pairs(0), pairs(1)), i32x4_add(pairs(2), pairs(3))]
     }
@@ -279,6 +288,12 @@ fn finish<W: LegacyWeight>(acc: [Acc; 4], summs: v128) -> [f32; 4] {
     })
 }
 
+/// The 8 lanes of weight block `w` against a prepared activation block.
+#[inline(always)]
+fn block_lanes<W: LegacyWeight, const FUSED_DOT: bool>(w: &W::Block, a: &W::Prep) -> [v128; 2] {
+    W::lanes::<FUSED_DOT>(&W::quants(w), a)
+}
+
 /// One activation row's block, prepared once for every weight row of a gemv: its scales `d`
 /// and `s` each in all four lanes, and the type's activation preparation.
 #[derive(Clone, Copy)]
@@ -291,7 +306,11 @@ struct ActOne<P> {
 /// Four weight rows × one prepared activation row. `ahead`: the bytes the caller reads next
 /// (the following rows of a gemv, or empty), touched at the pace this loop reads its own.
 #[inline(always)]
-fn rows4<W: LegacyWeight>(ws: [&[W::Block]; 4], y: &[ActOne<W::Prep>], ahead: &[u8]) -> [f32; 4] {
+fn rows4<W: LegacyWeight, const FUSED_DOT: bool>(
+    ws: [&[W::Block]; 4],
+    y: &[ActOne<W::Prep>],
+    ahead: &[u8],
+) -> [f32; 4] {
     let min_w = ws.iter().map(|w| w.len()).min().unwrap_or(0);
     let nb = min_w.min(y.len());
     // Slices of exactly `nb` blocks, so that indexing below needs no bounds checks.
@@ -318,10 +337,11 @@ fn rows4<W: LegacyWeight>(ws: [&[W::Block]; 4], y: &[ActOne<W::Prep>], ahead: &[
             // fma(m_w, s_a, summs) per row.
             summs = fma_f32x4(m_w, a.s, summs);
         }
-        accumulate::<0>(&mut acc, d4, W::lanes(&W::quants(&ws[0][i]), &a.prep));
-        accumulate::<1>(&mut acc, d4, W::lanes(&W::quants(&ws[1][i]), &a.prep));
-        accumulate::<2>(&mut acc, d4, W::lanes(&W::quants(&ws[2][i]), &a.prep));
-        accumulate::<3>(&mut acc, d4, W::lanes(&W::quants(&ws[3][i]), &a.prep));
+        let lanes = |r: usize| block_lanes::<W, FUSED_DOT>(&ws[r][i], &a.prep);
+        accumulate::<0>(&mut acc, d4, lanes(0));
+        accumulate::<1>(&mut acc, d4, lanes(1));
+        accumulate::<2>(&mut acc, d4, lanes(2));
+        accumulate::<3>(&mut acc, d4, lanes(3));
     }
     std::hint::black_box(touched);
     finish::<W>(acc, summs)
@@ -379,7 +399,7 @@ fn decode<W: LegacyWeight>(w: &W::Block) -> Decoded<W::Quants> {
 /// One weight row (its blocks decoded) × the four activation rows of `groups` (one entry per
 /// block).
 #[inline(always)]
-fn x4_groups<W: LegacyWeight>(
+fn x4_groups<W: LegacyWeight, const FUSED_DOT: bool>(
     x: impl Iterator<Item = Decoded<W::Quants>>,
     groups: &[ActGroup<W::Prep>],
 ) -> [f32; 4] {
@@ -392,12 +412,18 @@ fn x4_groups<W: LegacyWeight>(
         }
         // d_w · d_a per activation row.
         let d4 = f32x4_mul(f32x4_splat(w.d), g.d);
-        accumulate::<0>(&mut acc, d4, W::lanes(&w.q, &g.prep[0]));
-        accumulate::<1>(&mut acc, d4, W::lanes(&w.q, &g.prep[1]));
-        accumulate::<2>(&mut acc, d4, W::lanes(&w.q, &g.prep[2]));
-        accumulate::<3>(&mut acc, d4, W::lanes(&w.q, &g.prep[3]));
+        accumulate::<0>(&mut acc, d4, W::lanes::<FUSED_DOT>(&w.q, &g.prep[0]));
+        accumulate::<1>(&mut acc, d4, W::lanes::<FUSED_DOT>(&w.q, &g.prep[1]));
+        accumulate::<2>(&mut acc, d4, W::lanes::<FUSED_DOT>(&w.q, &g.prep[2]));
+        accumulate::<3>(&mut acc, d4, W::lanes::<FUSED_DOT>(&w.q, &g.prep[3]));
     }
     finish::<W>(acc, summs)
+}
+
+/// Whether to run `W`'s fused-dot form (see [`LegacyWeight::HAS_FUSED_FORM`]).
+#[inline(always)]
+fn use_fused_dot<W: LegacyWeight>() -> bool {
+    W::HAS_FUSED_FORM && crate::isa::detected().fused_dot
 }
 
 /// One weight row × four activation rows.
@@ -406,7 +432,12 @@ pub(super) fn x4<W: LegacyWeight>(n: usize, x: &[W::Block], ys: [&[W::Act]; 4]) 
     let nb = block_count(n, QK, x.len(), min_act);
     let mut groups = Vec::with_capacity(nb);
     act_groups::<W>(ys, nb, &mut groups);
-    x4_groups::<W>(x[..nb].iter().map(decode::<W>), &groups)
+    let x = x[..nb].iter().map(decode::<W>);
+    if use_fused_dot::<W>() {
+        x4_groups::<W, true>(x, &groups)
+    } else {
+        x4_groups::<W, false>(x, &groups)
+    }
 }
 
 /// A type's single-row kernel on typed blocks.
@@ -417,8 +448,24 @@ type SingleRow<W> = fn(usize, &[<W as LegacyWeight>::Block], &[<W as LegacyWeigh
 /// One activation row (decode) goes four weight rows at a time ([`rows4`]); longer batches four
 /// activation rows at a time, those four prepared once for all weight rows ([`x4_groups`]);
 /// what is left over row by row with `single`.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn gemm<W: LegacyWeight>(
+    single: SingleRow<W>,
+    n: usize,
+    w: &[W::Block],
+    n_rows: usize,
+    a: &[W::Act],
+    n_acts: usize,
+    out: &mut [f32],
+) {
+    if use_fused_dot::<W>() {
+        gemm_with::<W, true>(single, n, w, n_rows, a, n_acts, out)
+    } else {
+        gemm_with::<W, false>(single, n, w, n_rows, a, n_acts, out)
+    }
+}
+
+/// [`gemm`] in the given form of the dot product.
+fn gemm_with<W: LegacyWeight, const FUSED_DOT: bool>(
     single: SingleRow<W>,
     n: usize,
     w: &[W::Block],
@@ -453,7 +500,7 @@ pub(super) fn gemm<W: LegacyWeight>(
             let next = (r / 4 + 1) * group_bytes;
             let ahead = &bytes[next.min(bytes.len())..(next + group_bytes).min(bytes.len())];
             let rows = [row(r), row(r + 1), row(r + 2), row(r + 3)];
-            let d = rows4::<W>(rows, &prepared, ahead);
+            let d = rows4::<W, FUSED_DOT>(rows, &prepared, ahead);
             out[r..r + 4].copy_from_slice(&d);
         }
         for (r, o) in out[..n_rows].iter_mut().enumerate().skip(full) {
@@ -475,8 +522,10 @@ pub(super) fn gemm<W: LegacyWeight>(
         );
         for r in 0..n_rows {
             let d = match &decoded {
-                Some(d) => x4_groups::<W>(d[r * nb..(r + 1) * nb].iter().copied(), &groups),
-                None => x4_groups::<W>(row(r)[..nb].iter().map(decode::<W>), &groups),
+                Some(d) => {
+                    x4_groups::<W, FUSED_DOT>(d[r * nb..(r + 1) * nb].iter().copied(), &groups)
+                }
+                None => x4_groups::<W, FUSED_DOT>(row(r)[..nb].iter().map(decode::<W>), &groups),
             };
             for (i, v) in d.into_iter().enumerate() {
                 out[(t + i) * n_rows + r] = v;
@@ -494,7 +543,62 @@ pub(super) fn gemm<W: LegacyWeight>(
 mod tests {
     use super::*;
     use half::f16;
+    use rand::{Rng, SeedableRng};
     use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    /// Random blocks of any bytes but finite, positive-or-negative scales.
+    fn random_blocks<B: bytemuck::Pod>(rng: &mut rand::rngs::StdRng, count: usize) -> Vec<B> {
+        let mut blocks: Vec<B> = vec![bytemuck::Zeroable::zeroed(); count];
+        for byte in bytemuck::cast_slice_mut::<B, u8>(&mut blocks) {
+            *byte = rng.random();
+        }
+        // The two f16 header fields lead every legacy block.
+        for block in bytemuck::cast_slice_mut::<B, u8>(&mut blocks).chunks_mut(size_of::<B>()) {
+            for h in 0..2 {
+                let x = f16::from_f32(rng.random_range(-2.0f32..2.0) / 64.0).to_le_bytes();
+                block[2 * h..2 * h + 2].copy_from_slice(&x);
+            }
+        }
+        blocks
+    }
+
+    /// Both forms of the unsigned types' dot product give the single-row kernel's bits, in
+    /// decode (`rows4`, and the rows left over) and in batches (`x4_groups`).
+    fn both_forms_match_single<W: LegacyWeight<Act: bytemuck::Pod>>(single: SingleRow<W>) {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let (nb, n_rows) = (5, 7);
+        let w: Vec<W::Block> = random_blocks(&mut rng, nb * n_rows);
+        for n_acts in [1, 5] {
+            let a: Vec<W::Act> = random_blocks(&mut rng, nb * n_acts);
+            for fused in [false, true] {
+                let mut out = vec![f32::NAN; n_rows * n_acts];
+                let run = if fused {
+                    gemm_with::<W, true>
+                } else {
+                    gemm_with::<W, false>
+                };
+                run(single, nb * QK, &w, n_rows, &a, n_acts, &mut out);
+                for t in 0..n_acts {
+                    for r in 0..n_rows {
+                        let want =
+                            single(nb * QK, &w[r * nb..(r + 1) * nb], &a[t * nb..(t + 1) * nb]);
+                        let got = out[t * n_rows + r];
+                        assert_eq!(
+                            got.to_bits(),
+                            want.to_bits(),
+                            "fused {fused} row {r} act {t}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn q4_1_and_q5_1_fused_and_composed_dots_match_the_single_row_kernel() {
+        both_forms_match_single::<Q4_1>(vec_dot_q4_1_q8_1);
+        both_forms_match_single::<Q5_1>(vec_dot_q5_1_q8_1);
+    }
 
     /// Both halves of every f16 (paired with other values, infinities and NaNs among them, so
     /// the general path runs too), as `half` widens them.
