@@ -144,8 +144,8 @@ impl Isa {
 }
 
 /// The build the dispatch level allows: the widest integer dot product at AVX-512, AVX-VNNI
-/// or plain AVX2 at the AVX2 level, SIMD128 in wasm, none at the scalar level (which keeps
-/// ggml's kernels).
+/// or plain AVX2 at the AVX2 level, SIMD128 in wasm (on the fused dot product where the engine
+/// has one), none at the scalar level (which keeps ggml's kernels).
 pub fn isa() -> Option<Isa> {
     match isa::level() {
         isa::Level::Simd128 if isa::detected().fused_dot && Isa::Simd128FusedDot.runs_here() => {
