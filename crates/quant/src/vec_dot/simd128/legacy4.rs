@@ -563,12 +563,14 @@ mod tests {
     }
 
     /// Both forms of the unsigned types' dot product give the single-row kernel's bits, in
-    /// decode (`rows4`, and the rows left over) and in batches (`x4_groups`).
+    /// decode (`rows4`, and the rows left over) and in batches (`x4_groups`, from blocks
+    /// decoded as they come and decoded once).
     fn both_forms_match_single<W: LegacyWeight<Act: bytemuck::Pod>>(single: SingleRow<W>) {
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         let (nb, n_rows) = (5, 7);
         let w: Vec<W::Block> = random_blocks(&mut rng, nb * n_rows);
-        for n_acts in [1, 5] {
+        // 1: decode; 5: a group of four and one left over; 9: weight blocks decoded once.
+        for n_acts in [1, 5, 9] {
             let a: Vec<W::Act> = random_blocks(&mut rng, nb * n_acts);
             for fused in [false, true] {
                 let mut out = vec![f32::NAN; n_rows * n_acts];
