@@ -12,10 +12,11 @@
 //! in [`f64_sum`]); [`attend_rows`] picks the instruction set. Rows of f16 values (q, K, V) are
 //! handled as f32 slices holding f16-exact values.
 
+mod batch;
+
 // Used by wasm32 builds only; tested natively against the C library.
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod expf;
-mod batch;
 pub mod f16_arith;
 pub mod f64_sum;
 #[cfg(test)]
