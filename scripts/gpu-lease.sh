@@ -14,15 +14,15 @@
 #   there:   scripts/gpu-lease.sh finish       waits for the chain (up to $WAIT_S seconds) and
 #                                              packs logs and results into $OUT
 #
-# The machine keeps /root/gpu between calls only while it stays warm (30 s after a call), so
-# the calls follow one another at once, and the machine is held until the last result is in
-# (a fresh one may not be lent again). On the H200: start and the 7 parts ~60 s of device
-# time, the conformance suite 11 s, each model-test run ~30 s, llama.cpp's CUDA build ~5 min
-# (in the background, from the first call), the six benches ~1 min.
+# The machine keeps its work folder ($GPU_WORK, else $HOME/gpu) between calls only while it
+# stays warm (30 s after a call), so the calls follow one another at once, and the machine is
+# held until the last result is in (a fresh one may not be lent again). On the H200: start and
+# the 7 parts ~60 s of device time, the conformance suite 11 s, each model-test run ~30 s,
+# llama.cpp's CUDA build ~5 min (in the background, from the first call), the six benches ~1 min.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 stage=$root/.gpu
-work=${GPU_WORK:-/root/gpu}
+work=${GPU_WORK:-$HOME/gpu}
 cmd=${1:?usage: gpu-lease.sh prepare|start|add PART|finish}
 models=(SmolLM2-135M-Instruct.Q4_1.gguf gemma-3-270m-q4_k_m.gguf)
 synth_name=llama-2048x14-f16.gguf
@@ -61,6 +61,8 @@ for line in sys.stdin:
     > "$stage/manifest"
   (cd "$TESSERA_MODELS" && cat "${models[@]}") | split -b "${PART_MIB:-54}M" - "$stage/part."
   ls "$stage"/part.* | wc -l | sed 's/^/parts /' >> "$stage/manifest"
+  # Where the test binaries were built (they look for fixtures and kernel sources there).
+  echo "built_in $root" >> "$stage/manifest"
   # gguf-py for tools/synth_gguf.py (the lent machine has numpy, not gguf).
   python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$stage/whl" gguf
   ls -la "$stage"
@@ -80,7 +82,9 @@ start() {
   tar xzf "$stage/bin.tgz" -C "$work"
   cp "$stage/manifest" "$work/"
   # The test binaries find fixtures and kernel sources under the path they were built in.
-  [ -e /work/main ] || { mkdir -p /work && ln -s "$root" /work/main; }
+  local built
+  built=$(awk '$1 == "built_in" {print $2}' "$work/manifest")
+  [ -e "$built" ] || { mkdir -p "$(dirname "$built")" && ln -s "$root" "$built"; }
   # shellcheck source=cuda-libs.sh
   . "$root/scripts/cuda-libs.sh"
   cuda_libs_link "$work/lib" 2> "$work/out/libs.txt"

@@ -9,6 +9,8 @@
 mod async_backend;
 mod counted_backend;
 pub mod gpu_errors;
+#[cfg(test)]
+mod structure;
 
 pub use async_backend::AsyncCpuBackend;
 pub use counted_backend::{BatchCounts, CountedCpuBackend};
