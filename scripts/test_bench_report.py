@@ -47,6 +47,9 @@ class BenchReport(unittest.TestCase):
             self.assertIn("| pp | 2.0 |", text)      # the latest cpu-vs-llamacpp file
             self.assertNotIn("| pp | 1.0 |", text)    # only indexed
             self.assertIn("(../bench/results/a.json)", text)   # indexed under its kind
+            self.assertNotIn("```sh", text)           # the commands stay in the files
+            self.assertIn("(../bench/results/c.json)", text)   # an index-only kind: indexed,
+            self.assertNotIn("| pp | 3.0 |", text)             # not shown
             self.assertEqual(report.main(args + ["--check"]), 0)
             (d / "r" / "b.json").write_text(json.dumps(result("cpu-vs-llamacpp", "2026-02-01", "9.9")))
             self.assertEqual(report.main(args + ["--check"]), 1)
