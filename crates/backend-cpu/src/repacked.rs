@@ -28,7 +28,8 @@ use tessera_quant::repack::{Kind, RepackedMatrix};
 pub struct RepackedWeights {
     /// Indexed by weight id: where its file bytes were (a different store gets a new entry)
     /// and the repacked matrix, `None` for a weight that keeps its file layout. A vector, not
-    /// a map: every matmul looks its weight up (SipHash lookups were 1 % of a decode step).
+    /// a map: every matmul looks its weight up (a map's SipHash lookups showed in a decode
+    /// step's profile).
     map: Vec<Option<(usize, Option<Arc<RepackedMatrix>>)>>,
     disabled: bool,
 }

@@ -115,9 +115,9 @@ unsafe fn geglu_avx2(gate: &[f32], up: &[f32], out: &mut [f32]) -> usize {
 }
 
 /// [`geglu_scalar`] on whole vectors of 4 in wasm SIMD128 (where `half` converts one value at
-/// a time in software, the scalar loop took 3.6 % of Gemma 3's browser prefill, this 2.2 %);
-/// returns how many elements it did. The index is the gate rounded to f16 in SIMD lanes
-/// (`round_f16`, bit-identical to `f16::from_f32`), its bits formed from the rounded value:
+/// a time in software, which made the scalar loop a visible part of Gemma 3's browser
+/// prefill); returns how many elements it did. The index is the gate rounded to f16 in SIMD
+/// lanes (`round_f16`, bit-identical to `f16::from_f32`), its bits formed from the rounded value:
 /// exponent and mantissa moved down and rebiased where it is normal, its multiple of 2^-24
 /// where it is subnormal, and the sign. wasm has no gather: the four entries are read one by
 /// one. The lanes ≤ -10 and ≥ 10 are replaced after the lookup, as the scalar branches do; a

@@ -111,10 +111,9 @@ pub(crate) fn call_rows(n: usize) -> usize {
 
 /// Batches of at most this many tokens split a matmul into one contiguous range of weight rows
 /// per thread. Such a matmul streams its weights from memory, and a thread reading one long
-/// range streams faster than one hopping between several short ones (SmolLM2 decode at 2
-/// threads: 1.12× over 4 ranges per thread, median of 5 alternated rounds). Longer batches are
-/// compute-bound and take 4 ranges per thread, so a thread that was held up gets its ranges
-/// taken over.
+/// range streams faster than one hopping between several short ones (4 ranges per thread made
+/// SmolLM2's decode slower). Longer batches are compute-bound and take 4 ranges per thread, so a
+/// thread that was held up gets its ranges taken over.
 pub(crate) const STREAMING_TOKENS: usize = 4;
 
 /// How many ranges to split `n_units` units of weight rows into for `n_tokens` tokens.

@@ -79,8 +79,8 @@ pub fn rope(
 /// [`rotate_head`] on each head of one token. `mul_add` is a call to the software `fmaf`
 /// unless the code is compiled for FMA (the native build targets baseline x86-64), so at the
 /// AVX2 dispatch level (which includes FMA) a copy compiled for it runs: the same values
-/// (`fmaf` is exact either way), without two calls per rotated pair (a SmolLM2 decode step's
-/// rope node: 1.5 µs with them, 0.5 without).
+/// (`fmaf` is exact either way), without two calls per rotated pair (most of a decode step's
+/// rope node's time went to them).
 fn rotate_heads(tok: &mut [f32], head_dim: usize, cache: &[f32], p: &RopeParams) {
     #[cfg(target_arch = "x86_64")]
     if isa::level().has_avx2() {

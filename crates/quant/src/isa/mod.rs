@@ -136,9 +136,9 @@ fn detect() -> CpuFeatures {
 /// Arm's `sdot` or `vpdpbssd`) sums the four products exactly (4 · 255 · 127, or 4 · -1 · 127);
 /// `pmaddubsw` then `pmaddwd` saturates each pair at i16 (2 · 32767). Only the choice of
 /// instructions rests on this: both forms are exact on 7-bit operands (checked at load by
-/// `vec_dot::relaxed_simd_is_exact`). In Chromium on x86, the fused form made the Q4_1 and
-/// Q8_0 decode kernels 1.06-1.14× faster with AVX-VNNI and 0.82-0.91× without it (where V8
-/// builds it from `pmaddubsw`, `pmaddwd` and an add).
+/// `vec_dot::relaxed_simd_is_exact`). In Chromium on x86, the fused form makes the Q4_1 and
+/// Q8_0 decode kernels faster with AVX-VNNI and slower without it (where V8 builds it from
+/// `pmaddubsw`, `pmaddwd` and an add), hence the probe.
 #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
 pub fn relaxed_dot_is_fused() -> bool {
     use core::arch::wasm32::*;

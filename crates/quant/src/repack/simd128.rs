@@ -54,9 +54,8 @@ unsafe fn bcast8(p: *const i8) -> B {
 ///
 /// Decode's tiles (`N` = 1) spend a larger share of their operations here, and take the
 /// finite-only conversion where no lane is infinite or NaN (no real scale is), half the
-/// general conversion's operations (Q8_0 and Q5_0 gemv 1.04-1.10× in Chromium). The 4-row
-/// tiles keep the general conversion: the fast path's branch made the Q5_0 one 8-20 % slower
-/// (V8 kept fewer values in registers).
+/// general conversion's operations. The 4-row tiles keep the general conversion: the fast
+/// path's branch made the Q5_0 one slower (V8 kept fewer values in registers).
 #[inline(always)]
 unsafe fn f16x8<const N: usize>(p: *const f16) -> F {
     let h = v128_load(p as *const v128);
@@ -132,12 +131,11 @@ unsafe fn q8_operands<const N: usize>(w: B, a: B) -> (B, B) {
 /// `acc[2..4]` until [`q8_sums`] takes them off. Otherwise as i16 pair sums
 /// (`i16x8.relaxed_dot_i8x16_i7x16`, x86's `pmaddubsw`), whose difference is exact (at most
 /// 2 · 128 · 127 in magnitude) and which `extadd` makes the 4-byte sums of rows 2k (lanes 0-1)
-/// and 2k+1 (lanes 2-3), `dot`'s lanes as they are: five instructions per 16 bytes (gemv 1.09×
-/// in Chromium).
+/// and 2k+1 (lanes 2-3), `dot`'s lanes as they are: five instructions per 16 bytes.
 ///
 /// Batches widen the even and the odd bytes of both sides to i16 (a shift pair or one
 /// arithmetic shift, no shuffles) instead: seven instructions, but the split's two vectors per
-/// activation row made the 4-row tile, short of registers, 7-10 % slower.
+/// activation row made the 4-row tile, short of registers, slower.
 #[cfg(target_feature = "relaxed-simd")]
 #[inline(always)]
 unsafe fn dot_q8<const N: usize, const FUSED_DOT: bool>(acc: I, w: B, s: B) -> I {
@@ -236,7 +234,7 @@ unsafe fn per_row(a: I, b: I) -> R {
 /// 4 products of weights under 32 or 2 under 64 per run (`tiles`), so they cannot overflow.
 ///
 /// The fused 4-byte dot product ([`dot_q8`]'s `FUSED_DOT`) would take one instruction per 16
-/// bytes here too, but Gemma 3's decode (Q4_K, Q5_0, Q6_K tiles) ran 0.85-0.94× with it in
+/// bytes here too, but Gemma 3's decode (Q4_K, Q5_0, Q6_K tiles) ran slower with it in
 /// Chromium, though the tiles alone ran faster in `tools/wasm-kernel-ab`.
 #[cfg(target_feature = "relaxed-simd")]
 #[inline(always)]

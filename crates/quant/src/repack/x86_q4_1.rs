@@ -16,11 +16,11 @@
 //!
 //! x86 only (`super::x86` expands [`q4_1_kernels`] with each build's `dot`); elsewhere Q4_1
 //! keeps its file layout and ggml's kernels. A SIMD128 build of the same kernel (2 rows per
-//! vector, 16 accumulator vectors) ran 10-20 % slower than the file-layout kernel in the plain
-//! build and 2-3× slower in the relaxed one (`vec_dot_wasm_bench`, Node): wasm engines have 16
-//! vector registers, and ggml's fused steps need emulation without relaxed SIMD. Four rows at
-//! a time (8 accumulators) was still 1.26× slower in Chromium's relaxed build: with 128-bit
-//! vectors it does no fewer operations per row than the file-layout kernel.
+//! vector, 16 accumulator vectors) ran slower than the file-layout kernel in the plain and the
+//! relaxed build (`vec_dot_wasm_bench`, Node): wasm engines have 16 vector registers, and
+//! ggml's fused steps need emulation without relaxed SIMD. Four rows at a time (8
+//! accumulators) was still slower in Chromium's relaxed build: with 128-bit vectors it does no
+//! fewer operations per row than the file-layout kernel.
 
 macro_rules! q4_1_kernels {
     ($(#[$attr:meta])*) => {
