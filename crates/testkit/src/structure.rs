@@ -7,6 +7,7 @@
 //! The files are those git tracks (`git ls-files`); outside a git checkout, the tree less build
 //! outputs, dependencies and models.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -94,6 +95,9 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
         let Ok(kind) = entry.file_type() else {
             continue;
         };
+        if name == ".git" {
+            continue; // git's directory, or in a worktree the file pointing at it
+        }
         if kind.is_dir() {
             let generated =
                 name.starts_with("target-") || (dir.ends_with("web") && name.starts_with("pkg"));
@@ -190,31 +194,60 @@ fn the_benchmarks_page_stays_short() {
     );
 }
 
+/// The lines of a Markdown text outside fenced code blocks, numbered from 1.
+fn prose_lines(text: &str) -> Vec<(usize, &str)> {
+    let mut lines = Vec::new();
+    let mut fence: Option<&str> = None;
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        match ["```", "~~~"].into_iter().find(|m| trimmed.starts_with(m)) {
+            Some(marker) => match fence {
+                None => fence = Some(marker),
+                Some(open) if open == marker => fence = None,
+                Some(_) => {}
+            },
+            None if fence.is_none() => lines.push((i + 1, line)),
+            None => {}
+        }
+    }
+    lines
+}
+
+/// `line` without its code spans (between backtick runs), and the spans' texts.
+fn split_code_spans(line: &str) -> (String, Vec<&str>) {
+    let (mut prose, mut spans) = (String::new(), Vec::new());
+    let mut rest = line;
+    while let Some(open) = rest.find('`') {
+        prose.push_str(&rest[..open]);
+        let ticks = rest[open..].len() - rest[open..].trim_start_matches('`').len();
+        let fence = &rest[open..open + ticks];
+        let after = &rest[open + ticks..];
+        match after.find(fence) {
+            Some(close) => {
+                spans.push(after[..close].trim());
+                rest = &after[close + ticks..];
+            }
+            None => {
+                rest = after;
+                break;
+            }
+        }
+    }
+    prose.push_str(rest);
+    (prose, spans)
+}
+
 /// The link targets of a Markdown text with their line numbers: inline links and images
 /// (`[text](target)`) and reference definitions (`[name]: target`), outside code blocks and
 /// code spans.
 fn markdown_links(text: &str) -> Vec<(usize, String)> {
     let mut links = Vec::new();
-    let mut fence: Option<&str> = None;
-    for (i, line) in text.lines().enumerate() {
-        let trimmed = line.trim_start();
-        for marker in ["```", "~~~"] {
-            if trimmed.starts_with(marker) {
-                fence = match fence {
-                    None => Some(marker),
-                    Some(open) if open == marker => None,
-                    Some(open) => Some(open),
-                };
-            }
-        }
-        if fence.is_some() || trimmed.starts_with("```") || trimmed.starts_with("~~~") {
-            continue;
-        }
-        let line = without_code_spans(line);
+    for (n, line) in prose_lines(text) {
+        let (line, _) = split_code_spans(line);
         if let Some(rest) = line.trim_start().strip_prefix('[') {
             if let Some((_, target)) = rest.split_once("]:") {
                 if let Some(target) = target.split_whitespace().next() {
-                    links.push((i + 1, target.trim_matches(['<', '>']).to_owned()));
+                    links.push((n, target.trim_matches(['<', '>']).to_owned()));
                 }
                 continue;
             }
@@ -226,27 +259,10 @@ fn markdown_links(text: &str) -> Vec<(usize, String)> {
                 Some(angled) => angled.split('>').next().unwrap_or(""),
                 None => rest.split([')', ' ', '\t']).next().unwrap_or(""),
             };
-            links.push((i + 1, target.to_owned()));
+            links.push((n, target.to_owned()));
         }
     }
     links
-}
-
-/// `line` with the text of its code spans (between backtick runs) removed.
-fn without_code_spans(line: &str) -> String {
-    let mut out = String::new();
-    let mut rest = line;
-    while let Some(open) = rest.find('`') {
-        out.push_str(&rest[..open]);
-        let ticks = rest[open..].len() - rest[open..].trim_start_matches('`').len();
-        let fence = &rest[open..open + ticks];
-        let after = &rest[open + ticks..];
-        match after.find(fence) {
-            Some(close) => rest = &after[close + ticks..],
-            None => return out + after,
-        }
-    }
-    out + rest
 }
 
 /// A relative link's path: None for links elsewhere (a URL, an anchor in the same page).
@@ -286,6 +302,54 @@ fn markdown_links_point_at_files() {
         }
     }
     assert_none("Markdown links to missing files", problems);
+}
+
+/// Code spans of the Markdown files that name a repository path (`crates/core/src/graph.rs`):
+/// those starting with a top-level directory of the repository, without placeholders
+/// (`<op>.rs`, `*.wgsl`). A crate's own paths (`tests/suite/models.rs` in its doc) may start at
+/// any crate's directory.
+fn named_paths(text: &str, top_dirs: &BTreeSet<&str>) -> Vec<(usize, String)> {
+    let mut paths = Vec::new();
+    for (n, line) in prose_lines(text) {
+        for span in split_code_spans(line).1 {
+            let plain = span
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-/".contains(c));
+            let top = span.split('/').next().unwrap_or("");
+            if plain && span.contains('/') && top_dirs.contains(top) {
+                paths.push((n, span.trim_end_matches('/').to_owned()));
+            }
+        }
+    }
+    paths
+}
+
+#[test]
+fn docs_name_existing_paths() {
+    let root = root();
+    let files = repo_files(&root);
+    let top_dirs: BTreeSet<&str> = files
+        .iter()
+        .filter_map(|f| f.path.split_once('/').map(|(top, _)| top))
+        .collect();
+    let crate_dirs: Vec<PathBuf> = std::fs::read_dir(root.join("crates"))
+        .map(|dir| dir.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    let mut problems = Vec::new();
+    for file in files.iter().filter(|f| f.path.ends_with(".md")) {
+        let Some(text) = &file.text else { continue };
+        for (line, path) in named_paths(text, &top_dirs) {
+            let found =
+                root.join(&path).exists() || crate_dirs.iter().any(|c| c.join(&path).exists());
+            if !found {
+                problems.push(format!(
+                    "{}:{line}: names `{path}`, which does not exist",
+                    file.path
+                ));
+            }
+        }
+    }
+    assert_none("paths named in the docs that do not exist", problems);
 }
 
 /// Characters of a path written in a file's text.
@@ -390,6 +454,15 @@ fn the_rules_see_what_they_check() {
     );
     let targets: Vec<&str> = links.iter().map(|(_, t)| t.as_str()).collect();
     assert_eq!(targets, ["docs/a.md#x", "img b.png", "../e.md"]);
+    let tops = BTreeSet::from(["crates", "docs"]);
+    let named = named_paths(
+        "`crates/a/b.rs` and `crates/<op>.rs`, `docs/`, `other/x.rs`, `a.rs`\n",
+        &tops,
+    );
+    assert_eq!(
+        named,
+        [(1, "crates/a/b.rs".to_owned()), (1, "docs".to_owned())]
+    );
     assert_eq!(relative_link("https://x.org/a"), None);
     assert_eq!(relative_link("#anchor"), None);
     assert_eq!(relative_link("a.md#b").as_deref(), Some("a.md"));
