@@ -5,7 +5,7 @@ use std::task::Poll;
 use tessera_core::context::Context;
 
 use super::{Generation, Phase, Step};
-use crate::generate::{Clock, GenerateError, GenerateParams};
+use super::params::{Clock, GenerateError, GenerateParams};
 
 /// Where a generation's tokens are picked.
 #[derive(Clone, Copy, PartialEq, Debug)]

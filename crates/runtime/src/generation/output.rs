@@ -3,7 +3,7 @@
 use tessera_tokenizer::{StreamDecoder, Tokenizer};
 
 use super::{Generation, Phase, Step};
-use crate::generate::{Clock, GenerateStats, StopReason};
+use super::params::{Clock, GenerateStats, StopReason};
 
 impl Generation {
     /// Hands out a committed token (already accepted by the sampler), ending the generation

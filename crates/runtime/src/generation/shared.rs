@@ -10,7 +10,7 @@ use tessera_core::error::EngineError;
 
 use super::decode::Picking;
 use super::{Generation, Phase, Step};
-use crate::generate::{Clock, GenerateError};
+use super::params::{Clock, GenerateError};
 
 impl Generation {
     /// The tokens this generation's next step decodes, when that step can join a batch shared

@@ -6,7 +6,7 @@
 use tessera_core::context::Context;
 
 use super::{Generation, Step};
-use crate::generate::{Clock, GenerateError};
+use super::params::{Clock, GenerateError};
 use crate::speculative::{verify_draft, SpecError, SpeculatorChain};
 
 /// A generation's speculative state.
