@@ -197,7 +197,6 @@ impl Registry {
 
     fn load(&self, spec: &ModelSpec) -> Result<Loaded, String> {
         let model = self.host.load(spec)?;
-        let tokenizer = model.tokenizer();
         let template = model
             .chat_template()
             .map_err(|e| format!("chat template: {e}"))?;
