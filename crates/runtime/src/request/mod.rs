@@ -42,13 +42,28 @@ where
     T: serde::Deserialize<'de>,
     D: serde::Deserializer<'de>,
 {
+    deserialize_field("", deserializer)
+}
+
+/// [`deserialize`] for the value of the request's field `field` (e.g. `messages` where a host
+/// receives them alone), whose name then leads the error's path.
+pub fn deserialize_field<'de, T, D>(field: &str, deserializer: D) -> Result<T, RequestError>
+where
+    T: serde::Deserialize<'de>,
+    D: serde::Deserializer<'de>,
+{
     serde_path_to_error::deserialize(deserializer).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        match path.as_str() {
-            "." | "" => RequestError::new("", format!("invalid request: {inner}")),
-            _ => RequestError::new(path.clone(), format!("invalid request: '{path}': {inner}")),
-        }
+        let inner = e.path().to_string();
+        let path = match inner.as_str() {
+            "." | "" => field.to_string(),
+            p if field.is_empty() || p.starts_with('[') => format!("{field}{p}"),
+            p => format!("{field}.{p}"),
+        };
+        let message = match path.as_str() {
+            "" => format!("invalid request: {}", e.into_inner()),
+            _ => format!("invalid request: '{path}': {}", e.into_inner()),
+        };
+        RequestError::new(path, message)
     })
 }
 

@@ -145,6 +145,9 @@ fn wrong_types_name_their_field() {
     let v = serde_json::json!([{"role": 1, "content": "x"}]);
     let e = deserialize::<Vec<Message>, _>(&v).unwrap_err();
     assert_eq!(e.field, "[0].role");
+    let e = deserialize_field::<Vec<Message>, _>("messages", &v).unwrap_err();
+    assert_eq!(e.field, "messages[0].role");
+    assert!(e.message.contains("'messages[0].role'"), "{}", e.message);
 }
 
 /// docs/js-api.md and docs/serve.md carry the table of every field's limits as [`FIELDS`]
