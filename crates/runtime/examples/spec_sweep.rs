@@ -101,8 +101,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let text = std::fs::read_to_string(&args[1])?;
     let tok = model.tokenizer();
     let prompt = if chat {
-        let template = model.chat_template()?
-            .ok_or("no chat template")?;
+        let template = model.chat_template()?.ok_or("no chat template")?;
         tokenize_chat(tok, &template, &[ChatMessage::new("user", text)])?
     } else {
         tokenize_prompt(tok, &text)

@@ -412,9 +412,11 @@ impl Engine {
     /// chat template and tokenizes it.
     #[wasm_bindgen(js_name = chatPrompt)]
     pub fn chat_prompt(&self, messages: JsValue) -> Result<Vec<u32>, JsValue> {
-        let messages: Vec<Message> =
-            request::deserialize_field("messages", serde_wasm_bindgen::Deserializer::from(messages))
-                .map_err(|e| js_error(e.into()))?;
+        let messages: Vec<Message> = request::deserialize_field(
+            "messages",
+            serde_wasm_bindgen::Deserializer::from(messages),
+        )
+        .map_err(|e| js_error(e.into()))?;
         let messages = request::chat_messages(&messages).map_err(|e| js_error(e.into()))?;
         self.session.chat_prompt(&messages).map_err(js_error)
     }

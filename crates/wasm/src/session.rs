@@ -116,8 +116,7 @@ impl Session {
         async_backend: bool,
     ) -> Session {
         // A template that does not parse makes chat unavailable, not the model.
-        let template = model.chat_template().ok()
-            .flatten();
+        let template = model.chat_template().ok().flatten();
         Session {
             model,
             ctx,

@@ -2,8 +2,8 @@
 
 use tessera_tokenizer::{StreamDecoder, Tokenizer};
 
-use super::{Generation, Phase, Step};
 use super::params::{Clock, GenerateStats, StopReason};
+use super::{Generation, Phase, Step};
 
 impl Generation {
     /// Hands out a committed token (already accepted by the sampler), ending the generation

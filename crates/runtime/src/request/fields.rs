@@ -190,7 +190,9 @@ pub const IGNORE_EOS: Field = field(
 pub const SPECULATIVE: Field = field(
     "speculative",
     "object",
-    Limit::Described("`type`: none, ngram-simple, ngram-map-k, ngram-map-k4v, ngram-cache (not draft)"),
+    Limit::Described(
+        "`type`: none, ngram-simple, ngram-map-k, ngram-map-k4v, ngram-cache (not draft)",
+    ),
     "Draftless speculative decoding: the same text in fewer model passes on repetitive output.",
 );
 pub const STREAM: Field = field(

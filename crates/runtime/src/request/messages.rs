@@ -82,17 +82,20 @@ fn chat_message(i: usize, m: &Message) -> Result<ChatMessage, RequestError> {
         None => String::new(),
         Some(Content::Text(t)) => t.clone(),
         Some(Content::Parts(parts)) => {
-            let texts = parts.iter().enumerate().map(|(j, p)| match (p.kind.as_str(), &p.text) {
-                ("text", Some(t)) => Ok(t.as_str()),
-                ("text", None) => Err(RequestError::new(
-                    format!("{at}.content[{j}].text"),
-                    format!("{at}.content[{j}]: a text part needs a 'text' string"),
-                )),
-                (kind, _) => Err(RequestError::new(
-                    format!("{at}.content[{j}]"),
-                    format!("{at}.content[{j}]: a {kind:?} part is not supported (only text)"),
-                )),
-            });
+            let texts = parts
+                .iter()
+                .enumerate()
+                .map(|(j, p)| match (p.kind.as_str(), &p.text) {
+                    ("text", Some(t)) => Ok(t.as_str()),
+                    ("text", None) => Err(RequestError::new(
+                        format!("{at}.content[{j}].text"),
+                        format!("{at}.content[{j}]: a text part needs a 'text' string"),
+                    )),
+                    (kind, _) => Err(RequestError::new(
+                        format!("{at}.content[{j}]"),
+                        format!("{at}.content[{j}]: a {kind:?} part is not supported (only text)"),
+                    )),
+                });
             texts.collect::<Result<Vec<_>, _>>()?.join("\n")
         }
     };

@@ -135,7 +135,11 @@ impl Options {
             top_k: integer(&fields::TOP_K, self.top_k, bounds)?.map_or(d.top_k, |k| k as i32),
             top_p: number(&fields::TOP_P, self.top_p, d.top_p)?,
             min_p: number(&fields::MIN_P, self.min_p, d.min_p)?,
-            repeat_penalty: number(&fields::REPEAT_PENALTY, self.repeat_penalty, d.repeat_penalty)?,
+            repeat_penalty: number(
+                &fields::REPEAT_PENALTY,
+                self.repeat_penalty,
+                d.repeat_penalty,
+            )?,
             presence_penalty: number(
                 &fields::PRESENCE_PENALTY,
                 self.presence_penalty,

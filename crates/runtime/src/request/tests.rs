@@ -33,7 +33,10 @@ fn ranges_are_checked_and_named() {
         (r#"{"n": 2}"#, "'n'"),
         (r#"{"logprobs": true}"#, "'logprobs'"),
         (r#"{"tools": [{"type": "function"}]}"#, "tools"),
-        (r#"{"response_format": {"type": "json_object"}}"#, "response_format"),
+        (
+            r#"{"response_format": {"type": "json_object"}}"#,
+            "response_format",
+        ),
         (r#"{"speculative": {"type": "draft"}}"#, "speculative"),
         (r#"{"speculative": {"type": "nonsense"}}"#, "speculative"),
     ] {
@@ -46,9 +49,15 @@ fn ranges_are_checked_and_named() {
         assert!(field.contains(e.field.as_str()), "{json}: {}", e.field);
     }
     let long = format!(r#"{{"stop": "{}"}}"#, "x".repeat(257));
-    assert_eq!(options(&long).generate_params(&BOUNDS).unwrap_err().field, "stop");
+    assert_eq!(
+        options(&long).generate_params(&BOUNDS).unwrap_err().field,
+        "stop"
+    );
     let many = format!(r#"{{"stop": {:?}}}"#, vec!["x"; 17]);
-    assert_eq!(options(&many).generate_params(&BOUNDS).unwrap_err().field, "stop");
+    assert_eq!(
+        options(&many).generate_params(&BOUNDS).unwrap_err().field,
+        "stop"
+    );
 }
 
 #[test]
@@ -73,9 +82,13 @@ fn options_become_generate_params() {
         default_max_tokens: Some(256),
         ..BOUNDS
     };
-    let p = options(r#"{"seed": -1}"#).generate_params(&browser).unwrap();
+    let p = options(r#"{"seed": -1}"#)
+        .generate_params(&browser)
+        .unwrap();
     assert_eq!((p.max_tokens, p.sampling.seed), (Some(256), 9));
-    let p = options(r#"{"max_tokens": -1}"#).generate_params(&browser).unwrap();
+    let p = options(r#"{"max_tokens": -1}"#)
+        .generate_params(&browser)
+        .unwrap();
     assert_eq!(p.max_tokens, None);
 }
 
@@ -86,7 +99,10 @@ fn logit_bias_pairs_and_a_ban() {
         ..Options::default()
     };
     let p = o.generate_params(&BOUNDS).unwrap();
-    assert_eq!(p.sampling.logit_bias, vec![(5, 2.5), (7, f32::NEG_INFINITY)]);
+    assert_eq!(
+        p.sampling.logit_bias,
+        vec![(5, 2.5), (7, f32::NEG_INFINITY)]
+    );
     let o = Options {
         logit_bias: Some(LogitBias::Pairs(vec![(7, f64::INFINITY)])),
         ..Options::default()
@@ -99,10 +115,15 @@ fn speculative_options_are_draftless() {
     let o = options(r#"{"speculative": {"type": "ngram-simple", "draft_max": 8}}"#);
     let p = o.spec_params().unwrap().unwrap();
     assert_eq!(p.n_max, 8);
-    assert!(options(r#"{"speculative": {"type": "none"}}"#).spec_params().unwrap().is_none());
+    assert!(options(r#"{"speculative": {"type": "none"}}"#)
+        .spec_params()
+        .unwrap()
+        .is_none());
 }
 
-fn messages(json: &str) -> Result<Vec<tessera_tokenizer::chat_template::ChatMessage>, RequestError> {
+fn messages(
+    json: &str,
+) -> Result<Vec<tessera_tokenizer::chat_template::ChatMessage>, RequestError> {
     let v: serde_json::Value = serde_json::from_str(json).unwrap();
     let m: Vec<Message> = deserialize(&v)?;
     chat_messages(&m)
@@ -115,15 +136,25 @@ fn content_parts_are_joined_and_other_parts_refused() {
             {"role": "assistant", "content": null}]"#,
     )
     .unwrap();
-    assert_eq!((m[0].role.as_str(), m[0].content.as_str()), ("system", "a\nb"));
-    assert_eq!((m[1].role.as_str(), m[1].content.as_str()), ("assistant", ""));
+    assert_eq!(
+        (m[0].role.as_str(), m[0].content.as_str()),
+        ("system", "a\nb")
+    );
+    assert_eq!(
+        (m[1].role.as_str(), m[1].content.as_str()),
+        ("assistant", "")
+    );
     for (json, field, says) in [
         (
             r#"[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]"#,
             "messages[0].content[0]",
             "image_url",
         ),
-        (r#"[{"role": "tool", "content": "x"}]"#, "messages[0].role", "tool"),
+        (
+            r#"[{"role": "tool", "content": "x"}]"#,
+            "messages[0].role",
+            "tool",
+        ),
         (
             r#"[{"role": "assistant", "content": null, "tool_calls": []}]"#,
             "messages[0].tool_calls",

@@ -13,8 +13,7 @@ use crate::{server, N_CTX_SLOT};
 fn runtime_answer(messages: &[ChatMessage], max_tokens: usize) -> String {
     let model = tessera_testkit::load_model(tessera_testkit::SMOLLM2);
     let tok = model.tokenizer();
-    let template = model.chat_template().unwrap()
-        .unwrap();
+    let template = model.chat_template().unwrap().unwrap();
     let prompt = tokenize_chat(tok, &template, messages).unwrap();
     let mut ctx = tessera_testkit::context(&model, N_CTX_SLOT, 512, 2);
     let params = GenerateParams {

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use tessera_core::sampling::SamplingParams;
 use tessera_core::{Model, SequentialPool};
 use tessera_runtime::generate::{generate, tokenize_prompt, GenerateParams, NoClock, StopReason};
-use tessera_wasm::errors::{ErrorCode, WasmError};
-use tessera_wasm::loader::ModelLoader;
 use tessera_runtime::request::{Options, Stop};
 use tessera_runtime::speculative::SpeculativeOptions;
+use tessera_wasm::errors::{ErrorCode, WasmError};
+use tessera_wasm::loader::ModelLoader;
 use tessera_wasm::options::{generation_params, LoadOptions};
 use tessera_wasm::session::Session;
 
@@ -130,10 +130,7 @@ fn stop_strings_cancel_and_errors() {
     let options = Options {
         max_tokens: Some(32),
         temperature: Some(0.0),
-        stop: Some(Stop::Many(vec![
-            "zebra".into(),
-            "\n\n".into(),
-        ])),
+        stop: Some(Stop::Many(vec!["zebra".into(), "\n\n".into()])),
         ..Default::default()
     };
     let p = params(&s, &options);
@@ -157,9 +154,7 @@ fn stop_strings_cancel_and_errors() {
         .begin(too_long, params(&s, &options), &NoClock)
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::ContextFull);
-    let e = s
-        .begin(vec![], params(&s, &options), &NoClock)
-        .unwrap_err();
+    let e = s.begin(vec![], params(&s, &options), &NoClock).unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidArgument);
     let e = s
         .begin(vec![u32::MAX], params(&s, &options), &NoClock)
