@@ -197,7 +197,11 @@ impl Options {
         let Limit::Strings { strings, bytes } = f.limit else {
             unreachable!("stop's limit is a string list")
         };
-        if stops.len() > strings || stops.iter().any(|s| s.is_empty() || s.len() > bytes) {
+        let bad = stops.iter().find(|s| s.is_empty() || s.len() > bytes);
+        if let Some(s) = bad {
+            return Err(out_of_range(f, &format!("a string of {} bytes", s.len())));
+        }
+        if stops.len() > strings {
             return Err(out_of_range(f, &format!("{} strings", stops.len())));
         }
         Ok(stops)
