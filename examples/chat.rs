@@ -4,7 +4,7 @@ use std::{io::Write as _, sync::Arc};
 use tessera_backend_cpu::{CpuBackend, SpinPool};
 use tessera_core::{Context, ContextParams, Model};
 use tessera_runtime::generate::{generate, tokenize_chat, GenerateParams, NoClock};
-use tessera_tokenizer::{ChatMessage, ChatTemplate};
+use tessera_tokenizer::ChatMessage;
 
 const MODEL: &str = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
 
@@ -14,8 +14,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let question = args.next().unwrap_or("Hello!".into());
     let file = Arc::new(tessera_gguf::GgufFile::open(&path)?);
     let model = Arc::new(Model::load(file, &mut |_progress| {})?);
-    let (tokenizer, header) = (model.tokenizer(), model.weights().file().header());
-    let template = ChatTemplate::from_gguf(header, tokenizer)?.ok_or("no chat template")?;
+    let tokenizer = model.tokenizer();
+    let template = model.chat_template()?.ok_or("no chat template")?;
     let prompt = tokenize_chat(tokenizer, &template, &[ChatMessage::new("user", question)])?;
     // The CPU backend's kernels run on a pool of threads (the caller is one of them).
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());

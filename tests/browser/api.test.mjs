@@ -86,7 +86,7 @@ describe('requests', () => {
   });
 
   test('unsupported fields reject with INVALID_ARGUMENT naming the field', async () => {
-    for (const [field, value] of [['tools', []], ['response_format', { type: 'json_object' }], ['n', 2], ['logprobs', true]]) {
+    for (const [field, value] of [['tools', [{ type: 'function', function: { name: 'f' } }]], ['response_format', { type: 'json_object' }], ['n', 2], ['logprobs', true]]) {
       const r = await code(({ field, value }) => window.engine.chat.completions.create({ messages: [{ role: 'user', content: 'x' }], [field]: value }), { field, value });
       assert.equal(r.code, 'INVALID_ARGUMENT', field);
       assert.match(r.message, new RegExp(`'${field}'`));
@@ -104,7 +104,7 @@ describe('requests', () => {
     assert.deepEqual(r.ids, [r.paris, r.paris, r.paris, r.paris]);
     const bad = await code(() => window.engine.completions.create({ prompt: 'x', logit_bias: { 9999999: 1 } }));
     assert.equal(bad.code, 'INVALID_ARGUMENT');
-    assert.match(bad.message, /token 9999999 is not in the vocabulary/);
+    assert.match(bad.message, /'logit_bias': "9999999" is not a token id below/);
   });
 
   test('repeat_last_n reaches the sampler (0 turns the penalty off; -2 is refused)', async () => {

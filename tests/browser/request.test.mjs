@@ -1,47 +1,35 @@
-// The page-side checks of a request (web/src/request.js), the capability check
-// (web/src/capabilities.js) and split-GGUF names (web/src/split-gguf.js), in Node: no browser
-// needed. e2e.test.mjs checks the same paths through a loaded engine.
+// The page-side checks of a request (web/src/request.js: names and the types the worker
+// needs; the engine checks values, as `tessera serve` does: api.test.mjs), the capability
+// check (web/src/capabilities.js) and split-GGUF names (web/src/split-gguf.js), in Node: no
+// browser needed. e2e.test.mjs checks the same paths through a loaded engine.
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { contentText, generationPayload, logitBiasPairs, requestSignal } from '../../web/src/request.js';
+import { generationPayload, requestSignal } from '../../web/src/request.js';
 import { missingWasmFeatures } from '../../web/src/capabilities.js';
 import { shardUrls } from '../../web/src/split-gguf.js';
 
 const rejects = (f, pattern) => assert.throws(f, (e) => e.name === 'TesseraError' && e.code === 'INVALID_ARGUMENT' && pattern.test(e.message));
 
 describe('request bodies', () => {
-  test('content parts: text parts joined with newlines, other parts refused', () => {
-    assert.equal(contentText([{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }], 'm'), 'a\nb');
-    assert.equal(contentText('plain', 'm'), 'plain');
-    assert.equal(contentText(null, 'm'), '');
-    const p = generationPayload('chat', { messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }] });
-    assert.deepEqual(p.messages, [{ role: 'user', content: 'Hi' }]);
-    rejects(() => generationPayload('chat', { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }),
-      /messages\[0\]\.content\[0\]: parts of type 'image_url' are not supported/);
-    rejects(() => contentText({ text: 'x' }, 'messages[2]'), /messages\[2\]\.content must be a string or an array/);
-    rejects(() => generationPayload('chat', { messages: [{ role: 'assistant', content: null, tool_calls: [] }] }), /tool_calls/);
+  test('messages and the generation fields reach the engine as given', () => {
+    const messages = [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }];
+    const p = generationPayload('chat', { messages, n: 1, logprobs: false, tools: [], model: 'gpt-x', user: 'u' });
+    assert.deepEqual(p.messages, messages);
+    assert.deepEqual(p.options, { n: 1, logprobs: false, tools: [], seed: p.options.seed });
+    assert.ok(Number.isInteger(p.options.seed));
+    const q = generationPayload('text', { prompt: 'x', logit_bias: { 3: -100 }, repeat_last_n: 0, seed: 1, top_k: 7 });
+    assert.deepEqual(q.options, { logit_bias: { 3: -100 }, repeat_last_n: 0, seed: 1, top_k: 7 });
+    assert.equal(q.prompt, 'x');
   });
 
-  test('unsupported fields are refused by name; neutral values of n and logprobs pass', () => {
-    for (const field of ['tools', 'tool_choice', 'response_format', 'top_logprobs', 'functions', 'grammar']) {
-      rejects(() => generationPayload('chat', { messages: [], [field]: {} }), new RegExp(`'${field}'`));
+  test('unknown fields and a prompt that is not a string are refused on the page', () => {
+    for (const field of ['grammar', 'logit_bias_pairs']) {
+      rejects(() => generationPayload('chat', { messages: [], [field]: {} }), new RegExp(`'${field}' is not supported`));
     }
-    rejects(() => generationPayload('text', { prompt: 'x', n: 2 }), /'n' is not supported/);
-    rejects(() => generationPayload('text', { prompt: 'x', logprobs: true }), /'logprobs' is not supported/);
-    const ok = generationPayload('text', { prompt: 'x', n: 1, logprobs: false, model: 'gpt-x', tools: undefined, user: 'u' });
-    assert.equal(ok.prompt, 'x');
-  });
-
-  test('logit_bias becomes [id, bias] pairs; repeat_last_n passes through', () => {
-    assert.deepEqual(logitBiasPairs({ 15: 5, '7': -Infinity }), [[7, -Infinity], [15, 5]]);
-    const p = generationPayload('text', { prompt: 'x', logit_bias: { 3: -100 }, repeat_last_n: 0, seed: 1 });
-    assert.deepEqual(p.options, { logit_bias: [[3, -100]], repeat_last_n: 0, seed: 1 });
-    rejects(() => logitBiasPairs({ abc: 1 }), /'abc' is not a token id/);
-    rejects(() => logitBiasPairs({ 1.5: 1 }), /'1.5' is not a token id/);
-    rejects(() => logitBiasPairs({ 1: 'x' }), /bias of token 1/);
-    rejects(() => logitBiasPairs([1]), /must be an object/);
+    rejects(() => generationPayload('text', { prompt: 1 }), /prompt must be a string/);
+    rejects(() => generationPayload('text', null), /needs a request object/);
   });
 
   test('signal from the body, from create(body, { signal }), or both', () => {

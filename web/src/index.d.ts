@@ -89,10 +89,11 @@ export interface CreateEngineOptions {
   signal?: AbortSignal;
 }
 
+/** The engine checks every field's range (the table in docs/js-api.md, the server's too). */
 export interface SamplingOptions {
-  /** Default 256. */
+  /** Default 256; -1 → until the context is full. */
   max_tokens?: number;
-  /** ≤ 0 → greedy. Default 0.8 (llama.cpp's). */
+  /** 0 → greedy (0 to 100). Default 0.8 (llama.cpp's). */
   temperature?: number;
   top_p?: number;
   top_k?: number;
@@ -102,7 +103,7 @@ export interface SamplingOptions {
   frequency_penalty?: number;
   /** Window of the penalties in tokens: 0 → off, -1 → the whole context. Default 64. */
   repeat_last_n?: number;
-  /** OpenAI's `{ "token id": bias }`: added to the logits before sampling; -Infinity bans a token. */
+  /** OpenAI's `{ "token id": bias }` (bias -100 to 100): added to the logits before sampling; -Infinity bans a token. */
   logit_bias?: Record<number | string, number>;
   /** Default: random per request. */
   seed?: number;

@@ -6,7 +6,7 @@ use std::io::{BufRead as _, Write as _};
 
 use anyhow::Context as _;
 use tessera_runtime::generate::{generate, tokenize_chat, GenerateError, GenerateParams};
-use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate};
+use tessera_tokenizer::chat_template::ChatMessage;
 
 use crate::args::ChatArgs;
 use crate::clock::StdClock;
@@ -20,7 +20,8 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<()> {
     let path = model_path::resolve(args.model.model.as_deref())?;
     let model = load_model(&path)?;
     let tokenizer = model.tokenizer();
-    let template = ChatTemplate::from_gguf(model.weights().file().header(), tokenizer)?
+    let template = model
+        .chat_template()?
         .context("the model has no chat template")?;
     let mut ctx = new_context(&model, &args.compute)?;
     eprintln!("{}", model.describe());

@@ -7,7 +7,7 @@ use tessera_runtime::generate::{
     generate, generate_speculative, tokenize_chat, tokenize_prompt, GenerateParams, GenerateStats,
     StopReason,
 };
-use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate};
+use tessera_tokenizer::chat_template::ChatMessage;
 
 use crate::args::RunArgs;
 use crate::clock::StdClock;
@@ -32,7 +32,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let model = load_model(&path)?;
     let tokenizer = model.tokenizer();
     let tokens = if args.chat {
-        let template = ChatTemplate::from_gguf(model.weights().file().header(), tokenizer)?
+        let template = model
+            .chat_template()?
             .context("--chat: the model has no chat template")?;
         let mut messages = Vec::new();
         if let Some(system) = &args.system_prompt {

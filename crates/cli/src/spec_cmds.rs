@@ -10,7 +10,7 @@ use tessera_runtime::generate::{
     generate, generate_speculative, tokenize_chat, tokenize_prompt, GenerateParams, GenerateStats,
 };
 use tessera_runtime::speculative::{format_acceptance, NgramCache, SpecType};
-use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate};
+use tessera_tokenizer::chat_template::ChatMessage;
 
 use crate::args::{ComputeArgs, ModelArg};
 use crate::clock::StdClock;
@@ -119,7 +119,8 @@ pub fn bench_spec(args: BenchSpecArgs) -> anyhow::Result<()> {
     let model = load_model(&path)?;
     let tokenizer = model.tokenizer();
     let prompt = if args.chat {
-        let template = ChatTemplate::from_gguf(model.weights().file().header(), tokenizer)?
+        let template = model
+            .chat_template()?
             .context("--chat: the model has no chat template")?;
         tokenize_chat(tokenizer, &template, &[ChatMessage::new("user", text)])?
     } else {

@@ -8,6 +8,7 @@ use tessera_gguf::{GgufFile, Header};
 use crate::error::EngineError;
 use crate::models::{self, Architecture, HParams};
 use crate::weights::WeightStore;
+use tessera_tokenizer::chat_template::{ChatTemplate, ChatTemplateError};
 use tessera_tokenizer::Tokenizer;
 
 pub struct Model {
@@ -92,6 +93,12 @@ impl Model {
 
     pub fn weights(&self) -> &WeightStore {
         &self.weights
+    }
+
+    /// The model's chat template: the GGUF's own, or the built-in one its architecture implies;
+    /// `None` when it has neither. Built on each call (hosts keep the one they use).
+    pub fn chat_template(&self) -> Result<Option<ChatTemplate>, ChatTemplateError> {
+        ChatTemplate::from_gguf(self.weights.file().header(), &self.tokenizer)
     }
 
     pub(crate) fn architecture(&self) -> &dyn Architecture {

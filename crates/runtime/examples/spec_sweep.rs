@@ -25,7 +25,7 @@ use tessera_runtime::generate::{
     generate, tokenize_chat, tokenize_prompt, GenerateParams, NoClock,
 };
 use tessera_runtime::speculative::{SpecError, SpecParams, SpecType, SpeculatorChain};
-use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate};
+use tessera_tokenizer::chat_template::ChatMessage;
 
 #[path = "support/args.rs"]
 mod args;
@@ -101,8 +101,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let text = std::fs::read_to_string(&args[1])?;
     let tok = model.tokenizer();
     let prompt = if chat {
-        let template = ChatTemplate::from_gguf(model.weights().file().header(), tok)?
-            .ok_or("no chat template")?;
+        let template = model.chat_template()?.ok_or("no chat template")?;
         tokenize_chat(tok, &template, &[ChatMessage::new("user", text)])?
     } else {
         tokenize_prompt(tok, &text)

@@ -197,8 +197,8 @@ impl Registry {
 
     fn load(&self, spec: &ModelSpec) -> Result<Loaded, String> {
         let model = self.host.load(spec)?;
-        let tokenizer = model.tokenizer();
-        let template = ChatTemplate::from_gguf(model.weights().file().header(), tokenizer)
+        let template = model
+            .chat_template()
             .map_err(|e| format!("chat template: {e}"))?;
         let parallel = spec.parallel.max(1);
         let n_ctx_slot = spec.n_ctx / parallel;

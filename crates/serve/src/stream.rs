@@ -11,6 +11,7 @@ use axum::Json;
 use serde_json::{json, Value};
 use tessera_runtime::generate::{GenerateStats, StopReason};
 use tessera_runtime::generation::SpecReport;
+use tessera_runtime::request::Bounds;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
@@ -123,11 +124,12 @@ pub async fn run(
     let clock_seed = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    let params = options.generate_params(
-        loaded.model.n_vocab(),
-        loaded.n_ctx_slot,
-        clock_seed ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15),
-    )?;
+    let params = options.generate_params(&Bounds {
+        n_vocab: loaded.model.n_vocab(),
+        n_ctx: loaded.n_ctx_slot,
+        default_seed: clock_seed ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+        default_max_tokens: None,
+    })?;
     if prompt.is_empty() {
         return Err(ApiError::invalid("the prompt is empty"));
     }

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use serde::Serialize;
 use tessera_core::{Model, ThreadPool};
 use tessera_runtime::generate::{Clock, GenerateStats, StopReason};
-use tessera_tokenizer::chat_template::ChatMessage;
+use tessera_runtime::request::{self, Message};
 use wasm_bindgen::prelude::*;
 
 use crate::errors::{ErrorCode, WasmError};
 use crate::loader::ModelLoader;
-use crate::options::{GenerateOptions, LoadOptions};
+use crate::options::{generation_params, LoadOptions};
 use crate::session::Session;
 
 #[wasm_bindgen]
@@ -408,25 +408,31 @@ impl Engine {
         Ok(self.session.model().tokenizer().decode(&ids, special))
     }
 
-    /// Renders `messages` (`[{role, content}]`) with the model's chat template and tokenizes it.
+    /// Renders `messages` (OpenAI's, checked by the runtime's request model) with the model's
+    /// chat template and tokenizes it.
     #[wasm_bindgen(js_name = chatPrompt)]
     pub fn chat_prompt(&self, messages: JsValue) -> Result<Vec<u32>, JsValue> {
-        let messages: Vec<ChatMessage> =
-            serde_wasm_bindgen::from_value(messages).map_err(|e| bad_argument("messages", e))?;
+        let messages: Vec<Message> = request::deserialize_field(
+            "messages",
+            serde_wasm_bindgen::Deserializer::from(messages),
+        )
+        .map_err(|e| js_error(e.into()))?;
+        let messages = request::chat_messages(&messages).map_err(|e| js_error(e.into()))?;
         self.session.chat_prompt(&messages).map_err(js_error)
     }
 
-    /// Starts a generation after the prompt `ids`; then call `step` until `done`.
+    /// Starts a generation after the prompt `ids` with a request's generation fields (checked
+    /// by the runtime's request model); then call `step` until `done`.
     pub fn begin(&mut self, ids: Vec<u32>, options: JsValue) -> Result<(), JsValue> {
-        let options: GenerateOptions = from_js("generation options", options)?;
-        options
-            .check_tokens(self.session.model().n_vocab())
-            .map_err(js_error)?;
-        let params = options.to_params().map_err(js_error)?;
-        let spec = match &options.speculative {
-            Some(s) => Some(s.to_params().map_err(|e| js_error(e.into()))?),
-            None => None,
+        let options: request::Options = if options.is_undefined() || options.is_null() {
+            request::Options::default()
+        } else {
+            request::deserialize(serde_wasm_bindgen::Deserializer::from(options))
+                .map_err(|e| js_error(e.into()))?
         };
+        let model = self.session.model();
+        let (params, spec) =
+            generation_params(&options, model.n_vocab(), self.session.n_ctx()).map_err(js_error)?;
         self.session
             .begin_with(ids, params, spec, &PerformanceClock)
             .map_err(js_error)

@@ -7,6 +7,7 @@ use tessera_core::sampling::SamplingError;
 use tessera_core::EngineError;
 use tessera_gguf::GgufError;
 use tessera_runtime::generate::GenerateError;
+use tessera_runtime::request::RequestError;
 use tessera_runtime::speculative::SpecError;
 use tessera_tokenizer::chat_template::ChatTemplateError;
 
@@ -112,6 +113,13 @@ impl From<EngineError> for WasmError {
 impl From<SamplingError> for WasmError {
     fn from(e: SamplingError) -> Self {
         WasmError::new(ErrorCode::InvalidArgument, e.to_string())
+    }
+}
+
+/// A request the runtime's request model refuses (its message names the field).
+impl From<RequestError> for WasmError {
+    fn from(e: RequestError) -> Self {
+        WasmError::new(ErrorCode::InvalidArgument, e.message)
     }
 }
 

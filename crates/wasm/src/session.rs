@@ -116,9 +116,7 @@ impl Session {
         async_backend: bool,
     ) -> Session {
         // A template that does not parse makes chat unavailable, not the model.
-        let template = ChatTemplate::from_gguf(model.weights().file().header(), model.tokenizer())
-            .ok()
-            .flatten();
+        let template = model.chat_template().ok().flatten();
         Session {
             model,
             ctx,

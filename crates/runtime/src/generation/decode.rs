@@ -4,8 +4,8 @@ use std::task::Poll;
 
 use tessera_core::context::Context;
 
+use super::params::{Clock, GenerateError, GenerateParams};
 use super::{Generation, Phase, Step};
-use crate::generate::{Clock, GenerateError, GenerateParams};
 
 /// Where a generation's tokens are picked.
 #[derive(Clone, Copy, PartialEq, Debug)]

@@ -15,6 +15,7 @@
 
 mod decode;
 mod output;
+mod params;
 mod shared;
 mod speculation;
 
@@ -26,14 +27,14 @@ use tessera_core::error::EngineError;
 use tessera_core::model::Model;
 use tessera_core::sampling::{DeviceSampling, Sampler};
 
-use crate::generate::{
-    prompt_sampler, Clock, GenerateError, GenerateParams, GenerateStats, StopReason,
-};
 use crate::speculative::SpeculatorChain;
 use crate::stop::StopMatcher;
 use decode::Picking;
 use speculation::Speculation;
 
+pub use params::{
+    prompt_sampler, Clock, GenerateError, GenerateParams, GenerateStats, NoClock, StopReason,
+};
 pub use shared::step_together;
 pub use speculation::SpecReport;
 

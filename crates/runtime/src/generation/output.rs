@@ -2,8 +2,8 @@
 
 use tessera_tokenizer::{StreamDecoder, Tokenizer};
 
+use super::params::{Clock, GenerateStats, StopReason};
 use super::{Generation, Phase, Step};
-use crate::generate::{Clock, GenerateStats, StopReason};
 
 impl Generation {
     /// Hands out a committed token (already accepted by the sampler), ending the generation

@@ -9,8 +9,8 @@ use tessera_core::context::{Context, SeqTokens};
 use tessera_core::error::EngineError;
 
 use super::decode::Picking;
+use super::params::{Clock, GenerateError};
 use super::{Generation, Phase, Step};
-use crate::generate::{Clock, GenerateError};
 
 impl Generation {
     /// The tokens this generation's next step decodes, when that step can join a batch shared

@@ -5,8 +5,8 @@
 
 use tessera_core::context::Context;
 
+use super::params::{Clock, GenerateError};
 use super::{Generation, Step};
-use crate::generate::{Clock, GenerateError};
 use crate::speculative::{verify_draft, SpecError, SpeculatorChain};
 
 /// A generation's speculative state.

@@ -171,12 +171,10 @@ fn seeded_sampling_is_reproducible_and_callback_can_cancel() {
 fn ends_at_end_of_generation_with_the_chat_template() {
     let model = load_model(SMOLLM2);
     let tok = model.tokenizer();
-    let template = tessera_tokenizer::chat_template::ChatTemplate::from_gguf(
-        model.weights().file().header(),
-        tok,
-    )
-    .unwrap()
-    .expect("SmolLM2 has a template");
+    let template = model
+        .chat_template()
+        .unwrap()
+        .expect("SmolLM2 has a template");
     let msgs = [tessera_tokenizer::chat_template::ChatMessage::new(
         "user",
         "Say hello.",

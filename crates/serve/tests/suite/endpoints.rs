@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 use tessera_core::sampling::SamplingParams;
 use tessera_runtime::generate::{generate, tokenize_chat, GenerateParams, NoClock};
-use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate};
+use tessera_tokenizer::chat_template::ChatMessage;
 
 use crate::client::{get, post};
 use crate::{server, N_CTX_SLOT};
@@ -13,9 +13,7 @@ use crate::{server, N_CTX_SLOT};
 fn runtime_answer(messages: &[ChatMessage], max_tokens: usize) -> String {
     let model = tessera_testkit::load_model(tessera_testkit::SMOLLM2);
     let tok = model.tokenizer();
-    let template = ChatTemplate::from_gguf(model.weights().file().header(), tok)
-        .unwrap()
-        .unwrap();
+    let template = model.chat_template().unwrap().unwrap();
     let prompt = tokenize_chat(tok, &template, messages).unwrap();
     let mut ctx = tessera_testkit::context(&model, N_CTX_SLOT, 512, 2);
     let params = GenerateParams {

@@ -7,9 +7,11 @@ use std::sync::Arc;
 use tessera_core::sampling::SamplingParams;
 use tessera_core::{Model, SequentialPool};
 use tessera_runtime::generate::{generate, tokenize_prompt, GenerateParams, NoClock, StopReason};
+use tessera_runtime::request::{Options, Stop};
+use tessera_runtime::speculative::SpeculativeOptions;
 use tessera_wasm::errors::{ErrorCode, WasmError};
 use tessera_wasm::loader::ModelLoader;
-use tessera_wasm::options::{GenerateOptions, LoadOptions};
+use tessera_wasm::options::{generation_params, LoadOptions};
 use tessera_wasm::session::Session;
 
 fn models_dir() -> PathBuf {
@@ -26,6 +28,13 @@ fn smollm2_bytes() -> Vec<u8> {
             path.display()
         )
     })
+}
+
+/// A request's checked generation parameters, as `Engine.begin` makes them.
+fn params(s: &Session, options: &Options) -> GenerateParams {
+    generation_params(options, s.model().n_vocab(), s.n_ctx())
+        .unwrap()
+        .0
 }
 
 /// Loads through the chunked loader, the way the worker feeds a fetch body.
@@ -118,22 +127,20 @@ fn stop_strings_cancel_and_errors() {
     let model = load_in_chunks(&smollm2_bytes(), 1 << 20);
     let mut s = session(&model);
     let prompt = tokenize_prompt(model.tokenizer(), "The capital of France is");
-    let options = GenerateOptions {
+    let options = Options {
         max_tokens: Some(32),
         temperature: Some(0.0),
-        stop: Some(tessera_wasm::options::StopOption::Many(vec![
-            "zebra".into(),
-            "\n\n".into(),
-        ])),
+        stop: Some(Stop::Many(vec!["zebra".into(), "\n\n".into()])),
         ..Default::default()
     };
-    let (text, stats) = run_steps(&mut s, prompt.clone(), options.to_params().unwrap());
+    let p = params(&s, &options);
+    let (text, stats) = run_steps(&mut s, prompt.clone(), p);
     // Greedy: " Paris.\n\nThe ..." stops before the blank line (stop string #1).
     assert_eq!(stats.stop, StopReason::StopString(1));
     assert_eq!(text, " Paris.");
 
     // Cancel after the prompt and one token.
-    s.begin(prompt.clone(), options.to_params().unwrap(), &NoClock)
+    s.begin(prompt.clone(), params(&s, &options), &NoClock)
         .unwrap();
     s.step(&NoClock).unwrap();
     s.step(&NoClock).unwrap();
@@ -144,25 +151,22 @@ fn stop_strings_cancel_and_errors() {
 
     let too_long = vec![504u32; 300];
     let e = s
-        .begin(too_long, options.to_params().unwrap(), &NoClock)
+        .begin(too_long, params(&s, &options), &NoClock)
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::ContextFull);
-    let e = s
-        .begin(vec![], options.to_params().unwrap(), &NoClock)
-        .unwrap_err();
+    let e = s.begin(vec![], params(&s, &options), &NoClock).unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidArgument);
     let e = s
-        .begin(vec![u32::MAX], options.to_params().unwrap(), &NoClock)
+        .begin(vec![u32::MAX], params(&s, &options), &NoClock)
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidArgument);
-    let bad = GenerateOptions {
+    let bad = Options {
         top_p: Some(2.0),
         ..Default::default()
     };
-    assert_eq!(
-        bad.to_params().unwrap_err().code,
-        ErrorCode::InvalidArgument
-    );
+    let e = generation_params(&bad, model.n_vocab(), s.n_ctx()).unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidArgument);
+    assert!(e.message.contains("'top_p'"), "{}", e.message);
 
     // Chat goes through the model's template (ChatML for SmolLM2).
     let ids = s
@@ -322,21 +326,22 @@ fn speculative_steps_give_the_plain_output() {
         "a b c d e f g a b c d e f g a b c d e f g a b c d e f g a b c d e f g a b",
     );
     for (stop, max_tokens) in [(None, 48), (Some(" e f"), 48), (None, 7)] {
-        let options = GenerateOptions {
+        let options = Options {
             max_tokens: Some(max_tokens),
             temperature: Some(0.0),
-            stop: stop.map(|t: &str| tessera_wasm::options::StopOption::One(t.into())),
+            stop: stop.map(|t: &str| Stop::One(t.into())),
             ignore_eos: true,
             ..Default::default()
         };
-        let plain = run_steps(&mut s, prompt.clone(), options.to_params().unwrap());
+        let p = params(&s, &options);
+        let plain = run_steps(&mut s, prompt.clone(), p);
         for spec_type in [
             "ngram-simple",
             "ngram-map-k",
             "ngram-map-k4v",
             "ngram-cache",
         ] {
-            let spec = tessera_wasm::options::SpeculativeOptions {
+            let spec = SpeculativeOptions {
                 spec_type: Some(spec_type.into()),
                 ngram_size_n: Some(3),
                 draft_max: Some(8),
@@ -344,7 +349,7 @@ fn speculative_steps_give_the_plain_output() {
             };
             s.begin_with(
                 prompt.clone(),
-                options.to_params().unwrap(),
+                params(&s, &options),
                 Some(spec.to_params().unwrap()),
                 &NoClock,
             )
@@ -373,7 +378,7 @@ fn speculative_steps_give_the_plain_output() {
     }
     // Bad options are refused with InvalidArgument before anything runs.
     for (spec_type, n) in [("draft", 12), ("ngram-simple", 0), ("eagle3", 12)] {
-        let spec = tessera_wasm::options::SpeculativeOptions {
+        let spec = SpeculativeOptions {
             spec_type: Some(spec_type.into()),
             ngram_size_n: Some(n),
             ..Default::default()

@@ -1,0 +1,349 @@
+//! Every field of a generating request with its limits: the one table the checks read their
+//! bounds from and docs/js-api.md and docs/serve.md show (a test keeps the docs equal to
+//! [`markdown_table`]).
+
+use std::fmt;
+
+/// The largest value an integer field takes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Bound {
+    Value(i64),
+    /// The model's vocabulary size.
+    Vocab,
+    /// The context's size (the server's: one slot's).
+    Context,
+    /// No bound but the type's.
+    Unbounded,
+}
+
+/// What a field accepts beyond its JSON type.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Limit {
+    /// Any value of the type.
+    Any,
+    /// A number from `min` (excluded when `min_excluded`) to `max`.
+    Number {
+        min: f64,
+        max: f64,
+        min_excluded: bool,
+    },
+    /// An integer from `min` to `max`; `minus_one`, when given, is what -1 means (it passes too).
+    Integer {
+        min: i64,
+        max: Bound,
+        minus_one: Option<&'static str>,
+    },
+    /// At most `strings` non-empty strings of at most `bytes` bytes each.
+    Strings { strings: usize, bytes: usize },
+    /// Token ids below the vocabulary size, biases from `-bias` to `bias` or -Infinity.
+    LogitBias { bias: f64 },
+    /// Refused (not implemented yet) unless it asks for nothing: `neutral` lists what passes.
+    Refused { neutral: &'static str },
+    /// Checked by the code that reads it, as described.
+    Described(&'static str),
+}
+
+/// One field of the request.
+#[derive(Clone, Copy, Debug)]
+pub struct Field {
+    pub name: &'static str,
+    /// The JSON type.
+    pub kind: &'static str,
+    pub limit: Limit,
+    pub doc: &'static str,
+}
+
+const fn number(min: f64, max: f64) -> Limit {
+    Limit::Number {
+        min,
+        max,
+        min_excluded: false,
+    }
+}
+
+const fn integer(min: i64, max: Bound) -> Limit {
+    Limit::Integer {
+        min,
+        max,
+        minus_one: None,
+    }
+}
+
+const fn field(name: &'static str, kind: &'static str, limit: Limit, doc: &'static str) -> Field {
+    Field {
+        name,
+        kind,
+        limit,
+        doc,
+    }
+}
+
+pub const MESSAGES: Field = field(
+    "messages",
+    "array",
+    Limit::Described("at least one; roles system (or developer), user, assistant; content a string or text parts"),
+    "Chat completions: the conversation. Text parts are joined with newlines; other parts and tool calls are refused.",
+);
+pub const PROMPT: Field = field(
+    "prompt",
+    "string",
+    Limit::Any,
+    "Text completions: the prompt (the server also takes an array of token ids).",
+);
+pub const MAX_TOKENS: Field = field(
+    "max_tokens",
+    "integer",
+    Limit::Integer {
+        min: 1,
+        max: Bound::Context,
+        minus_one: Some("no limit"),
+    },
+    "Most tokens to generate (aliases `max_completion_tokens`, `n_predict`). Default: the browser 256, the server until the context is full.",
+);
+pub const TEMPERATURE: Field = field(
+    "temperature",
+    "number",
+    number(0.0, 100.0),
+    "Sampling temperature; 0 picks the most likely token. Default 0.8.",
+);
+pub const TOP_K: Field = field(
+    "top_k",
+    "integer",
+    integer(0, Bound::Vocab),
+    "Keep the k most likely tokens; 0 disables it. Default 40.",
+);
+pub const TOP_P: Field = field(
+    "top_p",
+    "number",
+    number(0.0, 1.0),
+    "Nucleus sampling; 1 disables it. Default 0.95.",
+);
+pub const MIN_P: Field = field(
+    "min_p",
+    "number",
+    number(0.0, 1.0),
+    "Drop tokens less likely than min_p times the most likely one. Default 0.05.",
+);
+pub const REPEAT_PENALTY: Field = field(
+    "repeat_penalty",
+    "number",
+    Limit::Number {
+        min: 0.0,
+        max: 10.0,
+        min_excluded: true,
+    },
+    "Penalty of tokens seen in the last `repeat_last_n`; 1 disables it. Default 1.",
+);
+pub const REPEAT_LAST_N: Field = field(
+    "repeat_last_n",
+    "integer",
+    Limit::Integer {
+        min: 0,
+        max: Bound::Context,
+        minus_one: Some("the whole context"),
+    },
+    "Window of the penalties in tokens; 0 turns them off. Default 64.",
+);
+pub const PRESENCE_PENALTY: Field = field(
+    "presence_penalty",
+    "number",
+    number(-2.0, 2.0),
+    "Subtracted from the logit of every token seen. Default 0.",
+);
+pub const FREQUENCY_PENALTY: Field = field(
+    "frequency_penalty",
+    "number",
+    number(-2.0, 2.0),
+    "Subtracted once per occurrence of a token seen. Default 0.",
+);
+pub const SEED: Field = field(
+    "seed",
+    "integer",
+    Limit::Integer {
+        min: 0,
+        max: Bound::Unbounded,
+        minus_one: Some("a random seed"),
+    },
+    "Sampling seed; without one every request samples differently.",
+);
+pub const STOP: Field = field(
+    "stop",
+    "string or array",
+    Limit::Strings {
+        strings: 16,
+        bytes: 256,
+    },
+    "Generation ends before any of these strings; they are not part of the output.",
+);
+pub const LOGIT_BIAS: Field = field(
+    "logit_bias",
+    "object or array",
+    Limit::LogitBias { bias: 100.0 },
+    "`{\"token id\": bias}` (or `[[id, bias], ...]`) added to the logits; -Infinity (JS only) bans a token.",
+);
+pub const IGNORE_EOS: Field = field(
+    "ignore_eos",
+    "boolean",
+    Limit::Any,
+    "Never end at an end-of-generation token (benchmarks). Default false.",
+);
+pub const SPECULATIVE: Field = field(
+    "speculative",
+    "object",
+    Limit::Described(
+        "`type`: none, ngram-simple, ngram-map-k, ngram-map-k4v, ngram-cache (not draft)",
+    ),
+    "Draftless speculative decoding: the same text in fewer model passes on repetitive output.",
+);
+pub const STREAM: Field = field(
+    "stream",
+    "boolean",
+    Limit::Any,
+    "Stream the answer as chunks. Default false.",
+);
+pub const N: Field = field(
+    "n",
+    "integer",
+    Limit::Refused { neutral: "1" },
+    "Several choices per request.",
+);
+pub const RESPONSE_FORMAT: Field = field(
+    "response_format",
+    "object",
+    Limit::Refused {
+        neutral: "{\"type\": \"text\"}",
+    },
+    "Structured output (JSON mode, JSON schema).",
+);
+pub const TOOLS: Field = field(
+    "tools",
+    "array",
+    Limit::Refused { neutral: "[]" },
+    "Tool calling (also `functions`).",
+);
+pub const FUNCTIONS: Field = field(
+    "functions",
+    "array",
+    Limit::Refused { neutral: "[]" },
+    "The older form of `tools`.",
+);
+pub const TOOL_CHOICE: Field = field(
+    "tool_choice",
+    "string or object",
+    Limit::Refused {
+        neutral: "\"none\"",
+    },
+    "Which tool to call.",
+);
+pub const LOGPROBS: Field = field(
+    "logprobs",
+    "boolean",
+    Limit::Refused { neutral: "false" },
+    "Log-probabilities of the tokens.",
+);
+pub const TOP_LOGPROBS: Field = field(
+    "top_logprobs",
+    "integer",
+    Limit::Refused { neutral: "0" },
+    "Log-probabilities of the most likely alternatives.",
+);
+
+/// Every field, in the docs' order.
+pub const FIELDS: &[Field] = &[
+    MESSAGES,
+    PROMPT,
+    STREAM,
+    MAX_TOKENS,
+    TEMPERATURE,
+    TOP_K,
+    TOP_P,
+    MIN_P,
+    REPEAT_PENALTY,
+    REPEAT_LAST_N,
+    PRESENCE_PENALTY,
+    FREQUENCY_PENALTY,
+    SEED,
+    STOP,
+    LOGIT_BIAS,
+    IGNORE_EOS,
+    SPECULATIVE,
+    N,
+    RESPONSE_FORMAT,
+    TOOLS,
+    FUNCTIONS,
+    TOOL_CHOICE,
+    LOGPROBS,
+    TOP_LOGPROBS,
+];
+
+impl fmt::Display for Bound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Bound::Value(v) => write!(f, "{v}"),
+            Bound::Vocab => f.write_str("the vocabulary size"),
+            Bound::Context => f.write_str("the context size"),
+            Bound::Unbounded => f.write_str("any"),
+        }
+    }
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Limit::Any => f.write_str("any"),
+            Limit::Number {
+                min,
+                max,
+                min_excluded,
+            } => {
+                let above = if min_excluded { "above" } else { "from" };
+                write!(f, "{above} {min} to {max}")
+            }
+            Limit::Integer {
+                min,
+                max: Bound::Unbounded,
+                minus_one,
+            } => {
+                write!(f, "≥ {min}")?;
+                write_minus_one(f, minus_one)
+            }
+            Limit::Integer {
+                min,
+                max,
+                minus_one,
+            } => {
+                write!(f, "{min} to {max}")?;
+                write_minus_one(f, minus_one)
+            }
+            Limit::Strings { strings, bytes } => write!(
+                f,
+                "at most {strings} non-empty strings of up to {bytes} bytes"
+            ),
+            Limit::LogitBias { bias } => write!(
+                f,
+                "token ids below the vocabulary size; biases from -{bias} to {bias}, or -Infinity"
+            ),
+            Limit::Refused { neutral } => write!(f, "not supported yet: only {neutral} passes"),
+            Limit::Described(text) => f.write_str(text),
+        }
+    }
+}
+
+fn write_minus_one(f: &mut fmt::Formatter<'_>, minus_one: Option<&str>) -> fmt::Result {
+    match minus_one {
+        Some(meaning) => write!(f, ", or -1 ({meaning})"),
+        None => Ok(()),
+    }
+}
+
+/// [`FIELDS`] as the Markdown table the docs carry.
+pub fn markdown_table() -> String {
+    let mut out = String::from("| Field | Type | Accepted | Meaning |\n|---|---|---|---|\n");
+    for f in FIELDS {
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} |\n",
+            f.name, f.kind, f.limit, f.doc
+        ));
+    }
+    out
+}
