@@ -94,6 +94,7 @@ pub fn nmse(got: &[f32], want: &[f32]) -> f64 {
     }
 }
 
+/// The graph `build` makes for step `st`.
 pub fn graph(
     store: &WeightStore,
     ids: &HashMap<String, WeightId>,
