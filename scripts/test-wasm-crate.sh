@@ -20,7 +20,7 @@ export CHROMEDRIVER=${CHROMEDRIVER:-/usr/bin/chromedriver}
 export CARGO_PROFILE_RELEASE_DEBUG=0
 RUSTFLAGS="-C target-feature=+simd128" \
   cargo test --locked --release -p tessera-wasm --features webgpu --target wasm32-unknown-unknown --test web
-# The WebGPU backend's conformance suite (crates/backend-wgpu/tests/conformance.rs) on the
+# The conformance suite (crates/conformance) on the WebGPU backend (its tests/conformance.rs), on the
 # browser's WebGPU (SwiftShader here), with its asynchronous read-back.
 RUSTFLAGS="-C target-feature=+simd128" \
   cargo test --locked --release -p tessera-backend-wgpu --target wasm32-unknown-unknown --test conformance

@@ -7,12 +7,19 @@
 //!   YaRN of the conformance suite's rope cases);
 //! - `moe.cuh` routes like the CPU backend (every gating, selection bias, normalisation).
 //!
-//! Skipped without a C++ compiler. (In the conformance binary for its data helpers.)
+//! Skipped without a C++ compiler. Inputs and the NMSE measure are the conformance suite's.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::*;
+use tessera_conformance::data::{encode, file, values, TABLE_ROWS, WEIGHT_TYPES};
+use tessera_conformance::harness::{cpu_backend, nmse};
+use tessera_core::backend::{Backend, Batch, KvLayout, Segment};
+use tessera_core::graph::{
+    Gating, Graph, GraphBuilder, MoeRouteParams, RopeMode, RopeParams, Yarn,
+};
+use tessera_core::weights::{WeightId, WeightStore};
+use tessera_gguf::GgmlType;
 
 const ROWS: usize = 5;
 
@@ -32,7 +39,7 @@ fn struct_bytes<T: Copy>(v: &T) -> Vec<u8> {
 
 /// `graph`'s output on the CPU backend for `tokens` at positions `pos0 ..`.
 fn cpu_output(store: &WeightStore, graph: &Graph, tokens: &[u32], pos0: usize) -> Vec<f32> {
-    let mut cpu = CpuBackend::new(Arc::new(SequentialPool));
+    let mut cpu = cpu_backend();
     cpu.init_kv(&KvLayout {
         n_ctx: 512,
         n_seq: 1,

@@ -1,4 +1,5 @@
-//! The backend the shared model tests run: Vulkan, on the default device.
+//! The backend the GPU backends' model tests (`tessera_conformance::models`) run here: Vulkan, on
+//! the default device.
 
 use tessera_backend_vulkan::VulkanBackend;
 use tessera_core::backend::Backend;

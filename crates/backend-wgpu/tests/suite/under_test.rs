@@ -1,4 +1,4 @@
-//! The backend the shared model tests (`models.rs`, `synth.rs`) run: WebGPU.
+//! The backend the GPU backends' model tests (`tessera_conformance::models`) run here: WebGPU.
 
 use tessera_backend_wgpu::WgpuBackend;
 use tessera_core::backend::Backend;

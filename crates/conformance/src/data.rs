@@ -1,8 +1,11 @@
-//! The conformance suite's data, shared by every GPU backend's harness (the WebGPU one in
-//! ../conformance.rs, the CUDA one in crates/backend-cuda/tests/conformance.rs): the synthetic
-//! model file, the inputs, the steps and the NMSE measure.
+//! The suite's inputs: the synthetic model file every case reads its tables and weights
+//! from, and the weight types the kernels read.
 
-use super::*;
+use std::sync::{Arc, OnceLock};
+
+use tessera_gguf::{GgmlType, GgufFile, GgufWriter};
+
+use crate::moe;
 
 pub const WEIGHT_TYPES: [GgmlType; 11] = [
     GgmlType::F32,
@@ -19,12 +22,13 @@ pub const WEIGHT_TYPES: [GgmlType; 11] = [
     GgmlType::MXFP4,
 ];
 
-/// NMSE limit of quantized matmuls (see the module docs).
+/// NMSE limit of quantized matmuls (see the crate docs).
 pub const MUL_MAT_LIMIT: f64 = 1e-6;
 
 /// Rows of every f32 input table (token ids index them).
 pub const TABLE_ROWS: usize = 64;
 
+/// `n` pseudo-random values in [-`scale`, `scale`) from `seed` (xorshift).
 pub fn values(n: usize, seed: u64, scale: f32) -> Vec<f32> {
     let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     (0..n)
@@ -37,6 +41,7 @@ pub fn values(n: usize, seed: u64, scale: f32) -> Vec<f32> {
         .collect()
 }
 
+/// `data` (rows of `k`) in `ty`'s encoding.
 pub fn encode(ty: GgmlType, k: usize, data: &[f32]) -> Vec<u8> {
     match ty {
         GgmlType::F32 => bytemuck::cast_slice(data).to_vec(),
@@ -118,50 +123,4 @@ pub fn file() -> Arc<GgufFile> {
         Arc::new(GgufFile::from_bytes(w.to_bytes()).unwrap())
     })
     .clone()
-}
-
-/// One step of a case: tokens, first position, rows whose outputs are kept.
-pub struct Step {
-    pub tokens: Vec<u32>,
-    pub pos0: usize,
-    pub outputs: Vec<usize>,
-}
-
-pub fn step(tokens: &[u32], pos0: usize) -> Step {
-    Step {
-        tokens: tokens.to_vec(),
-        pos0,
-        outputs: (0..tokens.len()).collect(),
-    }
-}
-
-pub type Build =
-    dyn Fn(&mut GraphBuilder, &HashMap<String, WeightId>) -> Result<NodeId, EngineError>;
-
-pub fn nmse(got: &[f32], want: &[f32]) -> f64 {
-    let (mut err, mut norm) = (0.0f64, 0.0f64);
-    for (&g, &w) in got.iter().zip(want) {
-        err += (g as f64 - w as f64).powi(2);
-        norm += (w as f64).powi(2);
-    }
-    if norm == 0.0 {
-        err
-    } else {
-        err / norm
-    }
-}
-
-pub fn graph(
-    store: &WeightStore,
-    ids: &HashMap<String, WeightId>,
-    st: &Step,
-    build: &Build,
-) -> Graph {
-    let mut b = GraphBuilder::new(store, st.tokens.len(), st.outputs.len());
-    let out = build(&mut b, ids).expect("graph");
-    b.finish(out)
-}
-
-pub fn w(name: &str, ne: &[usize]) -> (String, Vec<usize>) {
-    (name.to_string(), ne.to_vec())
 }

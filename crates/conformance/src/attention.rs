@@ -1,7 +1,15 @@
 //! Conformance cases of attention: windows, soft-capping, sinks, head sizes, a context shift,
-//! on the GPU against the CPU backend over several steps.
+//! against the CPU backend over several steps.
 
-use super::*;
+use std::collections::HashMap;
+
+use tessera_core::backend::{KvLayerLayout, KvLayout};
+use tessera_core::graph::{AttentionParams, GraphBuilder, RopeMode, RopeParams};
+use tessera_core::weights::WeightId;
+
+use crate::data::TABLE_ROWS;
+use crate::harness::{check, step, w, Case};
+use crate::UnderTest;
 
 /// One attention case: head size, query and KV heads, and the options.
 #[derive(Clone, Copy, Default)]
@@ -30,7 +38,7 @@ fn heads(hd: usize, n_head: usize, n_kv: usize) -> AttentionCase {
 
 /// Attention over several steps (a prefill longer than one key tile, a decode step, a small
 /// batch), with rope on q and k as the models do.
-async fn attention_steps(c: AttentionCase) {
+async fn attention_steps<U: UnderTest>(under_test: &U, c: AttentionCase) {
     let AttentionCase {
         hd,
         n_head,
@@ -114,7 +122,7 @@ async fn attention_steps(c: AttentionCase) {
             step(&[9], 42 - discard),
         ],
     };
-    check(Case {
+    check(under_test, Case {
         name: format!("attention hd{hd} h{n_head}/{n_kv} window {window:?} softcap {softcap:?} shift {shift:?} factors {factors} sinks {sinks}"),
         weights,
         kv: Some(kv),
@@ -122,60 +130,73 @@ async fn attention_steps(c: AttentionCase) {
         shift,
         limit: 1e-5,
         build: &build,
-        weight_binding_cap: None,
-        float_reference: false,
     }).await;
 }
 
-pub async fn attention_case() {
-    attention_steps(heads(64, 4, 2)).await;
-    attention_steps(heads(64, 2, 2)).await;
+pub async fn attention<U: UnderTest>(under_test: &U) {
+    attention_steps(under_test, heads(64, 4, 2)).await;
+    attention_steps(under_test, heads(64, 2, 2)).await;
 }
 
-pub async fn attention_sliding_window_and_softcap_case() {
-    attention_steps(AttentionCase {
-        window: Some(5),
-        ..heads(64, 4, 1)
-    })
+pub async fn attention_sliding_window_and_softcap<U: UnderTest>(under_test: &U) {
+    attention_steps(
+        under_test,
+        AttentionCase {
+            window: Some(5),
+            ..heads(64, 4, 1)
+        },
+    )
     .await;
-    attention_steps(AttentionCase {
-        window: Some(100),
-        softcap: Some(4.0),
-        ..heads(64, 4, 1)
-    })
+    attention_steps(
+        under_test,
+        AttentionCase {
+            window: Some(100),
+            softcap: Some(4.0),
+            ..heads(64, 4, 1)
+        },
+    )
     .await;
 }
 
 /// gpt-oss's sinks, alone and with a sliding window.
-pub async fn attention_sinks_case() {
-    attention_steps(AttentionCase {
-        sinks: true,
-        ..heads(64, 4, 2)
-    })
+pub async fn attention_sinks<U: UnderTest>(under_test: &U) {
+    attention_steps(
+        under_test,
+        AttentionCase {
+            sinks: true,
+            ..heads(64, 4, 2)
+        },
+    )
     .await;
-    attention_steps(AttentionCase {
-        sinks: true,
-        window: Some(5),
-        ..heads(64, 4, 1)
-    })
+    attention_steps(
+        under_test,
+        AttentionCase {
+            sinks: true,
+            window: Some(5),
+            ..heads(64, 4, 1)
+        },
+    )
     .await;
 }
 
-pub async fn attention_head_dim_256_case() {
-    attention_steps(heads(256, 2, 1)).await;
+pub async fn attention_head_dim_256<U: UnderTest>(under_test: &U) {
+    attention_steps(under_test, heads(256, 2, 1)).await;
 }
 
-pub async fn attention_after_context_shift_case() {
+pub async fn attention_after_context_shift<U: UnderTest>(under_test: &U) {
     // After the 40-token prefill: keep 4, discard 10, then continue at position 30.
     let shifted = AttentionCase {
         shift: Some((0, 4, 10)),
         ..heads(64, 4, 2)
     };
-    attention_steps(shifted).await;
+    attention_steps(under_test, shifted).await;
     // Rope frequency factors (Llama 3) in the keys' re-rotation too.
-    attention_steps(AttentionCase {
-        factors: true,
-        ..shifted
-    })
+    attention_steps(
+        under_test,
+        AttentionCase {
+            factors: true,
+            ..shifted
+        },
+    )
     .await;
 }

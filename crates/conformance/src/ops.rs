@@ -1,16 +1,26 @@
-//! Conformance cases of the single ops (embedding lookup, matmul, the row ops, rope, greedy
-//! sampling), run by each GPU backend's harness (`simple`, `check` in its conformance.rs)
-//! against the CPU backend.
+//! Cases of the single ops (embedding lookup, matmul, the row ops, rope, greedy ids) against
+//! the CPU backend.
 
-use super::*;
+use std::collections::HashMap;
 
-pub async fn get_rows_case() {
+use tessera_core::backend::{Backend, KvLayout};
+use tessera_core::graph::{GraphBuilder, NodeId, RopeMode, RopeParams, Yarn};
+use tessera_core::weights::{WeightId, WeightStore};
+use tessera_core::EngineError;
+use tessera_gguf::GgmlType;
+
+use crate::data::{file, MUL_MAT_LIMIT, TABLE_ROWS, WEIGHT_TYPES};
+use crate::harness::{batch, compute, cpu_backend, graph, segment, simple, step, w};
+use crate::UnderTest;
+
+pub async fn get_rows<U: UnderTest>(under_test: &U) {
     for ty in WEIGHT_TYPES {
         let name = format!("emb.{ty:?}");
         let build = move |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
             Ok(b.get_rows(ids[&format!("emb.{ty:?}")]))
         };
         simple(
+            under_test,
             format!("get_rows {ty:?}"),
             vec![w(&name, &[256, 40])],
             vec![step(&[3, 39, 0, 17, 3], 0)],
@@ -22,7 +32,13 @@ pub async fn get_rows_case() {
 }
 
 /// The `ty` weight `weight` (256 × `rows`) times `n` activation rows of `inp256`.
-pub async fn mul_mat_k256_case(ty: GgmlType, weight: String, rows: usize, n: usize) {
+async fn mul_mat_k256<U: UnderTest>(
+    under_test: &U,
+    ty: GgmlType,
+    weight: String,
+    rows: usize,
+    n: usize,
+) {
     let name = weight.clone();
     let build = move |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
         let x = b.get_rows(ids["inp256"]);
@@ -32,6 +48,7 @@ pub async fn mul_mat_k256_case(ty: GgmlType, weight: String, rows: usize, n: usi
         .map(|i| (i * 7 + 3) % TABLE_ROWS as u32)
         .collect();
     simple(
+        under_test,
         format!("mul_mat {ty:?} k256 m{rows} n{n}"),
         vec![w("inp256", &[256, TABLE_ROWS]), w(&weight, &[256, rows])],
         vec![step(&tokens, 0)],
@@ -41,10 +58,10 @@ pub async fn mul_mat_k256_case(ty: GgmlType, weight: String, rows: usize, n: usi
     .await;
 }
 
-pub async fn mul_mat_case() {
+pub async fn mul_mat<U: UnderTest>(under_test: &U) {
     for ty in WEIGHT_TYPES {
         for n in [1usize, 5, 17] {
-            mul_mat_k256_case(ty, format!("w.{ty:?}.256"), 72, n).await;
+            mul_mat_k256(under_test, ty, format!("w.{ty:?}.256"), 72, n).await;
         }
     }
     // Weights as tall as an output projection (at least 16384 rows) take their own kernel
@@ -52,7 +69,7 @@ pub async fn mul_mat_case() {
     // 16411 rows leave partial row groups, 17 tokens a partial column group.
     for ty in [GgmlType::Q8_0, GgmlType::Q4_K] {
         for n in [1usize, 17] {
-            mul_mat_k256_case(ty, format!("tall.{ty:?}"), 16411, n).await;
+            mul_mat_k256(under_test, ty, format!("tall.{ty:?}"), 16411, n).await;
         }
     }
     // Rows that are not a whole number of 32-element chunks (float types only).
@@ -63,6 +80,7 @@ pub async fn mul_mat_case() {
             b.mul_mat(ids[&format!("w.{ty:?}.40")], x)
         };
         simple(
+            under_test,
             format!("mul_mat {ty:?} k40 m72 n3"),
             vec![w("inp40", &[40, TABLE_ROWS]), w(&wn, &[40, 72])],
             vec![step(&[1, 2, 3], 0)],
@@ -74,10 +92,10 @@ pub async fn mul_mat_case() {
 }
 
 /// An op on two f32 inputs `a`, `c` (rows of the `inp{k}` tables) and a norm weight `n`.
-pub type Op2 = fn(&mut GraphBuilder, NodeId, NodeId, WeightId) -> Result<NodeId, EngineError>;
+type Op2 = fn(&mut GraphBuilder, NodeId, NodeId, WeightId) -> Result<NodeId, EngineError>;
 
 /// `op` on 4 tokens of rows of 64 and of 576, within NMSE `limit`.
-pub async fn row_op_case(name: &str, limit: f64, op: Op2) {
+async fn row_op<U: UnderTest>(under_test: &U, name: &str, limit: f64, op: Op2) {
     for k in [64usize, 576] {
         let inp = format!("inp{k}");
         let inpb = format!("inp{k}b");
@@ -97,28 +115,114 @@ pub async fn row_op_case(name: &str, limit: f64, op: Op2) {
         if name == "output_rows" {
             st[0].outputs = vec![1, 3];
         }
-        simple(format!("{name} k{k}"), weights, st, limit, &build).await;
+        simple(
+            under_test,
+            format!("{name} k{k}"),
+            weights,
+            st,
+            limit,
+            &build,
+        )
+        .await;
     }
 }
 
+pub async fn rms_norm<U: UnderTest>(under_test: &U) {
+    row_op(under_test, "rms_norm", 1e-10, |b, a, _, _| {
+        Ok(b.rms_norm(a, 1e-6))
+    })
+    .await;
+}
+
+pub async fn mul_weight<U: UnderTest>(under_test: &U) {
+    row_op(under_test, "mul_weight", 1e-12, |b, a, _, n| {
+        b.mul_weight(a, n)
+    })
+    .await;
+}
+
+pub async fn add_weight<U: UnderTest>(under_test: &U) {
+    row_op(under_test, "add_weight", 1e-12, |b, a, _, n| {
+        b.add_weight(a, n)
+    })
+    .await;
+}
+
+pub async fn add<U: UnderTest>(under_test: &U) {
+    row_op(under_test, "add", 1e-12, |b, a, c, _| b.add(a, c)).await;
+}
+
+pub async fn scale<U: UnderTest>(under_test: &U) {
+    row_op(
+        under_test,
+        "scale",
+        1e-12,
+        |b, a, _, _| Ok(b.scale(a, 0.37)),
+    )
+    .await;
+}
+
+pub async fn swiglu<U: UnderTest>(under_test: &U) {
+    row_op(under_test, "swiglu", 1e-10, |b, a, c, _| b.swiglu(a, c)).await;
+}
+
+pub async fn geglu<U: UnderTest>(under_test: &U) {
+    row_op(under_test, "geglu", 1e-6, |b, a, c, _| b.geglu(a, c)).await;
+}
+
+pub async fn softcap<U: UnderTest>(under_test: &U) {
+    row_op(under_test, "softcap", 1e-10, |b, a, _, _| {
+        Ok(b.softcap(a, 2.5))
+    })
+    .await;
+}
+
+pub async fn reglu<U: UnderTest>(under_test: &U) {
+    row_op(under_test, "reglu", 1e-12, |b, a, c, _| b.reglu(a, c)).await;
+}
+
+pub async fn swiglu_oai<U: UnderTest>(under_test: &U) {
+    row_op(under_test, "swiglu_oai", 1e-10, |b, a, c, _| {
+        b.swiglu_oai(a, c, 1.702, 2.0)
+    })
+    .await;
+}
+
+/// Rows 1 and 3 of the batch kept.
+pub async fn output_rows<U: UnderTest>(under_test: &U) {
+    row_op(under_test, "output_rows", 0.0, |b, a, _, _| {
+        Ok(b.output_rows(a))
+    })
+    .await;
+}
+
+/// The second quarter of each row.
+pub async fn slice<U: UnderTest>(under_test: &U) {
+    row_op(under_test, "slice", 0.0, |b, a, _, _| {
+        let width = b.ne(a)[0];
+        b.slice(a, width / 4, width / 2)
+    })
+    .await;
+}
+
 /// Every activation of a gateless feed-forward.
-pub async fn activation_case() {
+pub async fn activation<U: UnderTest>(under_test: &U) {
     use tessera_core::graph::Activation::{Gelu, Relu, Silu};
-    row_op_case("activation silu", 1e-10, |b, a, _, _| {
+    row_op(under_test, "activation silu", 1e-10, |b, a, _, _| {
         Ok(b.activation(a, Silu))
     })
     .await;
-    row_op_case("activation gelu", 1e-6, |b, a, _, _| {
+    row_op(under_test, "activation gelu", 1e-6, |b, a, _, _| {
         Ok(b.activation(a, Gelu))
     })
     .await;
-    row_op_case("activation relu", 0.0, |b, a, _, _| {
+    row_op(under_test, "activation relu", 0.0, |b, a, _, _| {
         Ok(b.activation(a, Relu))
     })
     .await;
 }
 
-pub async fn rope_case() {
+pub async fn rope<U: UnderTest>(under_test: &U) {
     // (mode, rotated dims, frequency factors, YaRN with an attention factor)
     for (mode, n_dims, factors, yarn) in [
         (RopeMode::Normal, 64usize, false, false),
@@ -150,6 +254,7 @@ pub async fn rope_case() {
             b.rope(x, p)
         };
         simple(
+            under_test,
             format!("rope {mode:?} n_dims {n_dims} factors {factors} yarn {yarn}"),
             weights,
             vec![step(&[1, 2, 3], 0), step(&[4, 5], 300)],
@@ -161,9 +266,8 @@ pub async fn rope_case() {
     }
 }
 
-/// Greedy ids picked on the GPU equal the argmax of its logits and of the CPU's (the
-/// harness's `gpu`, `backend`, `gpu_compute` and `gpu_greedy` open and drive its backend).
-pub async fn argmax_on_the_gpu_matches_the_logits_case() {
+/// Greedy ids picked on the device equal the argmax of its logits and of the CPU's.
+pub async fn argmax_on_the_gpu_matches_the_logits<U: UnderTest>(under_test: &U) {
     let build = |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
         let x = b.get_rows(ids["inp256"]);
         let y = b.mul_mat(ids["w.Q4_K.256"], x)?;
@@ -174,31 +278,24 @@ pub async fn argmax_on_the_gpu_matches_the_logits_case() {
     for (name, ne) in [w("inp256", &[256, TABLE_ROWS]), w("w.Q4_K.256", &[256, 72])] {
         ids.insert(name.clone(), store.require(&name, &ne).unwrap());
     }
-    let mut gpu_backend = backend(gpu().await);
-    let mut cpu = CpuBackend::new(Arc::new(SequentialPool));
+    let mut tested = under_test.backend();
+    let mut cpu = cpu_backend();
     cpu.set_reference_matmul(true);
     let kv = KvLayout {
         n_ctx: 64,
         n_seq: 1,
         layers: vec![],
     };
-    gpu_backend.init_kv(&kv).unwrap();
+    tested.init_kv(&kv).unwrap();
     cpu.init_kv(&kv).unwrap();
     for tokens in [vec![4u32], vec![1, 2, 3, 60, 61]] {
         let st = step(&tokens, 0);
         let g = graph(&store, &ids, &st, &build);
-        let batch = Batch {
-            tokens: &st.tokens,
-            segments: &[Segment {
-                seq: 0,
-                pos0: 0,
-                len: st.tokens.len(),
-            }],
-            output_rows: &st.outputs,
-        };
+        let segments = segment(&st);
+        let batch = batch(&st, &segments);
         let mut logits = vec![0.0; 72 * tokens.len()];
         let mut want = vec![0.0; 72 * tokens.len()];
-        gpu_compute(&mut gpu_backend, &g, &batch, &store, &mut logits)
+        compute::<U>(&mut tested, &g, &batch, &store, &mut logits)
             .await
             .unwrap();
         assert!(cpu
@@ -206,9 +303,11 @@ pub async fn argmax_on_the_gpu_matches_the_logits_case() {
             .unwrap()
             .is_ready());
         let mut got = vec![u32::MAX; tokens.len()];
-        gpu_greedy(&mut gpu_backend, &g, &batch, &store, &mut got)
-            .await
-            .unwrap();
+        U::until_ready(&mut tested, |b| {
+            b.compute_greedy(&g, &batch, &store, &mut got)
+        })
+        .await
+        .unwrap();
         for r in 0..tokens.len() {
             let row = &logits[r * 72..(r + 1) * 72];
             let best = (0..72).fold(0, |b, i| if row[i] > row[b] { i } else { b });

@@ -1,8 +1,15 @@
 //! Conformance cases of the mixture-of-experts ops: the router, the experts' matmul and the
-//! weighted sum, on the GPU against the CPU backend.
+//! weighted sum, against the CPU backend.
 
-use super::*;
-use tessera_core::graph::{Gating, MoeRouteParams};
+use std::collections::HashMap;
+
+use tessera_core::graph::{Gating, GraphBuilder, MoeRouteParams};
+use tessera_core::weights::WeightId;
+use tessera_gguf::GgmlType;
+
+use crate::data::TABLE_ROWS;
+use crate::harness::{simple, step, w};
+use crate::UnderTest;
 
 /// Expert tensors in the test file: `experts.{ty}` of 4 experts × 32 rows of 256 (MXFP4: how
 /// gpt-oss stores its experts).
@@ -28,7 +35,7 @@ fn route(gating: Gating, normalize: bool, bias: Option<WeightId>, scale: f32) ->
 
 /// Every gating, with and without the selection bias, normalisation and scale: the chosen
 /// experts must be the CPU's exactly (a different choice is a large error).
-pub async fn moe_route_case() {
+pub async fn moe_route<U: UnderTest>(under_test: &U) {
     let variants = [
         ("softmax, normalized", Gating::Softmax, true, false, 1.0),
         ("sigmoid, bias, scaled", Gating::Sigmoid, true, true, 2.5),
@@ -47,6 +54,7 @@ pub async fn moe_route_case() {
             b.moe_route(logits, route(gating, normalize, bias, scale))
         };
         simple(
+            under_test,
             format!("moe_route {name}"),
             vec![w("inp64", &[64, TABLE_ROWS]), w("norm64", &[64])],
             vec![step(&[5, 9, 63, 0, 17], 0)],
@@ -59,7 +67,7 @@ pub async fn moe_route_case() {
 
 /// The experts' matmul for every expert type, with one input row per token (gate/up) and one
 /// per chosen expert (down).
-pub async fn mul_mat_id_case() {
+pub async fn mul_mat_id<U: UnderTest>(under_test: &U) {
     for ty in EXPERT_TYPES {
         let experts = format!("experts.{ty:?}");
         for shared_x in [true, false] {
@@ -74,6 +82,7 @@ pub async fn mul_mat_id_case() {
                 b.mul_mat_id(ids[&e], x, route)
             };
             simple(
+                under_test,
                 format!("mul_mat_id {ty:?} shared input {shared_x}"),
                 vec![
                     w("inp512", &[512, TABLE_ROWS]),
@@ -89,7 +98,7 @@ pub async fn mul_mat_id_case() {
 }
 
 /// The chosen experts' biases: 2 of 64 experts per token, biases `[256, 64]`.
-pub async fn add_id_case() {
+pub async fn add_id<U: UnderTest>(under_test: &U) {
     let build = |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
         let x = b.get_rows(ids["inp512"]);
         let t = b.n_tokens;
@@ -99,6 +108,7 @@ pub async fn add_id_case() {
         b.add_id(x, ids["inp256"], route)
     };
     simple(
+        under_test,
         "add_id".into(),
         vec![
             w("inp512", &[512, TABLE_ROWS]),
@@ -112,7 +122,7 @@ pub async fn add_id_case() {
     .await;
 }
 
-pub async fn moe_sum_case() {
+pub async fn moe_sum<U: UnderTest>(under_test: &U) {
     let build = |b: &mut GraphBuilder, ids: &HashMap<String, WeightId>| {
         let x = b.get_rows(ids["inp256"]);
         let t = b.n_tokens;
@@ -126,6 +136,7 @@ pub async fn moe_sum_case() {
         b.moe_sum(x, route)
     };
     simple(
+        under_test,
         "moe_sum".into(),
         vec![
             w("inp256", &[256, TABLE_ROWS]),
