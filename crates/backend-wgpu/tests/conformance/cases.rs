@@ -11,14 +11,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use tessera_backend_cpu::CpuBackend;
-use tessera_backend_wgpu::pipelines::PipelineKey;
-use tessera_backend_wgpu::shaders::{kernel_files, Define};
 use tessera_core::backend::{Backend, Batch, KvLayerLayout, KvLayout, Segment};
 use tessera_core::graph::{
     AttentionParams, Graph, GraphBuilder, NodeId, RopeMode, RopeParams, Yarn,
 };
 use tessera_core::weights::{WeightId, WeightStore};
 use tessera_core::{EngineError, SequentialPool};
+use tessera_gpu::pipelines::PipelineKey;
+use tessera_gpu::shaders::{kernel_files, Define};
 
 use crate::under_test::{backend, gpu, until_read_back, GpuBackend};
 use tessera_gguf::{GgmlType, GgufFile, GgufWriter};
