@@ -7,11 +7,11 @@ use tessera_core::plan::Plan;
 
 use crate::error::GpuError;
 use crate::kv::GpuKv;
+use crate::ops::elementwise::{self, Elementwise};
 use crate::ops::quantize::act_rounding;
 use crate::ops::{
-    activation, add, add_id, add_weight, attention, geglu, get_rows, moe_route, moe_sum, mul_mat,
-    mul_mat_id, mul_mat_q8, mul_weight, output_rows, quantize, reglu, rms_norm, rope, scale, slice,
-    softcap, swiglu, swiglu_oai,
+    attention, get_rows, moe_route, mul_mat, mul_mat_id, mul_mat_q8, output_rows, quantize,
+    rms_norm, rope,
 };
 use crate::recorder::Recorder;
 use crate::target::Target;
@@ -86,14 +86,18 @@ pub fn record_nodes<T: Target>(
             }
             Op::MulWeight { x, w } => {
                 let row = weights.get(w).f32_vector("norm weight")?;
-                mul_weight::record(rec, buf(x), row, node.ne[0], y, n)?
+                let op = Elementwise::MulWeight { width: node.ne[0] };
+                elementwise::record(rec, op, &[buf(x), row], y, n)?
             }
             Op::AddWeight { x, w } => {
                 let row = weights.get(w).f32_vector("bias")?;
-                add_weight::record(rec, buf(x), row, node.ne[0], y, n)?
+                let op = Elementwise::AddWeight { width: node.ne[0] };
+                elementwise::record(rec, op, &[buf(x), row], y, n)?
             }
-            Op::Add { a, b } => add::record(rec, buf(a), buf(b), y, n)?,
-            Op::Scale { x, s } => scale::record(rec, buf(x), s, y, n)?,
+            Op::Add { a, b } => {
+                elementwise::record(rec, Elementwise::Add, &[buf(a), buf(b)], y, n)?
+            }
+            Op::Scale { x, s } => elementwise::record(rec, Elementwise::Scale(s), &[buf(x)], y, n)?,
             Op::MulMat { w, x } => {
                 let gw = weights.get(w);
                 let n_x = graph.node(x).n_elements();
@@ -142,17 +146,30 @@ pub fn record_nodes<T: Target>(
                 };
                 attention::attend(rec, bufs.step, buf(q), layer, sinks, y, &params, t)?;
             }
-            Op::Swiglu { gate, up } => swiglu::record(rec, buf(gate), buf(up), y, n)?,
-            Op::Geglu { gate, up } => geglu::record(rec, buf(gate), buf(up), y, n)?,
-            Op::Reglu { gate, up } => reglu::record(rec, buf(gate), buf(up), y, n)?,
+            Op::Swiglu { gate, up } => {
+                elementwise::record(rec, Elementwise::Swiglu, &[buf(gate), buf(up)], y, n)?
+            }
+            Op::Geglu { gate, up } => {
+                elementwise::record(rec, Elementwise::Geglu, &[buf(gate), buf(up)], y, n)?
+            }
+            Op::Reglu { gate, up } => {
+                elementwise::record(rec, Elementwise::Reglu, &[buf(gate), buf(up)], y, n)?
+            }
             Op::SwigluOai {
                 gate,
                 up,
                 alpha,
                 limit,
-            } => swiglu_oai::record(rec, buf(gate), buf(up), alpha, limit, y, n)?,
-            Op::Activation { x, act } => activation::record(rec, buf(x), act, y, n)?,
-            Op::Softcap { x, cap } => softcap::record(rec, buf(x), cap, y, n)?,
+            } => {
+                let op = Elementwise::SwigluOai { alpha, limit };
+                elementwise::record(rec, op, &[buf(gate), buf(up)], y, n)?
+            }
+            Op::Activation { x, act } => {
+                elementwise::record(rec, Elementwise::Activation(act), &[buf(x)], y, n)?
+            }
+            Op::Softcap { x, cap } => {
+                elementwise::record(rec, Elementwise::Softcap(cap), &[buf(x)], y, n)?
+            }
             Op::MoeRoute { logits, params } => {
                 let bias = match params.selection_bias {
                     Some(b) => Some(weights.get(b).f32_vector("expert selection bias")?),
@@ -177,15 +194,21 @@ pub fn record_nodes<T: Target>(
             Op::AddId { x, bias, route } => {
                 let bias = weights.get(bias).f32_vector("expert biases")?;
                 let (m, n_used) = (node.ne[0], node.ne[1]);
-                add_id::record(rec, buf(x), bias, buf(route), m, n_used, y, n)?
+                let op = Elementwise::AddId { m, n_used };
+                elementwise::record(rec, op, &[buf(x), bias, buf(route)], y, n)?
             }
             Op::MoeSum { x, route } => {
                 let n_used = graph.node(x).ne[1];
-                moe_sum::record(rec, buf(x), buf(route), node.ne[0], n_used, y, n)?
+                let op = Elementwise::MoeSum {
+                    m: node.ne[0],
+                    n_used,
+                };
+                elementwise::record(rec, op, &[buf(x), buf(route)], y, n)?
             }
             Op::Slice { x, offset, len } => {
                 let width = graph.node(x).ne[0];
-                slice::record(rec, buf(x), width, offset, len, y, n)?
+                let op = Elementwise::Slice { width, offset, len };
+                elementwise::record(rec, op, &[buf(x)], y, n)?
             }
             Op::OutputRows { x } => {
                 output_rows::record(rec, bufs.step, buf(x), y, node.ne[0], t, n_out)?

@@ -6,8 +6,8 @@
 //! layout (`kv`) and the placement of weights in bindings (`weights`), each generic over the
 //! API's buffer type.
 //!
-//! Modules form a DAG: `error` and `pipelines` (pipeline keys) at the bottom, then `shaders`,
-//! `target`, `recorder`, `kv`, `weights`, `ops` and `graph_walk` on top.
+//! Modules form a DAG: `error`, `pipelines` (pipeline keys) and `readout` at the bottom, then
+//! `shaders`, `target`, `recorder`, `kv`, `weights`, `ops` and `graph_walk` on top.
 
 pub mod error;
 pub mod graph_walk;

@@ -46,12 +46,15 @@ mod tests {
 
     #[test]
     fn defines_select_branches_and_become_constants() {
-        let text = preprocess("geglu.wgsl", &[("BUILTIN_MATH", 1)]).unwrap();
+        let defines = [("BUILTIN_MATH", 1), ("OP_GEGLU", 1)];
+        let text = preprocess("elementwise.wgsl", &defines).unwrap();
         assert!(text.starts_with("const BUILTIN_MATH: u32 = 1u;\n"));
         assert!(text.contains("let t = tanh(u);"));
         assert!(!text.contains("exp(2.0 * abs(u))"));
-        assert!(text.contains("fn linear_group")); // an include's include
-        assert!(text.contains("fn f16_round"));
+        assert!(text.contains("fn linear_group"));
+        assert!(text.contains("fn f16_round")); // an include's include
+        assert!(text.contains("return gelu_ggml(a[i]) * b[i];"));
+        assert!(!text.contains("return a[i] + b[i];"));
     }
 
     #[test]
