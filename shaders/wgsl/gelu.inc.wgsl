@@ -1,4 +1,4 @@
-// ggml's GELU (see geglu.wgsl and activation.wgsl).
+// ggml's GELU (for elementwise.wgsl's OP_GEGLU and OP_GELU).
 
 #include "f16_round.inc.wgsl"
 

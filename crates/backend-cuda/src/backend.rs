@@ -4,7 +4,7 @@
 
 use std::task::Poll;
 
-use tessera_core::backend::{Backend, Batch, KvLayout};
+use tessera_core::backend::{check_single_step, Backend, Batch, KvLayout};
 use tessera_core::graph::Graph;
 use tessera_core::sampling::{device_result, DeviceSampling, SamplingError};
 use tessera_core::weights::WeightStore;
@@ -66,8 +66,8 @@ impl CudaBackend {
         readout: &Readout,
         out: &mut [u32],
     ) -> Result<(), EngineError> {
-        batch.single()?;
-        self.check_batch(graph, batch, weights)?;
+        let sampled = matches!(readout, Readout::Sampled(_));
+        check_single_step(self, graph, batch, weights, sampled)?;
         self.gpu.bind()?;
         self.upload_weights(weights)?;
         let gw = self.weights.as_ref().expect("uploaded above");
@@ -153,11 +153,6 @@ impl Backend for CudaBackend {
         let Some(spec) = step.spec_words() else {
             return Ok(Poll::Ready(None));
         };
-        if graph.n_outputs == 0 {
-            return Err(EngineError::InvalidArgument(
-                "sampling needs an output row".into(),
-            ));
-        }
         let mut out = [0u32; 2];
         self.step(graph, batch, weights, &Readout::Sampled(spec), &mut out)?;
         let [status, token] = out;

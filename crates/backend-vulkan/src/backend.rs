@@ -1,27 +1,28 @@
-//! `VulkanBackend`: the engine's [`Backend`] on a Vulkan device, with the WebGPU backend's
-//! kernels and graph walk. Weights live in device-local buffers (uploaded through staging),
+//! `VulkanBackend`: the engine's [`Backend`] on a Vulkan device, with the GPU layer's
+//! kernels and graph walk (`tessera_gpu`, shared with the WebGPU backend). Weights live in device-local buffers (uploaded through staging),
 //! split by rows where a tensor exceeds the device's largest storage binding.
 
 use std::task::Poll;
 
 use ash::vk;
-use tessera_backend_wgpu::kv::GpuKv;
-use tessera_backend_wgpu::ops::kv::shift_keys;
-use tessera_backend_wgpu::ops::sample::spec_words;
-use tessera_backend_wgpu::recorder::Recorder;
-use tessera_backend_wgpu::weights::{source_of, GpuWeight, GpuWeights};
-use tessera_core::backend::{Backend, Batch, KvLayout};
+use tessera_core::backend::{check_single_step, Backend, Batch, KvLayout};
 use tessera_core::graph::Graph;
 use tessera_core::sampling::device_result;
 use tessera_core::sampling::{DeviceSampling, SamplingError};
 use tessera_core::weights::{WeightId, WeightStore};
 use tessera_core::EngineError;
+use tessera_gpu::kv::GpuKv;
+use tessera_gpu::ops::kv::shift_keys;
+use tessera_gpu::ops::sample::spec_words;
+use tessera_gpu::readout::Readout;
+use tessera_gpu::recorder::Recorder;
+use tessera_gpu::weights::{source_of, GpuWeight, GpuWeights};
 
 use crate::buffer::{Buffer, Memory};
 use crate::error::VulkanError;
 use crate::gpu::{barrier, Gpu};
-use crate::recording::{Readout, Recording};
-use crate::target::{kernel_error, Dispatches};
+use crate::recording::Recording;
+use crate::target::Dispatches;
 
 /// Recordings kept (decode, prefill, the last partial micro-batch, all-logits...).
 const RECORDINGS: usize = 4;
@@ -117,8 +118,8 @@ impl VulkanBackend {
         readout: &Readout,
         out: &mut [T],
     ) -> Result<(), EngineError> {
-        batch.single()?;
-        self.check_batch(graph, batch, weights)?;
+        let sampled = matches!(readout, Readout::Sampled(_));
+        check_single_step(self, graph, batch, weights, sampled)?;
         let i = self.recording(graph, weights)?;
         self.recordings[i].run(&self.gpu, batch, readout, out)?;
         Ok(())
@@ -142,9 +143,8 @@ impl Backend for VulkanBackend {
         self.kv = GpuKv::default();
         let gpu = &self.gpu;
         self.kv = GpuKv::with_buffers(layout, |name, bytes| {
-            Buffer::new(gpu, name, bytes, Memory::Device).map_err(kernel_error)
-        })
-        .map_err(VulkanError::from_kernel)?;
+            Buffer::new(gpu, name, bytes, Memory::Device)
+        })?;
         Ok(())
     }
 
@@ -191,11 +191,6 @@ impl Backend for VulkanBackend {
         let Some(spec) = spec_words(step) else {
             return Ok(Poll::Ready(None));
         };
-        if graph.n_outputs == 0 {
-            return Err(EngineError::InvalidArgument(
-                "sampling needs an output row".into(),
-            ));
-        }
         let mut out = [0u32; 2];
         self.step(graph, batch, weights, &Readout::Sampled(spec), &mut out)?;
         Ok(Poll::Ready(Some(device_result(out[0], out[1]))))

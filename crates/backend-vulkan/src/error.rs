@@ -4,6 +4,7 @@
 
 use ash::vk;
 use tessera_core::EngineError;
+use tessera_gpu::GpuError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum VulkanError {
@@ -31,8 +32,10 @@ pub enum VulkanError {
     /// canonical name (`family:entry DEFINES`), and the device properties asked for.
     #[error("kernel variant `{0}` is not among the prebuilt SPIR-V (a bug: tessera_kernels::variants must list every variant the builders request)")]
     NotPrebuilt(String),
+    /// An error of the shared GPU layer (a shape or type a kernel refuses) without a
+    /// Vulkan meaning of its own.
     #[error(transparent)]
-    Kernel(#[from] tessera_backend_wgpu::WgpuError),
+    Kernel(GpuError),
     #[error("Vulkan validation error: {0}")]
     Validation(String),
     #[error("unsupported by the Vulkan backend: {0}")]
@@ -63,6 +66,41 @@ pub trait VkContext<T> {
 impl<T> VkContext<T> for Result<T, vk::Result> {
     fn vk(self, call: &'static str) -> Result<T, VulkanError> {
         self.map_err(|r| VulkanError::from_vk(call, r))
+    }
+}
+
+impl VulkanError {
+    /// The Vulkan meaning of a GPU-layer error: device loss, out-of-memory, a missing
+    /// prebuilt variant and what the backend does not support keep their own variants.
+    pub fn from_kernel(e: GpuError) -> VulkanError {
+        match e {
+            GpuError::DeviceLost(_) => VulkanError::DeviceLost("a kernel's creation"),
+            GpuError::OutOfMemory { what, bytes } => VulkanError::Allocation { what, bytes },
+            GpuError::NotPrebuilt(name) => VulkanError::NotPrebuilt(name),
+            GpuError::Unsupported(what) => VulkanError::Unsupported(what),
+            e => VulkanError::Kernel(e),
+        }
+    }
+}
+
+impl From<GpuError> for VulkanError {
+    fn from(e: GpuError) -> VulkanError {
+        VulkanError::from_kernel(e)
+    }
+}
+
+/// A Vulkan failure inside the shared builders (a pipeline's creation, a buffer they asked
+/// for), in the GPU layer's terms; device loss and out-of-memory keep their meaning
+/// ([`VulkanError::from_kernel`] maps them back).
+impl From<VulkanError> for GpuError {
+    fn from(e: VulkanError) -> GpuError {
+        match e {
+            VulkanError::Kernel(k) => k,
+            VulkanError::DeviceLost(call) => GpuError::DeviceLost(call.to_string()),
+            VulkanError::Allocation { what, bytes } => GpuError::OutOfMemory { what, bytes },
+            VulkanError::NotPrebuilt(name) => GpuError::NotPrebuilt(name),
+            e => GpuError::Validation(e.to_string()),
+        }
     }
 }
 

@@ -307,7 +307,7 @@ impl Gpu {
     }
 
     /// Kernels keep WGSL's built-in pow/tanh/sin/cos on lavapipe, as the WebGPU backend does
-    /// (`tessera_backend_wgpu::Gpu::builtin_math`): same kernels, same numbers.
+    /// (its `Gpu::builtin_math`): same kernels, same numbers.
     pub fn builtin_math(&self) -> bool {
         self.device().name.starts_with("llvmpipe")
     }
@@ -440,9 +440,9 @@ impl Gpu {
     /// The pipeline of a kernel variant (tests compile every WGSL file with it).
     pub fn pipeline(
         &self,
-        key: tessera_backend_wgpu::pipelines::PipelineKey,
-    ) -> Result<crate::pipelines::Pipeline, tessera_backend_wgpu::WgpuError> {
-        tessera_backend_wgpu::target::Target::pipeline(self, key)
+        key: tessera_gpu::pipelines::PipelineKey,
+    ) -> Result<crate::pipelines::Pipeline, tessera_gpu::GpuError> {
+        tessera_gpu::Target::pipeline(self, key)
     }
 }
 

@@ -1,12 +1,12 @@
 //! The kernels' SPIR-V, compiled by build.rs from the WGSL of `shaders/wgsl/` for every
 //! variant in `tessera_kernels::variants::all()` and embedded in the binary: at run time a
-//! request is canonicalized (`tessera_backend_wgpu::shaders::canonical`: only the defines
+//! request is canonicalized (`tessera_gpu::shaders::canonical`: only the defines
 //! its files read, sorted), looked up by name, and the module for the device's profile
 //! (robust buffer access, workgroup zeroing, Int8) handed to the driver. A variant not in
 //! the table is [`VulkanError::NotPrebuilt`]: there is no run-time compiler to fall back on.
 
 use ash::vk;
-use tessera_backend_wgpu::shaders::{canonical, Define};
+use tessera_gpu::shaders::{canonical, Define};
 use tessera_kernels::preprocess::variant_name;
 
 use crate::devices::Features;

@@ -1,5 +1,5 @@
-//! Tessera's Vulkan backend on `ash`: the same kernels as the WebGPU backend (the WGSL of
-//! `shaders/wgsl/`, compiled to SPIR-V by naga in build.rs), on any Vulkan 1.2 device, with the
+//! Tessera's Vulkan backend on `ash`: the GPU layer's kernels (`tessera_gpu`, shared with the
+//! WebGPU backend: the WGSL of `shaders/wgsl/`, compiled to SPIR-V by naga in build.rs), on any Vulkan 1.2 device, with the
 //! Vulkan-only variants (subgroups, f16, integer dot products) where the device has them.
 //!
 //! Device choice follows the seed's rule (`devices::dedup`): a GPU exposed by two drivers is

@@ -1,5 +1,5 @@
 //! Kernel variants as Vulkan compute pipelines: the prebuilt SPIR-V of the variant
-//! (`kernels`: compiled by build.rs from the same WGSL the WebGPU backend runs) for the
+//! (`kernels`: compiled by build.rs from the GPU layer's WGSL, which the WebGPU backend runs) for the
 //! device's profile, with the descriptor set layout build.rs read from the module's bindings
 //! (uniform or storage per binding), created through a `VkPipelineCache` that is saved to
 //! disk, so the driver's compilation (LLVM on lavapipe) is paid once per machine, not once
@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use ash::vk;
-use tessera_backend_wgpu::pipelines::PipelineKey;
+use tessera_gpu::pipelines::PipelineKey;
 
 use crate::devices::PhysicalDevice;
 use crate::error::{VkContext, VulkanError};

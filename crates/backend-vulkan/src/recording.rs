@@ -5,24 +5,22 @@
 //! was asked for.
 
 use ash::vk;
-use tessera_backend_wgpu::graph_walk::{
-    activations_alloc_len, activations_len, record_nodes, uniform_activations, GraphBuffers,
-};
-use tessera_backend_wgpu::kv::GpuKv;
-use tessera_backend_wgpu::ops::sample;
-use tessera_backend_wgpu::recorder::Recorder;
-use tessera_backend_wgpu::weights::GpuWeights;
 use tessera_core::backend::Batch;
 use tessera_core::graph::Graph;
 use tessera_core::plan::Plan;
+use tessera_gpu::graph_walk::{
+    activations_alloc_len, activations_len, record_nodes, uniform_activations, GraphBuffers,
+};
+use tessera_gpu::kv::GpuKv;
+use tessera_gpu::ops::sample;
+use tessera_gpu::readout::Readout;
+use tessera_gpu::recorder::Recorder;
+use tessera_gpu::weights::GpuWeights;
 
 use crate::buffer::{Buffer, Memory};
 use crate::error::VulkanError;
 use crate::gpu::{barrier, Gpu};
 use crate::target::Dispatches;
-
-/// What a step reads back (as the WebGPU backend's `recording::Readout`).
-pub use tessera_backend_wgpu::recording::Readout;
 
 pub struct Recording {
     graph: Graph,

@@ -1,11 +1,10 @@
-//! The Vulkan device as a target of the shared dispatch builders (`tessera_backend_wgpu`'s
-//! `ops` and `graph_walk`), and the binding of their recorded dispatches to descriptor sets.
+//! The Vulkan device as a target of the shared dispatch builders (`tessera_gpu`'s `ops` and
+//! `graph_walk`), and the binding of their recorded dispatches to descriptor sets.
 
 use ash::vk;
-use tessera_backend_wgpu::pipelines::PipelineKey;
-use tessera_backend_wgpu::recorder::{Pending, Recorder, PARAMS_BYTES};
-use tessera_backend_wgpu::target::Target;
-use tessera_backend_wgpu::WgpuError;
+use tessera_gpu::pipelines::PipelineKey;
+use tessera_gpu::recorder::{Pending, Recorder, PARAMS_BYTES};
+use tessera_gpu::{GpuError, Target};
 
 use crate::buffer::{Buffer, Memory};
 use crate::error::{VkContext, VulkanError};
@@ -16,7 +15,7 @@ impl Target for Gpu {
     type Buffer = Buffer;
     type Pipeline = Pipeline;
 
-    fn pipeline(&self, key: PipelineKey) -> Result<Pipeline, WgpuError> {
+    fn pipeline(&self, key: PipelineKey) -> Result<Pipeline, GpuError> {
         let extra: &[(&str, u32)] = if self.builtin_math() {
             &[("BUILTIN_MATH", 1)]
         } else {
@@ -24,7 +23,7 @@ impl Target for Gpu {
         };
         lock(&self.inner.pipelines)
             .get(&self.inner.device, &key, extra)
-            .map_err(|e| kernel_error(self.note(e)))
+            .map_err(|e| GpuError::from(self.note(e)))
     }
     fn is_cpu(&self) -> bool {
         Gpu::is_cpu(self)
@@ -53,30 +52,6 @@ impl Target for Gpu {
     }
     fn exact_fma_kernels(&self) -> bool {
         self.device().features.f64
-    }
-}
-
-/// A Vulkan failure inside the shared builders, as the kernels' error type (device loss and
-/// out-of-memory keep their meaning; `VulkanError::from_kernel` maps them back).
-pub fn kernel_error(e: VulkanError) -> WgpuError {
-    match e {
-        VulkanError::Kernel(k) => k,
-        VulkanError::DeviceLost(call) => WgpuError::DeviceLost(call.to_string()),
-        VulkanError::Allocation { what, bytes } => WgpuError::OutOfMemory { what, bytes },
-        VulkanError::NotPrebuilt(name) => WgpuError::NotPrebuilt(name),
-        e => WgpuError::Validation(e.to_string()),
-    }
-}
-
-impl VulkanError {
-    /// The Vulkan meaning of a kernel-layer error (see [`kernel_error`]).
-    pub fn from_kernel(e: WgpuError) -> VulkanError {
-        match e {
-            WgpuError::DeviceLost(_) => VulkanError::DeviceLost("a kernel's creation"),
-            WgpuError::OutOfMemory { what, bytes } => VulkanError::Allocation { what, bytes },
-            WgpuError::NotPrebuilt(name) => VulkanError::NotPrebuilt(name),
-            e => VulkanError::Kernel(e),
-        }
     }
 }
 

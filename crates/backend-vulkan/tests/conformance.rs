@@ -7,8 +7,8 @@
 use std::sync::OnceLock;
 
 use tessera_backend_vulkan::{Gpu, VulkanBackend};
-use tessera_backend_wgpu::pipelines::PipelineKey;
-use tessera_backend_wgpu::shaders::kernel_files;
+use tessera_gpu::pipelines::PipelineKey;
+use tessera_gpu::shaders::kernel_files;
 use tessera_conformance::{CompilesKernels, Define, SplitsWeightBindings, UnderTest};
 
 /// The Vulkan device every test shares.

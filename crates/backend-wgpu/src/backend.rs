@@ -2,28 +2,32 @@
 
 use std::task::Poll;
 
-use tessera_core::backend::{Backend, Batch, KvLayout, Segment};
+use tessera_core::backend::{check_single_step, Backend, Batch, KvLayout, Segment};
 use tessera_core::graph::Graph;
 use tessera_core::sampling::{device_result, DeviceSampling, SamplingError};
 use tessera_core::weights::WeightStore;
 use tessera_core::EngineError;
 
+use tessera_gpu::kv::GpuKv;
+use tessera_gpu::ops::kv::shift_keys;
+use tessera_gpu::ops::sample::spec_words;
+use tessera_gpu::readout::Readout;
+use tessera_gpu::recorder::Recorder;
+use tessera_gpu::weights::{source_of, GpuWeights};
+
 use crate::device::Gpu;
+use crate::dispatch::{bind, encode};
 use crate::error::WgpuError;
-use crate::kv::GpuKv;
-use crate::ops::kv::shift_keys;
-use crate::ops::sample::spec_words;
-use crate::recorder::{encode, Recorder};
-use crate::recording::{Readout, Recording};
-use crate::weights::{source_of, GpuWeights};
+use crate::recording::Recording;
+use crate::{kv, weights};
 
 /// Recordings kept (decode, prefill, the last partial micro-batch, all-logits...).
 const RECORDINGS: usize = 4;
 
 pub struct WgpuBackend {
     gpu: Gpu,
-    weights: Option<GpuWeights>,
-    kv: GpuKv,
+    weights: Option<GpuWeights<wgpu::Buffer>>,
+    kv: GpuKv<wgpu::Buffer>,
     recordings: Vec<Recording>,
     /// Steps answer `Poll::Pending` after submitting (the browser's mode).
     async_read_back: bool,
@@ -129,14 +133,14 @@ impl WgpuBackend {
         if self.weights.as_ref().map(|w| w.source) != Some(source_of(store)) {
             self.recordings.clear();
             self.weights = None;
-            self.weights = Some(GpuWeights::upload(&self.gpu, store)?);
+            self.weights = Some(weights::upload_all(&self.gpu, store)?);
         }
         Ok(())
     }
 
     /// Takes weights already on this backend's device for `store` (a [`crate::WeightStream`]'s,
     /// made from the same headers), so the first step uploads nothing.
-    pub fn set_weights(&mut self, weights: GpuWeights) {
+    pub fn set_weights(&mut self, weights: GpuWeights<wgpu::Buffer>) {
         self.recordings.clear();
         self.weights = Some(weights);
     }
@@ -181,7 +185,7 @@ impl Backend for WgpuBackend {
         self.drop_pending();
         self.recordings.clear();
         self.kv = GpuKv::default();
-        self.kv = GpuKv::new(&self.gpu, layout)?;
+        self.kv = kv::allocate(&self.gpu, layout)?;
         Ok(())
     }
 
@@ -192,8 +196,7 @@ impl Backend for WgpuBackend {
         weights: &WeightStore,
         out: &mut [f32],
     ) -> Result<Poll<()>, EngineError> {
-        batch.single()?;
-        self.check_batch(graph, batch, weights)?;
+        check_single_step(self, graph, batch, weights, false)?;
         let i = self.recording(graph, weights)?;
         if self.async_read_back {
             return self.async_step(i, graph, batch, Readout::Logits, out);
@@ -211,8 +214,7 @@ impl Backend for WgpuBackend {
         weights: &WeightStore,
         ids: &mut [u32],
     ) -> Result<Poll<()>, EngineError> {
-        batch.single()?;
-        self.check_batch(graph, batch, weights)?;
+        check_single_step(self, graph, batch, weights, false)?;
         let i = self.recording(graph, weights)?;
         if self.async_read_back {
             return self.async_step(i, graph, batch, Readout::Greedy, ids);
@@ -237,13 +239,7 @@ impl Backend for WgpuBackend {
         let Some(spec) = spec_words(step) else {
             return Ok(Poll::Ready(None));
         };
-        batch.single()?;
-        self.check_batch(graph, batch, weights)?;
-        if graph.n_outputs == 0 {
-            return Err(EngineError::InvalidArgument(
-                "sampling needs an output row".into(),
-            ));
-        }
+        check_single_step(self, graph, batch, weights, true)?;
         let i = self.recording(graph, weights)?;
         let outcome = if self.async_read_back {
             let mut out = [0u32; 2];
@@ -302,7 +298,8 @@ impl Backend for WgpuBackend {
             let factors = match layer.layout.rope.freq_factors {
                 Some(f) => {
                     let gw = self.weights.as_ref().expect("uploaded above");
-                    Some(gw.get(f).f32_vector("rope frequency factors")?)
+                    let factors = gw.get(f).f32_vector("rope frequency factors");
+                    Some(factors.map_err(WgpuError::from)?)
                 }
                 None => None,
             };
@@ -314,10 +311,11 @@ impl Backend for WgpuBackend {
                 n_keep,
                 -(n_discard as f32),
                 factors,
-            )?;
+            )
+            .map_err(WgpuError::from)?;
             temps.push((moved_k, moved_v, n_keep as u64 * vp, n_moved as u64 * vp));
         }
-        let dispatches = rec.finish()?;
+        let dispatches = bind(rec)?;
         encode(&mut encoder, &dispatches);
         for (layer, (_, moved_v, at, len)) in self.kv.layers.iter().zip(&temps) {
             encoder.copy_buffer_to_buffer(moved_v, 0, &layer.v, *at, *len);

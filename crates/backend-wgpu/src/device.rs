@@ -7,6 +7,7 @@
 //! returns, the caller awaits [`ReadBackSignal::ready`] (a future the map callback completes),
 //! and [`Gpu::finish_read_back`] copies the mapped bytes out.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,8 +15,9 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use tessera_gpu::pipelines::PipelineKey;
+
 use crate::error::WgpuError;
-use crate::pipelines::{PipelineCache, PipelineKey};
 use crate::profile::Profile;
 
 /// How long a submission may take before we call it hung. Generous: on a busy 2-core machine a
@@ -43,7 +45,9 @@ pub struct Gpu {
     /// A lower cap on weight bindings than the adapter's (tests use it to exercise the split
     /// of large tensors across bindings with small tensors).
     weight_binding_cap: Option<u64>,
-    pipelines: Arc<Mutex<PipelineCache>>,
+    /// The compiled pipelines (`pipelines`), shared by every clone so that every backend on
+    /// the device shares them.
+    pub(crate) pipelines: Arc<Mutex<HashMap<PipelineKey, wgpu::ComputePipeline>>>,
     /// The asynchronous read-back in flight, if any (shared by clones).
     read_back: ReadBackSignal,
     /// Bytes copied back from the device so far (shared by clones): what a step costs in
@@ -131,7 +135,7 @@ fn profile_from_env() -> Option<Arc<Profile>> {
     None
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -259,16 +263,6 @@ impl Gpu {
     /// Caps weight bindings below the adapter's limit (see `weight_binding_cap`).
     pub fn set_weight_binding_cap(&mut self, bytes: Option<u64>) {
         self.weight_binding_cap = bytes;
-    }
-
-    /// The pipeline for `key`, compiled on first use.
-    pub fn pipeline(&self, key: PipelineKey) -> Result<wgpu::ComputePipeline, WgpuError> {
-        lock(&self.pipelines).get(self, key)
-    }
-
-    /// Pipelines compiled so far.
-    pub fn n_pipelines(&self) -> usize {
-        lock(&self.pipelines).len()
     }
 
     /// Fails with the device loss or the first uncaptured error, if any happened.
@@ -493,33 +487,6 @@ impl Gpu {
         staging.unmap();
         self.bytes_read_back.fetch_add(bytes, Ordering::Relaxed);
         Ok(())
-    }
-}
-
-impl crate::target::Target for Gpu {
-    type Buffer = wgpu::Buffer;
-    type Pipeline = wgpu::ComputePipeline;
-
-    fn pipeline(&self, key: PipelineKey) -> Result<wgpu::ComputePipeline, WgpuError> {
-        Gpu::pipeline(self, key)
-    }
-    fn is_cpu(&self) -> bool {
-        Gpu::is_cpu(self)
-    }
-    fn f16_kernels(&self) -> bool {
-        Gpu::f16_kernels(self)
-    }
-    fn max_workgroups_per_dimension(&self) -> u32 {
-        self.limits.max_compute_workgroups_per_dimension
-    }
-    fn uniform_offset_alignment(&self) -> u64 {
-        self.limits.min_uniform_buffer_offset_alignment as u64
-    }
-    fn max_uniform_binding(&self) -> u64 {
-        self.limits.max_uniform_buffer_binding_size
-    }
-    fn profiled(&self) -> bool {
-        self.profile.is_some()
     }
 }
 

@@ -3,6 +3,7 @@
 
 use tessera_core::EngineError;
 use tessera_gguf::GgmlType;
+use tessera_gpu::GpuError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WgpuError {
@@ -24,10 +25,6 @@ pub enum WgpuError {
     Validation(String),
     #[error("WGSL kernel '{family}' does not compile: {message}")]
     Shader { family: String, message: String },
-    /// A backend with ahead-of-time kernels (Vulkan) was asked for a variant it did not
-    /// build; the variant's canonical name.
-    #[error("kernel variant `{0}` is not among the prebuilt ones")]
-    NotPrebuilt(String),
     #[error("weight '{name}' has type {ty}, which the WebGPU backend does not compute with")]
     UnsupportedType { name: String, ty: GgmlType },
     #[error("unsupported by the WebGPU backend: {0}")]
@@ -41,5 +38,27 @@ pub enum WgpuError {
 impl From<WgpuError> for EngineError {
     fn from(e: WgpuError) -> EngineError {
         EngineError::Backend(Box::new(e))
+    }
+}
+
+/// The shared layer's errors in the WebGPU backend's terms (each has its own variant here).
+impl From<GpuError> for WgpuError {
+    fn from(e: GpuError) -> WgpuError {
+        match e {
+            GpuError::DeviceLost(why) => WgpuError::DeviceLost(why),
+            GpuError::OutOfMemory { what, bytes } => WgpuError::OutOfMemory { what, bytes },
+            GpuError::BindingTooLarge { what, bytes, limit } => {
+                WgpuError::BindingTooLarge { what, bytes, limit }
+            }
+            GpuError::Validation(e) => WgpuError::Validation(e),
+            GpuError::Shader { family, message } => WgpuError::Shader { family, message },
+            // wgpu compiles every variant on first use: nothing is prebuilt to be missing.
+            GpuError::NotPrebuilt(name) => WgpuError::Shader {
+                family: name,
+                message: "not among the prebuilt kernels".into(),
+            },
+            GpuError::UnsupportedType { name, ty } => WgpuError::UnsupportedType { name, ty },
+            GpuError::Unsupported(what) => WgpuError::Unsupported(what),
+        }
     }
 }

@@ -1,52 +1,46 @@
-//! Compute pipelines, compiled on first use and cached by (family, entry point, defines).
+//! Compute pipelines, compiled from the preprocessed WGSL on first use and cached with the
+//! device by their key (family, entry point, defines).
 
-use std::collections::HashMap;
+use tessera_gpu::pipelines::PipelineKey;
+use tessera_gpu::shaders::preprocess;
+use tessera_gpu::GpuError;
 
-use crate::device::Gpu;
+use crate::device::{lock, Gpu};
 use crate::error::WgpuError;
-use crate::shaders::{preprocess, Define};
 
-/// What makes a pipeline distinct.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct PipelineKey {
-    pub family: &'static str,
-    pub entry: &'static str,
-    pub defines: Vec<Define>,
-}
-
-/// Lives with the device ([`Gpu::pipeline`]), so every backend on it shares the compiled
-/// pipelines.
-#[derive(Default)]
-pub struct PipelineCache {
-    pipelines: HashMap<PipelineKey, wgpu::ComputePipeline>,
-}
-
-impl PipelineCache {
-    pub fn len(&self) -> usize {
-        self.pipelines.len()
+impl Gpu {
+    /// The pipeline for `key`, compiled on first use.
+    pub fn pipeline(&self, key: PipelineKey) -> Result<wgpu::ComputePipeline, WgpuError> {
+        Ok(self.cached_pipeline(key)?)
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.pipelines.is_empty()
+    /// Pipelines compiled so far.
+    pub fn n_pipelines(&self) -> usize {
+        lock(&self.pipelines).len()
     }
 
-    pub fn get(&mut self, gpu: &Gpu, key: PipelineKey) -> Result<wgpu::ComputePipeline, WgpuError> {
-        if let Some(p) = self.pipelines.get(&key) {
+    /// [`Gpu::pipeline`] in the shared layer's terms (`tessera_gpu::Target::pipeline`).
+    pub(crate) fn cached_pipeline(
+        &self,
+        key: PipelineKey,
+    ) -> Result<wgpu::ComputePipeline, GpuError> {
+        let mut cache = lock(&self.pipelines);
+        if let Some(p) = cache.get(&key) {
             return Ok(p.clone());
         }
         let mut defines = key.defines.clone();
-        if gpu.builtin_math() {
+        if self.builtin_math() {
             defines.push(("BUILTIN_MATH", 1));
         }
         let text = preprocess(key.family, &defines)?;
-        let scope = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = gpu
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = self
             .device
             .create_shader_module(wgpu::ShaderModuleDescriptor {
                 label: Some(key.family),
                 source: wgpu::ShaderSource::Wgsl(text.into()),
             });
-        let pipeline = gpu
+        let pipeline = self
             .device
             .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(key.family),
@@ -56,13 +50,13 @@ impl PipelineCache {
                 compilation_options: Default::default(),
                 cache: None,
             });
-        if let Some(e) = gpu.pop_scope(scope) {
-            return Err(WgpuError::Shader {
+        if let Some(e) = self.pop_scope(scope) {
+            return Err(GpuError::Shader {
                 family: format!("{} {} {:?}", key.family, key.entry, key.defines),
                 message: e.to_string(),
             });
         }
-        self.pipelines.insert(key, pipeline.clone());
+        cache.insert(key, pipeline.clone());
         Ok(pipeline)
     }
 }

@@ -7,12 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
-use crate::device::Gpu;
-use crate::error::WgpuError;
-use crate::pipelines::PipelineKey;
-use crate::recorder::{encode, Dispatch};
+use std::time::Duration;
 
 /// Time and count per kernel variant (a pipeline key's family and defines).
 #[derive(Default)]
@@ -29,21 +24,12 @@ impl Profile {
         }
     }
 
-    /// Runs each of `dispatches` alone and records its wall time.
-    pub fn time(&self, gpu: &Gpu, dispatches: &[Dispatch]) -> Result<(), WgpuError> {
-        for d in dispatches {
-            let start = Instant::now();
-            let mut encoder = gpu.device.create_command_encoder(&Default::default());
-            encode(&mut encoder, std::slice::from_ref(d));
-            gpu.queue.submit([encoder.finish()]);
-            gpu.wait()?;
-            let took = start.elapsed();
-            let mut map = self.by_kernel.lock().unwrap_or_else(|e| e.into_inner());
-            let entry = map.entry(d.kernel.clone()).or_default();
-            entry.0 += 1;
-            entry.1 += took;
-        }
-        Ok(())
+    /// Adds one run of `kernel` that took `took` (`Recording` times each dispatch alone).
+    pub fn add(&self, kernel: &str, took: Duration) {
+        let mut map = self.by_kernel.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = map.entry(kernel.to_string()).or_default();
+        entry.0 += 1;
+        entry.1 += took;
     }
 
     /// The table: kernels by total time, longest first.
@@ -76,40 +62,9 @@ impl Drop for Profile {
     }
 }
 
-/// A kernel variant's name in the table: family, entry point unless `main`, defines.
-pub fn kernel_name(key: &PipelineKey) -> String {
-    let mut name = key.family.trim_end_matches(".wgsl").to_string();
-    if key.entry != "main" {
-        name += &format!(":{}", key.entry);
-    }
-    for (define, value) in &key.defines {
-        name += &format!(" {define}");
-        if *value != 1 {
-            name += &format!("={value}");
-        }
-    }
-    name
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn kernel_names_show_the_entry_and_the_defines() {
-        let key = PipelineKey {
-            family: "mul_mat.wgsl",
-            entry: "main",
-            defines: vec![("W_Q4_1", 1), ("WG", 64), ("NC", 1)],
-        };
-        assert_eq!(kernel_name(&key), "mul_mat W_Q4_1 WG=64 NC");
-        let key = PipelineKey {
-            family: "kv.wgsl",
-            entry: "store",
-            defines: vec![],
-        };
-        assert_eq!(kernel_name(&key), "kv:store");
-    }
 
     #[test]
     fn the_report_lists_kernels_longest_first() {

@@ -4,28 +4,23 @@
 //! (token ids, positions, output rows), encodes the recording into one command buffer and
 //! submits it once; only the result is read back.
 
+use std::time::Instant;
+
 use tessera_core::backend::Batch;
 use tessera_core::graph::Graph;
 use tessera_core::plan::Plan;
-
-use crate::device::Gpu;
-use crate::error::WgpuError;
-use crate::graph_walk::{
+use tessera_gpu::graph_walk::{
     activations_alloc_len, activations_len, record_nodes, uniform_activations, GraphBuffers,
 };
-use crate::kv::GpuKv;
-use crate::ops::sample;
-use crate::recorder::{encode, Dispatch, Recorder};
-use crate::weights::GpuWeights;
+use tessera_gpu::kv::GpuKv;
+use tessera_gpu::ops::sample;
+use tessera_gpu::readout::Readout;
+use tessera_gpu::recorder::Recorder;
+use tessera_gpu::weights::GpuWeights;
 
-/// What a step reads back: the output rows' logits, their greedy ids, or the last row's token
-/// sampled by the GPU chain with these spec words (`ops::sample::spec_words`).
-#[derive(Clone, Debug, PartialEq)]
-pub enum Readout {
-    Logits,
-    Greedy,
-    Sampled(Vec<u32>),
-}
+use crate::device::Gpu;
+use crate::dispatch::{bind, encode, Dispatch};
+use crate::error::WgpuError;
 
 pub struct Recording {
     /// The graph recorded (a recording is reused only for an equal graph).
@@ -54,8 +49,8 @@ impl Recording {
     pub fn new(
         gpu: &Gpu,
         graph: &Graph,
-        weights: &GpuWeights,
-        kv: &GpuKv,
+        weights: &GpuWeights<wgpu::Buffer>,
+        kv: &GpuKv<wgpu::Buffer>,
     ) -> Result<Recording, WgpuError> {
         let plan = Plan::new(graph);
         let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
@@ -96,7 +91,7 @@ impl Recording {
             acts_uniform,
         };
         record_nodes(&mut rec, graph, &buffers, weights, kv)?;
-        let dispatches = rec.finish()?;
+        let dispatches = bind(rec)?;
 
         let out_node = graph.node(graph.output);
         let output = slots[plan.slot_of[graph.output.0 as usize]].clone();
@@ -118,7 +113,7 @@ impl Recording {
         let mut rec = Recorder::new(gpu);
         let width = out_node.ne[0];
         sample::argmax(&mut rec, &output, &ids, width, output_floats / width.max(1))?;
-        let argmax = rec.finish()?;
+        let argmax = bind(rec)?;
         let spec = gpu.buffer(
             "sampling spec",
             ((sample::SPEC_HEADER + 2 * sample::SPEC_EDITS) * 4) as u64,
@@ -149,7 +144,7 @@ impl Recording {
             width,
             rows.saturating_sub(1),
         )?;
-        let chain = rec.finish()?;
+        let chain = bind(rec)?;
         Ok(Recording {
             graph: graph.clone(),
             step,
@@ -170,16 +165,21 @@ impl Recording {
         })
     }
 
-    /// Times the step's dispatches, then those of `tail` (sampling), one by one when the
-    /// device is profiled (`profile`).
+    /// Times the step's dispatches, then those of `tail` (sampling), each run alone in its
+    /// own submission waited for, when the device is profiled (`profile`).
     fn profile(&self, gpu: &Gpu, tail: &[Dispatch]) -> Result<(), WgpuError> {
-        match gpu.profile() {
-            Some(p) => {
-                p.time(gpu, &self.dispatches)?;
-                p.time(gpu, tail)
-            }
-            None => Ok(()),
+        let Some(profile) = gpu.profile() else {
+            return Ok(());
+        };
+        for d in self.dispatches.iter().chain(tail) {
+            let start = Instant::now();
+            let mut encoder = gpu.device.create_command_encoder(&Default::default());
+            encode(&mut encoder, std::slice::from_ref(d));
+            gpu.queue.submit([encoder.finish()]);
+            gpu.wait()?;
+            profile.add(&d.kernel, start.elapsed());
         }
+        Ok(())
     }
 
     pub fn records(&self, graph: &Graph) -> bool {

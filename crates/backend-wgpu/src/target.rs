@@ -1,47 +1,34 @@
-//! What the op recorders need from a GPU API, so that the WebGPU backend (wgpu) and the
-//! Vulkan backend (ash, SPIR-V compiled from the same WGSL) share one dispatch builder per op
-//! and one graph walk (`recording::record_nodes`): each API says how it names a buffer and a
-//! pipeline, compiles a kernel variant, and what its device is like. Errors stay the kernels'
-//! [`WgpuError`]s (shapes and types a kernel refuses); a backend maps its own.
+//! The wgpu device as a target of the shared dispatch builders (`tessera_gpu`'s `ops` and
+//! `graph_walk`).
 
-use crate::error::WgpuError;
-use crate::pipelines::PipelineKey;
+use tessera_gpu::pipelines::PipelineKey;
+use tessera_gpu::{GpuError, Target};
 
-pub trait Target {
-    /// A storage or uniform buffer (cheap to clone: a handle).
-    type Buffer: Clone;
-    /// A compiled compute pipeline (cheap to clone).
-    type Pipeline: Clone;
+use crate::device::Gpu;
 
-    /// The pipeline of a kernel variant, compiled on first use.
-    fn pipeline(&self, key: PipelineKey) -> Result<Self::Pipeline, WgpuError>;
-    /// A software device on the CPU (lavapipe, SwiftShader): kernels pick variants without
-    /// workgroup barriers there.
-    fn is_cpu(&self) -> bool;
-    /// Kernels take their f16 variants.
-    fn f16_kernels(&self) -> bool;
-    /// Workgroups per dispatch dimension.
-    fn max_workgroups_per_dimension(&self) -> u32;
-    /// Alignment of a uniform binding's offset.
-    fn uniform_offset_alignment(&self) -> u64;
-    /// Bytes of the largest uniform binding.
-    fn max_uniform_binding(&self) -> u64;
-    /// Kernels are timed one by one (recordings then keep each dispatch's kernel name).
-    fn profiled(&self) -> bool;
-    /// Kernels with a `SUBGROUPS` variant take it (subgroup arithmetic in compute shaders).
-    /// wgpu devices do not (this default): the WebGPU backend runs the portable kernels.
-    fn subgroup_kernels(&self) -> bool {
-        false
+impl Target for Gpu {
+    type Buffer = wgpu::Buffer;
+    type Pipeline = wgpu::ComputePipeline;
+
+    fn pipeline(&self, key: PipelineKey) -> Result<wgpu::ComputePipeline, GpuError> {
+        self.cached_pipeline(key)
     }
-    /// Quantized matmuls take the packed integer dot product kernel (`mul_mat_q8.wgsl`) for
-    /// the types it reads. wgpu devices do not (this default).
-    fn int_dot_kernels(&self) -> bool {
-        false
+    fn is_cpu(&self) -> bool {
+        Gpu::is_cpu(self)
     }
-    /// The integer dot product kernel's multiply-adds are made exact through f64
-    /// (`EXACT_FMA`: the device has f64 arithmetic), so it keeps the CPU's bits on drivers
-    /// that split `fma` into a multiply and an add (lavapipe).
-    fn exact_fma_kernels(&self) -> bool {
-        false
+    fn f16_kernels(&self) -> bool {
+        Gpu::f16_kernels(self)
+    }
+    fn max_workgroups_per_dimension(&self) -> u32 {
+        self.limits.max_compute_workgroups_per_dimension
+    }
+    fn uniform_offset_alignment(&self) -> u64 {
+        self.limits.min_uniform_buffer_offset_alignment as u64
+    }
+    fn max_uniform_binding(&self) -> u64 {
+        self.limits.max_uniform_buffer_binding_size
+    }
+    fn profiled(&self) -> bool {
+        self.profile().is_some()
     }
 }

@@ -3,7 +3,7 @@
 //! only one staging buffer of at most `STAGING_BYTES` is held.
 //!
 //! Each shard's header describes its tensors; their buffers are laid out like
-//! [`GpuWeight::upload`]'s (rows split across bindings the adapter can take). When the stream's
+//! [`weights::upload`]'s (rows split across bindings the adapter can take). When the stream's
 //! length is known (and the header checked against it) every buffer is made at once, so a
 //! model the GPU cannot hold fails before its download; otherwise each part (binding) is made
 //! when its first byte arrives, so GPU memory runs at most one binding ahead of the bytes
@@ -14,9 +14,11 @@ use std::collections::HashMap;
 use tessera_core::weights::{WeightId, WeightStore};
 use tessera_gguf::{Header, TensorInfo};
 
+use tessera_gpu::weights::{source_of, GpuWeight, GpuWeights, WeightPart};
+
 use crate::device::Gpu;
 use crate::error::WgpuError;
-use crate::weights::{source_of, GpuWeight, GpuWeights, WeightPart};
+use crate::weights;
 
 /// Bytes gathered before one `write_buffer`.
 const STAGING_BYTES: usize = 1 << 20;
@@ -32,7 +34,7 @@ struct StreamedTensor {
     row_bytes: usize,
     rows_per_part: usize,
     /// Made in order: all at once (known length) or each when its first byte arrives.
-    parts: Vec<WeightPart>,
+    parts: Vec<WeightPart<wgpu::Buffer>>,
     /// Bytes written so far.
     written: u64,
     /// Handed to the model by `finish`.
@@ -53,7 +55,7 @@ impl StreamedTensor {
         let row_bytes = info.size.checked_div(n_rows).unwrap_or(0);
         let to_usize = |v: u64| usize::try_from(v).map_err(|_| too_large());
         let row_bytes = to_usize(row_bytes)?;
-        let rows_per_part = GpuWeight::rows_per_part(gpu, &info.name, info.ty, row_bytes)?;
+        let rows_per_part = weights::rows_per_part(gpu, &info.name, info.ty, row_bytes)?;
         Ok(StreamedTensor {
             info: info.clone(),
             k: to_usize(k)?,
@@ -78,7 +80,7 @@ impl StreamedTensor {
     fn add_part(&mut self, gpu: &Gpu) -> Result<(), WgpuError> {
         let i = self.parts.len();
         let (start, end, rows) = self.part_span(i);
-        let buffer = GpuWeight::part_buffer(gpu, &self.info.name, end - start, false)?;
+        let buffer = weights::part_buffer(gpu, &self.info.name, end - start, false)?;
         self.parts.push(WeightPart {
             buffer,
             row0: i * self.rows_per_part,
@@ -203,7 +205,7 @@ impl WeightStream {
     /// The streamed tensors as the weights of `store` (a model loaded from the same headers:
     /// [`tessera_gguf::GgufFile::from_headers`]). Fails if any tensor did not arrive whole. Tensors the
     /// model does not use are freed.
-    pub fn finish(mut self, store: &WeightStore) -> Result<GpuWeights, WgpuError> {
+    pub fn finish(mut self, store: &WeightStore) -> Result<GpuWeights<wgpu::Buffer>, WgpuError> {
         self.flush()?;
         let mut by_name: HashMap<String, usize> = HashMap::new();
         for (i, t) in self.tensors.iter().enumerate() {

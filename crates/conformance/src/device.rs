@@ -58,13 +58,9 @@ fn kernel_variants(file: &str) -> Vec<(&'static str, Vec<Define>)> {
             "main",
             vec![("W_Q4_K", 1), ("WG", 64), ("NR", 1), ("NC", 8)],
         )],
-        "add.wgsl" | "add_weight.wgsl" | "geglu.wgsl" | "mul_weight.wgsl" | "output_rows.wgsl"
-        | "slice.wgsl" | "rms_norm.wgsl" | "rope.wgsl" | "scale.wgsl" | "softcap.wgsl"
-        | "swiglu.wgsl" | "moe_sum.wgsl" | "reglu.wgsl" | "swiglu_oai.wgsl" | "add_id.wgsl" => {
-            vec![("main", vec![])]
-        }
+        "output_rows.wgsl" | "rms_norm.wgsl" | "rope.wgsl" => vec![("main", vec![])],
+        "elementwise.wgsl" => vec![("main", vec![("OP_GELU", 1)])],
         "get_rows.wgsl" => vec![("main", vec![("W_Q8_0", 1)])],
-        "activation.wgsl" => vec![("main", vec![("ACT_GELU", 1)])],
         "moe_route.wgsl" => vec![("main", vec![("GATING_SOFTMAX", 1), ("NORMALIZE", 1)])],
         "mul_mat_id.wgsl" => vec![("main", vec![("W_Q4_K", 1), ("N_X_SHARED", 1)])],
         "quantize.wgsl" => vec![

@@ -224,6 +224,27 @@ pub trait Backend: Send {
     ) -> Result<(), EngineError>;
 }
 
+/// The checks before a step of a backend that runs one sequence per step (the GPU backends:
+/// their recordings bind one cache): the batch is a single segment, fits `graph` and the
+/// cache ([`Backend::check_batch`]), and a step that samples on the device (`sampled`) has an
+/// output row to sample.
+pub fn check_single_step<B: Backend + ?Sized>(
+    backend: &B,
+    graph: &Graph,
+    batch: &Batch,
+    weights: &WeightStore,
+    sampled: bool,
+) -> Result<(), EngineError> {
+    batch.single()?;
+    backend.check_batch(graph, batch, weights)?;
+    if sampled && graph.n_outputs == 0 {
+        return Err(EngineError::InvalidArgument(
+            "sampling needs an output row".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// [`Backend::check_batch`] for a KV cache of `n_seq` sequences of `n_ctx` positions.
 pub fn check_batch(
     graph: &Graph,

@@ -88,6 +88,26 @@ pub fn uniform_capacity(vec4s: usize) -> Option<u32> {
     UNIFORM_VEC4S.into_iter().find(|&c| vec4s <= c as usize)
 }
 
+/// The element-wise ops of `elementwise.wgsl`, one define each (`tessera_gpu`'s
+/// `ops::elementwise` table picks them).
+pub const ELEMENTWISE_OPS: [&str; 15] = [
+    "OP_ADD",
+    "OP_ADD_WEIGHT",
+    "OP_MUL_WEIGHT",
+    "OP_SCALE",
+    "OP_SOFTCAP",
+    "OP_SWIGLU",
+    "OP_GEGLU",
+    "OP_REGLU",
+    "OP_SWIGLU_OAI",
+    "OP_MOE_SUM",
+    "OP_ADD_ID",
+    "OP_SLICE",
+    "OP_SILU",
+    "OP_GELU",
+    "OP_RELU",
+];
+
 fn v(family: &'static str, entry: &'static str, defines: Vec<Define>) -> Variant {
     Variant {
         family,
@@ -99,28 +119,13 @@ fn v(family: &'static str, entry: &'static str, defines: Vec<Define>) -> Variant
 /// Every variant a builder can request, each once or more (callers canonicalize and dedupe).
 pub fn all() -> Vec<Variant> {
     let mut out = Vec::new();
-    for family in [
-        "add.wgsl",
-        "scale.wgsl",
-        "softcap.wgsl",
-        "mul_weight.wgsl",
-        "add_weight.wgsl",
-        "swiglu.wgsl",
-        "geglu.wgsl",
-        "reglu.wgsl",
-        "swiglu_oai.wgsl",
-        "moe_sum.wgsl",
-        "add_id.wgsl",
-        "slice.wgsl",
-        "output_rows.wgsl",
-        "rope.wgsl",
-    ] {
+    for op in ELEMENTWISE_OPS {
+        out.push(v("elementwise.wgsl", "main", vec![(op, 1)]));
+    }
+    for family in ["output_rows.wgsl", "rope.wgsl"] {
         out.push(v(family, "main", vec![]));
     }
     out.push(v("rope.wgsl", "main", vec![("FREQ_FACTORS", 1)]));
-    for act in ["ACT_SILU", "ACT_GELU", "ACT_RELU"] {
-        out.push(v("activation.wgsl", "main", vec![(act, 1)]));
-    }
     for act in ["ACT_Q8_0", "ACT_Q8_K", "ACT_F16"] {
         out.push(v("quantize.wgsl", "main", vec![(act, 1)]));
     }

@@ -11,19 +11,17 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use tessera_backend_vulkan::kernels;
-use tessera_backend_wgpu::graph_walk::{
-    activations_len, record_nodes, uniform_activations, GraphBuffers,
-};
-use tessera_backend_wgpu::kv::GpuKv;
-use tessera_backend_wgpu::ops::{kv::shift_keys, sample};
-use tessera_backend_wgpu::pipelines::PipelineKey;
-use tessera_backend_wgpu::recorder::Recorder;
-use tessera_backend_wgpu::target::Target;
-use tessera_backend_wgpu::weights::{GpuWeight, GpuWeights};
-use tessera_backend_wgpu::WgpuError;
 use tessera_core::plan::Plan;
 use tessera_core::weights::WeightId;
 use tessera_core::Model;
+use tessera_gpu::graph_walk::{activations_len, record_nodes, uniform_activations, GraphBuffers};
+use tessera_gpu::kv::GpuKv;
+use tessera_gpu::ops::{kv::shift_keys, sample};
+use tessera_gpu::pipelines::PipelineKey;
+use tessera_gpu::recorder::Recorder;
+use tessera_gpu::weights::{GpuWeight, GpuWeights};
+use tessera_gpu::GpuError;
+use tessera_gpu::Target;
 
 /// A device class: what the builders ask a target.
 #[derive(Clone, Copy, Debug)]
@@ -47,14 +45,14 @@ impl Target for LookUp {
     type Buffer = ();
     type Pipeline = ();
 
-    fn pipeline(&self, key: PipelineKey) -> Result<(), WgpuError> {
+    fn pipeline(&self, key: PipelineKey) -> Result<(), GpuError> {
         let mut defines = key.defines.clone();
         if self.class.builtin_math {
             defines.push(("BUILTIN_MATH", 1)); // as `Target for Gpu` adds it on lavapipe
         }
         let name = kernels::name_of(key.family, key.entry, &defines)
-            .map_err(|e| WgpuError::Validation(e.to_string()))?;
-        kernels::find(&name).map_err(|_| WgpuError::NotPrebuilt(name.clone()))?;
+            .map_err(|e| GpuError::Validation(e.to_string()))?;
+        kernels::find(&name).map_err(|_| GpuError::NotPrebuilt(name.clone()))?;
         self.seen.lock().unwrap().insert(name);
         Ok(())
     }
@@ -114,7 +112,7 @@ fn classes() -> Vec<Class> {
 }
 
 /// Every request of `model`'s graphs on `target`; the first variant missing from the table.
-fn record_model(model: &Model, target: &LookUp) -> Result<(), WgpuError> {
+fn record_model(model: &Model, target: &LookUp) -> Result<(), GpuError> {
     let store = model.weights();
     let mut weights = Vec::with_capacity(store.len());
     for i in 0..store.len() {
@@ -128,7 +126,7 @@ fn record_model(model: &Model, target: &LookUp) -> Result<(), WgpuError> {
             n_rows,
             row_bytes,
             n_rows.max(1),
-            |_| Ok::<(), WgpuError>(()),
+            |_| Ok::<(), GpuError>(()),
         )?);
     }
     let weights = GpuWeights {
@@ -138,12 +136,12 @@ fn record_model(model: &Model, target: &LookUp) -> Result<(), WgpuError> {
     };
     let n_ctx = 256;
     let layout = model.kv_layout(n_ctx);
-    let kv = GpuKv::with_buffers(&layout, |_, _| Ok(()))?;
+    let kv = GpuKv::with_buffers(&layout, |_, _| Ok::<(), GpuError>(()))?;
     // Decode, a prefill micro-batch, all logits of a batch, and a short odd one.
     for (n_tokens, n_outputs) in [(1, 1), (64, 1), (16, 16), (7, 1)] {
         let graph = model
             .graph(n_tokens, n_outputs, n_ctx)
-            .map_err(|e| WgpuError::Unsupported(e.to_string()))?;
+            .map_err(|e| GpuError::Unsupported(e.to_string()))?;
         let plan = Plan::new(&graph);
         let slots = vec![(); plan.slot_len.len()];
         let act_len = activations_len(&graph);
@@ -247,7 +245,7 @@ fn a_variant_that_was_not_prebuilt_is_a_typed_error_naming_it() {
     let Err(e) = Target::pipeline(&gpu, key) else {
         panic!("WG=48 is not a matmul variant")
     };
-    assert!(matches!(&e, WgpuError::NotPrebuilt(n) if n == "mul_mat.wgsl:main NR WG=48 W_Q4_0"));
+    assert!(matches!(&e, GpuError::NotPrebuilt(n) if n == "mul_mat.wgsl:main NR WG=48 W_Q4_0"));
     assert!(matches!(
         tessera_backend_vulkan::VulkanError::from_kernel(e),
         tessera_backend_vulkan::VulkanError::NotPrebuilt(_)
