@@ -15,15 +15,13 @@ use crate::weights::{alignment_define, type_define, GpuWeight};
 // is reused this often.
 //
 // CPU_ROWS: weight rows per invocation on CPU adapters for very tall weights (the output
-// projection) in decode: each gathered activation chunk serves this many (lavapipe, SmolLM2's
-// output projection for 16 tokens, loaded machine: 7.7 s with 1 row, 5.3 s with 4, 3.3 s with
-// 8, 2.7 s with 16). Decoding through the small weights keeps one row per invocation (more
+// projection) in decode: each gathered activation chunk serves this many (on lavapipe the
+// time fell with every doubling up to 16). Decoding through the small weights keeps one row per invocation (more
 // invocations to spread over the CPU's threads). The decode kernel is written out for 1 or 8
 // rows and the batch kernel (`TILE`) for `TILE_ROWS` × `TILE_COLUMNS`, or
 // `WIDE_TILE_COLUMNS` (`TILE_WIDE`) for the tall weights: these constants must match the WGSL.
-// The wide tile reads a tall weight half as often (lavapipe, 64 tokens, alternated runs:
-// SmolLM2's 49152-row output projection 1.24-1.26 → 0.87-0.90 s, Gemma 3's 262144-row one
-// 6.1-6.7 → 5.2-6.4 s; SwiftShader unchanged, docs/BENCHMARKS.md).
+// The wide tile reads a tall weight half as often, which pays on lavapipe (SwiftShader is
+// indifferent to it).
 use tessera_kernels::variants::mul_mat::{
     BATCH_COLUMNS, CPU_ROWS, TILE_COLUMNS, WG, WG_SHORT, WIDE_TILE_COLUMNS,
 };
