@@ -37,13 +37,6 @@ step cargo test --workspace --profile ci --locked --features tessera-wasm/webgpu
 step cargo test --workspace --profile ci --locked --features tessera-wasm/webgpu --test suite \
   -- device_errors::
 unset VK_ICD_FILENAMES
-# The Vulkan backend's packed integer dot product matmuls (off by default: they move a near tie
-# in the greedy fixtures, docs/backend-vulkan.md) on lavapipe: every conformance case, both
-# models' forced decoding (>= 99 %) and every synthetic architecture with them on.
-TESSERA_VULKAN_INT_DOT=1 step cargo test --workspace --profile ci --locked \
-  --features tessera-wasm/webgpu --test conformance
-TESSERA_VULKAN_INT_DOT=1 step cargo test --workspace --profile ci --locked \
-  --features tessera-wasm/webgpu --test suite -- forced_decoding synth:: int_dot::
 # The CPU backend must build for wasm32: its wasm tests below and the browser build
 # (scripts/build-wasm.sh) compile it for that target.
 # The wasm test builds without debug info: it is not needed to run them in Node, and it slows

@@ -134,3 +134,18 @@ fn integer_dot_matmuls_match_the_cpu() {
         }
     }
 }
+
+/// Whole models with the integer dot product matmuls: forced decoding (>= 99 % top-1 agreement
+/// with the CPU) and every synthetic architecture against llama.cpp. Not the greedy fixtures:
+/// the integer kernels move near ties there, which is why they are off by default
+/// (docs/backend-vulkan.md).
+mod models {
+    tessera_conformance::gpu_model_tests!(crate::under_test::int_dot_model_backend;
+        smollm2_forced_decoding_agreement_at_least_99_percent,
+        gemma3_forced_decoding_agreement_at_least_99_percent,
+    );
+}
+
+mod synth {
+    tessera_conformance::gpu_synth_tests!(crate::under_test::int_dot_model_backend);
+}
