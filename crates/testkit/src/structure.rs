@@ -3,7 +3,7 @@
 //! stays under [`BENCHMARKS_LINE_LIMIT`], every relative link in the Markdown files and every
 //! repository path they name in code spans points at a file that exists, and nothing points
 //! outside the repository (a relative path climbing past its root, an absolute path of the
-//! machine it was written on). Each failure names the file and line to fix.
+//! machine it was written on, a tracked symbolic link leading out). Each failure names the file and line to fix.
 //!
 //! The files are those git tracks (`git ls-files`); outside a git checkout, the tree less git's
 //! own files, build outputs, dependencies and models.
@@ -438,6 +438,29 @@ fn nothing_points_outside_the_repository() {
         }
     }
     assert_none("paths outside the repository", problems);
+}
+
+/// Symbolic links git tracks must lead, relatively, to a place inside the repository: an
+/// absolute one, or one climbing out, dangles in every other clone.
+#[test]
+fn links_stay_inside_the_repository() {
+    let root = root();
+    let mut problems = Vec::new();
+    for path in git_files(&root).unwrap_or_default() {
+        let Ok(target) = std::fs::read_link(root.join(&path)) else {
+            continue;
+        };
+        let parts: Vec<&str> = path.split('/').collect();
+        let inside = !target.is_absolute()
+            && resolve(&parts[..parts.len() - 1], &slash_path(&target)).is_some();
+        if !inside {
+            problems.push(format!(
+                "{path}: a link to {}, outside the repository",
+                target.display()
+            ));
+        }
+    }
+    assert_none("links outside the repository", problems);
 }
 
 #[test]
