@@ -24,6 +24,31 @@ describe('request bodies', () => {
     assert.equal(q.prompt, 'x');
   });
 
+  test('seed -1 draws a seed as no seed does', () => {
+    const seeds = new Set(Array.from({ length: 8 }, () => generationPayload('text', { prompt: 'x', seed: -1 }).options.seed));
+    for (const s of seeds) assert.ok(Number.isInteger(s) && s >= 0);
+    assert.ok(seeds.size > 1);
+  });
+
+  test('proxied messages and options reach the worker as plain, cloneable data', () => {
+    const messages = new Proxy([new Proxy({ role: 'user', content: 'Hi', onClick() {} }, {})], {});
+    const p = generationPayload('chat', { messages, logit_bias: new Proxy({ 5: -Infinity }, {}), stop: ['\n'] });
+    assert.deepEqual(p.messages, [{ role: 'user', content: 'Hi', onClick: undefined }]);
+    assert.deepEqual(p.options.logit_bias, { 5: -Infinity });
+    structuredClone(p);
+    const deep = [];
+    let at = deep;
+    for (let i = 0; i < 20; i++) at = at[0] = [];
+    rejects(() => generationPayload('chat', { messages: deep }), /nests deeper than 16 levels/);
+  });
+
+  test('stream and return_token_ids must be booleans', () => {
+    for (const flag of ['stream', 'return_token_ids']) {
+      rejects(() => generationPayload('text', { prompt: 'x', [flag]: 'yes' }), new RegExp(`'${flag}' must be true or false`));
+    }
+    assert.equal(generationPayload('text', { prompt: 'x', stream: true }).stream, true);
+  });
+
   test('unknown fields and a prompt that is not a string are refused on the page', () => {
     for (const field of ['grammar', 'logit_bias_pairs']) {
       rejects(() => generationPayload('chat', { messages: [], [field]: {} }), new RegExp(`'${field}' is not supported`));

@@ -36,22 +36,46 @@ export function checkFields(req) {
   }
 }
 
+// The deepest nesting of request data copied for the worker (messages, their content parts).
+const MAX_DEPTH = 16;
+
+// A plain copy of request data for postMessage, which cannot clone framework proxies (Vue,
+// MobX), class instances or functions. Functions and symbols become undefined (the engine then
+// names the field that has no value); -Infinity in logit_bias survives (a JSON round trip
+// would turn it into null).
+function plainData(value, depth = 0) {
+  if (typeof value === 'function' || typeof value === 'symbol') return undefined;
+  if (value === null || typeof value !== 'object') return value;
+  if (depth >= MAX_DEPTH) throw invalid(`the request nests deeper than ${MAX_DEPTH} levels`);
+  if (Array.isArray(value)) return Array.from(value, (v) => plainData(v, depth + 1));
+  const out = {};
+  for (const [k, v] of Object.entries(value)) out[k] = plainData(v, depth + 1);
+  return out;
+}
+
 function generationOptions(req) {
   const out = {};
-  for (const k of GENERATION_KEYS) if (req[k] !== undefined && req[k] !== null) out[k] = req[k];
-  // Without a seed every request samples differently, as with OpenAI's API.
-  if (out.seed === undefined) out.seed = Math.floor(Math.random() * 2 ** 32);
+  for (const k of GENERATION_KEYS) if (req[k] !== undefined && req[k] !== null) out[k] = plainData(req[k]);
+  // Without a seed, or with -1, every request samples differently, as with OpenAI's API.
+  if (out.seed === undefined || out.seed === -1) out.seed = Math.floor(Math.random() * 2 ** 32);
   return out;
+}
+
+function isFlag(value) {
+  return value === undefined || value === null || typeof value === 'boolean';
 }
 
 /** The worker's `generate` payload for a chat (`kind: 'chat'`) or text request. Throws INVALID_ARGUMENT. */
 export function generationPayload(kind, req) {
   if (!req || typeof req !== 'object') throw invalid('create() needs a request object');
   checkFields(req);
+  for (const flag of ['stream', 'return_token_ids']) {
+    if (!isFlag(req[flag])) throw invalid(`'${flag}' must be true or false`);
+  }
   const payload = { options: generationOptions(req), stream: !!req.stream, returnTokenIds: !!req.return_token_ids };
   if (kind === 'chat') {
     // Checked by the engine (roles, content parts, tool calls); it only has to reach it.
-    payload.messages = req.messages ?? null;
+    payload.messages = plainData(req.messages) ?? null;
   } else {
     if (typeof req.prompt !== 'string') throw invalid('prompt must be a string');
     payload.prompt = req.prompt;

@@ -70,10 +70,15 @@ impl<T> VkContext<T> for Result<T, vk::Result> {
 }
 
 impl VulkanError {
-    /// The Vulkan meaning of a GPU-layer error: device loss, out-of-memory, a missing
-    /// prebuilt variant and what the backend does not support keep their own variants.
+    /// The Vulkan meaning of a GPU-layer error: a Vulkan error that crossed the shared
+    /// builders comes back as it was; device loss, out-of-memory, a missing prebuilt variant
+    /// and what the backend does not support keep their own variants.
     pub fn from_kernel(e: GpuError) -> VulkanError {
         match e {
+            GpuError::Device(e) => match e.downcast::<VulkanError>() {
+                Ok(e) => *e,
+                Err(e) => VulkanError::Kernel(GpuError::Device(e)),
+            },
             GpuError::DeviceLost(_) => VulkanError::DeviceLost("a kernel's creation"),
             GpuError::OutOfMemory { what, bytes } => VulkanError::Allocation { what, bytes },
             GpuError::NotPrebuilt(name) => VulkanError::NotPrebuilt(name),
@@ -90,16 +95,14 @@ impl From<GpuError> for VulkanError {
 }
 
 /// A Vulkan failure inside the shared builders (a pipeline's creation, a buffer they asked
-/// for), in the GPU layer's terms; device loss and out-of-memory keep their meaning
-/// ([`VulkanError::from_kernel`] maps them back).
+/// for), in the GPU layer's terms: a missing prebuilt variant is the layer's own; any other
+/// error travels whole ([`VulkanError::from_kernel`] unwraps it).
 impl From<VulkanError> for GpuError {
     fn from(e: VulkanError) -> GpuError {
         match e {
             VulkanError::Kernel(k) => k,
-            VulkanError::DeviceLost(call) => GpuError::DeviceLost(call.to_string()),
-            VulkanError::Allocation { what, bytes } => GpuError::OutOfMemory { what, bytes },
             VulkanError::NotPrebuilt(name) => GpuError::NotPrebuilt(name),
-            e => GpuError::Validation(e.to_string()),
+            e => GpuError::Device(Box::new(e)),
         }
     }
 }
@@ -125,5 +128,19 @@ mod tests {
         ));
         let other = VulkanError::from_vk("vkCreateBuffer", vk::Result::ERROR_UNKNOWN);
         assert!(other.to_string().starts_with("vkCreateBuffer failed"));
+    }
+
+    #[test]
+    fn vulkan_errors_cross_the_shared_builders_unchanged() {
+        let oom = VulkanError::from_vk("vkCreateComputePipelines", vk::Result::ERROR_OUT_OF_HOST_MEMORY);
+        let back = VulkanError::from_kernel(GpuError::from(oom));
+        assert!(matches!(
+            back,
+            VulkanError::OutOfMemory { call: "vkCreateComputePipelines", kind: "host" }
+        ));
+        let lost = VulkanError::from_kernel(GpuError::from(VulkanError::DeviceLost("vkQueueSubmit")));
+        assert!(matches!(lost, VulkanError::DeviceLost("vkQueueSubmit")));
+        let unsupported = VulkanError::from_kernel(GpuError::from(VulkanError::Unsupported("x".into())));
+        assert_eq!(unsupported.to_string(), "unsupported by the Vulkan backend: x");
     }
 }

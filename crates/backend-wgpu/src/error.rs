@@ -59,6 +59,12 @@ impl From<GpuError> for WgpuError {
             },
             GpuError::UnsupportedType { name, ty } => WgpuError::UnsupportedType { name, ty },
             GpuError::Unsupported(what) => WgpuError::Unsupported(what),
+            // The wgpu target raises only the shared layer's errors; another backend's error
+            // keeps its message.
+            GpuError::Device(e) => match e.downcast::<WgpuError>() {
+                Ok(e) => *e,
+                Err(e) => WgpuError::Validation(e.to_string()),
+            },
         }
     }
 }

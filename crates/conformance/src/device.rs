@@ -59,7 +59,11 @@ fn kernel_variants(file: &str) -> Vec<(&'static str, Vec<Define>)> {
             vec![("W_Q4_K", 1), ("WG", 64), ("NR", 1), ("NC", 8)],
         )],
         "output_rows.wgsl" | "rms_norm.wgsl" | "rope.wgsl" => vec![("main", vec![])],
-        "elementwise.wgsl" => vec![("main", vec![("OP_GELU", 1)])],
+        // Every op of the table: each is its own kernel once preprocessed.
+        "elementwise.wgsl" => tessera_kernels::variants::ELEMENTWISE_OPS
+            .iter()
+            .map(|&op| ("main", vec![(op, 1)]))
+            .collect(),
         "get_rows.wgsl" => vec![("main", vec![("W_Q8_0", 1)])],
         "moe_route.wgsl" => vec![("main", vec![("GATING_SOFTMAX", 1), ("NORMALIZE", 1)])],
         "mul_mat_id.wgsl" => vec![("main", vec![("W_Q4_K", 1), ("N_X_SHARED", 1)])],

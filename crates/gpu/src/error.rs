@@ -28,4 +28,8 @@ pub enum GpuError {
     UnsupportedType { name: String, ty: GgmlType },
     #[error("unsupported by the GPU kernels: {0}")]
     Unsupported(String),
+    /// A backend's own error raised inside the shared builders (by its `Target`), carried
+    /// through them unchanged so that the backend gets it back whole (`VulkanError`).
+    #[error(transparent)]
+    Device(Box<dyn std::error::Error + Send + Sync>),
 }

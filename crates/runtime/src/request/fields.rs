@@ -296,8 +296,11 @@ impl fmt::Display for Limit {
                 max,
                 min_excluded,
             } => {
-                let above = if min_excluded { "above" } else { "from" };
-                write!(f, "{above} {min} to {max}")
+                if min_excluded {
+                    write!(f, "above {min}, at most {max}")
+                } else {
+                    write!(f, "from {min} to {max}")
+                }
             }
             Limit::Integer {
                 min,
@@ -323,7 +326,7 @@ impl fmt::Display for Limit {
                 f,
                 "token ids below the vocabulary size; biases from -{bias} to {bias}, or -Infinity"
             ),
-            Limit::Refused { neutral } => write!(f, "not supported yet: only {neutral} passes"),
+            Limit::Refused { neutral } => write!(f, "not supported yet; only {neutral} is accepted"),
             Limit::Described(text) => f.write_str(text),
         }
     }

@@ -9,7 +9,7 @@ use super::RequestError;
 
 /// A completion's prompt: text, or (the server) token ids.
 #[derive(Deserialize, Debug, Clone)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "a string or an array of token ids")]
 pub enum Prompt {
     Text(String),
     Tokens(Vec<u32>),
@@ -27,7 +27,7 @@ pub struct Message {
 }
 
 #[derive(Deserialize, Debug, Clone)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "a string or an array of content parts")]
 pub enum Content {
     Text(String),
     Parts(Vec<Part>),
@@ -61,7 +61,13 @@ fn chat_message(i: usize, m: &Message) -> Result<ChatMessage, RequestError> {
         ("tool_call_id", &m.tool_call_id),
         ("function_call", &m.function_call),
     ];
-    if let Some((name, _)) = tool_fields.iter().find(|(_, v)| v.is_some()) {
+    // `null` and `[]` ask for nothing (clients send `tool_calls: []` on plain turns).
+    let asks = |v: &Option<Value>| match v {
+        None | Some(Value::Null) => false,
+        Some(Value::Array(a)) => !a.is_empty(),
+        Some(_) => true,
+    };
+    if let Some((name, _)) = tool_fields.iter().find(|(_, v)| asks(v)) {
         return Err(RequestError::new(
             format!("{at}.{name}"),
             format!("{at}.{name} is not supported (no tool calling)"),

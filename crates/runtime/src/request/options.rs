@@ -13,14 +13,14 @@ use crate::generation::GenerateParams;
 use crate::speculative::{SpecParams, SpecType, SpeculativeOptions};
 
 #[derive(Deserialize, Debug, Clone)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "a string or an array of strings")]
 pub enum Stop {
     One(String),
     Many(Vec<String>),
 }
 
 #[derive(Deserialize, Debug, Clone)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "an object of token ids and biases, or [token id, bias] pairs")]
 pub enum LogitBias {
     /// OpenAI's `{"token id": bias}`.
     Map(HashMap<String, f64>),
@@ -107,7 +107,7 @@ impl Options {
         match asked {
             Some((f, _, _)) => Err(RequestError::new(
                 f.name,
-                format!("'{}' is not supported ({})", f.name, f.limit),
+                format!("'{}' is {}", f.name, f.limit),
             )),
             None => Ok(()),
         }
@@ -197,9 +197,19 @@ impl Options {
         let Limit::Strings { strings, bytes } = f.limit else {
             unreachable!("stop's limit is a string list")
         };
-        let bad = stops.iter().find(|s| s.is_empty() || s.len() > bytes);
-        if let Some(s) = bad {
-            return Err(out_of_range(f, &format!("a string of {} bytes", s.len())));
+        let bad = stops
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.is_empty() || s.len() > bytes);
+        if let Some((i, s)) = bad {
+            let at = match &self.stop {
+                Some(Stop::Many(_)) => format!("stop[{i}]"),
+                _ => "stop".to_string(),
+            };
+            return Err(RequestError::new(
+                at.clone(),
+                format!("'{at}' must be non-empty and at most {bytes} bytes, got {} bytes", s.len()),
+            ));
         }
         if stops.len() > strings {
             return Err(out_of_range(f, &format!("{} strings", stops.len())));

@@ -29,7 +29,7 @@ fn ranges_are_checked_and_named() {
         (r#"{"logit_bias": {"1.5": 1}}"#, "logit_bias"),
         (r#"{"logit_bias": {"5": 1000}}"#, "logit_bias"),
         (r#"{"repeat_last_n": -5}"#, "repeat_last_n"),
-        (r#"{"stop": ["x", ""]}"#, "stop"),
+        (r#"{"stop": ["x", ""]}"#, "stop[1]"),
         (r#"{"n": 2}"#, "'n'"),
         (r#"{"logprobs": true}"#, "'logprobs'"),
         (r#"{"tools": [{"type": "function"}]}"#, "tools"),
@@ -144,6 +144,11 @@ fn content_parts_are_joined_and_other_parts_refused() {
         (m[1].role.as_str(), m[1].content.as_str()),
         ("assistant", "")
     );
+    // `tool_calls: []` and `tool_call_id: null` ask for no tool calling.
+    let plain = messages(
+        r#"[{"role": "assistant", "content": "x", "tool_calls": [], "tool_call_id": null}]"#,
+    );
+    assert_eq!(plain.unwrap()[0].content, "x");
     for (json, field, says) in [
         (
             r#"[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]"#,
@@ -156,9 +161,14 @@ fn content_parts_are_joined_and_other_parts_refused() {
             "tool",
         ),
         (
-            r#"[{"role": "assistant", "content": null, "tool_calls": []}]"#,
+            r#"[{"role": "assistant", "content": null, "tool_calls": [{"id": "1"}]}]"#,
             "messages[0].tool_calls",
             "no tool calling",
+        ),
+        (
+            r#"[{"role": "user", "content": 7}]"#,
+            "messages[0].content",
+            "a string or an array of content parts",
         ),
         ("[]", "messages", "empty"),
     ] {
