@@ -167,7 +167,7 @@ fn content_parts_are_joined_and_other_parts_refused() {
         ),
         (
             r#"[{"role": "user", "content": 7}]"#,
-            "messages[0].content",
+            "[0].content",
             "a string or an array of content parts",
         ),
         ("[]", "messages", "empty"),
