@@ -9,9 +9,13 @@ rustup target list --installed | grep -qx wasm32-unknown-unknown \
 
 # wasm-bindgen-test-runner (wasm-bindgen-cli): runs the wasm SIMD128 kernel tests in Node. The
 # version must equal the wasm-bindgen in Cargo.lock. Not --locked: the registry lacks a crate
-# version its lockfile names. It compiles from source, the slowest step of a first setup.
-wasm-bindgen --version 2>/dev/null | grep -qx 'wasm-bindgen 0.2.130' \
-  || cargo install wasm-bindgen-cli --version 0.2.130
+# version its lockfile names. It compiles from source, the slowest step of a first setup, so it
+# runs beside the steps below (downloads, mostly) and is waited for at the end.
+bindgen_install=
+if ! wasm-bindgen --version 2>/dev/null | grep -qx 'wasm-bindgen 0.2.130'; then
+  cargo install --quiet wasm-bindgen-cli --version 0.2.130 &
+  bindgen_install=$!
+fi
 
 # Python reference for the quantization formats (gguf.quants) and the fixture builders.
 python3 -c 'import gguf, numpy' 2>/dev/null \
@@ -53,3 +57,6 @@ fi
 want=$(node -p "require('$root/package-lock.json').packages['node_modules/playwright-core'].version")
 have=$(node -p "try { require('$root/node_modules/playwright-core/package.json').version } catch { '' }")
 [ "$want" = "$have" ] || (cd "$root" && npm ci --no-audit --no-fund)
+
+# A failed install fails the setup (wait returns its status).
+[ -z "$bindgen_install" ] || wait "$bindgen_install"
