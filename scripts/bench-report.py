@@ -47,6 +47,11 @@ KINDS = [
 ]
 
 
+# Kinds where only the newest file is shown whatever its CPU: a before/after comparison is
+# about one change, and the older ones are history (listed in the index).
+NEWEST_ONLY = {"cpu-before-after"}
+
+
 def load(results_dir):
     results = []
     for path in sorted(Path(results_dir).glob("*.json")):
@@ -125,7 +130,8 @@ def render(results):
     last = latest(results)
     lines = [BEGIN, ""]
     for kind, heading in KINDS:
-        for r in last.get(kind, []) if heading else []:
+        shown = last.get(kind, []) if heading else []
+        for r in shown[:1] if kind in NEWEST_ONLY else shown:
             lines += section(heading, r)
     # One row per kind (the index stays as long as the list of kinds), newest file first; each
     # file's commit and notes are in the file.
