@@ -12,7 +12,7 @@ use tessera_gpu::shaders::kernel_files;
 use tessera_conformance::{CompilesKernels, Define, SplitsWeightBindings, UnderTest};
 
 /// The Vulkan device every test shares; `INT_DOT`: with the integer dot product matmuls
-/// (`Gpu::set_int_dot_kernels`, off by default), which the device must have.
+/// (`Gpu::set_int_dot_kernels`, off by default) where the device has them, else its cases skip.
 struct Vulkan<const INT_DOT: bool>(Gpu);
 
 impl<const INT_DOT: bool> UnderTest for Vulkan<INT_DOT> {
@@ -28,7 +28,7 @@ impl<const INT_DOT: bool> UnderTest for Vulkan<INT_DOT> {
             gpu
         });
         // The model tests (`tests/suite/int_dot.rs`) insist on the integer matmuls; here a
-        // device without them (SwiftShader) runs only the plain cases.
+        // device without them runs only the plain cases.
         if INT_DOT && !gpu.int_dot_kernels() {
             eprintln!("no integer dot product on {}: int_dot_cases skipped", gpu.describe());
             return None;
