@@ -132,15 +132,26 @@ mod tests {
 
     #[test]
     fn vulkan_errors_cross_the_shared_builders_unchanged() {
-        let oom = VulkanError::from_vk("vkCreateComputePipelines", vk::Result::ERROR_OUT_OF_HOST_MEMORY);
+        let oom = VulkanError::from_vk(
+            "vkCreateComputePipelines",
+            vk::Result::ERROR_OUT_OF_HOST_MEMORY,
+        );
         let back = VulkanError::from_kernel(GpuError::from(oom));
         assert!(matches!(
             back,
-            VulkanError::OutOfMemory { call: "vkCreateComputePipelines", kind: "host" }
+            VulkanError::OutOfMemory {
+                call: "vkCreateComputePipelines",
+                kind: "host"
+            }
         ));
-        let lost = VulkanError::from_kernel(GpuError::from(VulkanError::DeviceLost("vkQueueSubmit")));
+        let lost =
+            VulkanError::from_kernel(GpuError::from(VulkanError::DeviceLost("vkQueueSubmit")));
         assert!(matches!(lost, VulkanError::DeviceLost("vkQueueSubmit")));
-        let unsupported = VulkanError::from_kernel(GpuError::from(VulkanError::Unsupported("x".into())));
-        assert_eq!(unsupported.to_string(), "unsupported by the Vulkan backend: x");
+        let unsupported =
+            VulkanError::from_kernel(GpuError::from(VulkanError::Unsupported("x".into())));
+        assert_eq!(
+            unsupported.to_string(),
+            "unsupported by the Vulkan backend: x"
+        );
     }
 }

@@ -7,9 +7,9 @@
 use std::sync::OnceLock;
 
 use tessera_backend_vulkan::{Gpu, VulkanBackend};
+use tessera_conformance::{CompilesKernels, Define, SplitsWeightBindings, UnderTest};
 use tessera_gpu::pipelines::PipelineKey;
 use tessera_gpu::shaders::kernel_files;
-use tessera_conformance::{CompilesKernels, Define, SplitsWeightBindings, UnderTest};
 
 /// The Vulkan device every test shares; `INT_DOT`: with the integer dot product matmuls
 /// (`Gpu::set_int_dot_kernels`, off by default) where the device has them, else its cases skip.
@@ -30,7 +30,10 @@ impl<const INT_DOT: bool> UnderTest for Vulkan<INT_DOT> {
         // The model tests (`tests/suite/int_dot.rs`) insist on the integer matmuls; here a
         // device without them runs only the plain cases.
         if INT_DOT && !gpu.int_dot_kernels() {
-            eprintln!("no integer dot product on {}: int_dot_cases skipped", gpu.describe());
+            eprintln!(
+                "no integer dot product on {}: int_dot_cases skipped",
+                gpu.describe()
+            );
             return None;
         }
         Some(Vulkan(gpu.clone()))

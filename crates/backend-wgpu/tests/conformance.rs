@@ -9,11 +9,11 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 use std::sync::OnceLock;
 use std::task::Poll;
 
-use tessera_gpu::pipelines::PipelineKey;
-use tessera_gpu::shaders::kernel_files;
 use tessera_backend_wgpu::{Gpu, WgpuBackend};
 use tessera_conformance::{CompilesKernels, Define, SplitsWeightBindings, UnderTest};
 use tessera_core::EngineError;
+use tessera_gpu::pipelines::PipelineKey;
+use tessera_gpu::shaders::kernel_files;
 
 /// The WebGPU device every test shares.
 struct WebGpu(Gpu);

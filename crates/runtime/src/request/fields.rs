@@ -326,7 +326,9 @@ impl fmt::Display for Limit {
                 f,
                 "token ids below the vocabulary size; biases from -{bias} to {bias}, or -Infinity"
             ),
-            Limit::Refused { neutral } => write!(f, "not supported yet; only {neutral} is accepted"),
+            Limit::Refused { neutral } => {
+                write!(f, "not supported yet; only {neutral} is accepted")
+            }
             Limit::Described(text) => f.write_str(text),
         }
     }

@@ -20,7 +20,10 @@ pub enum Stop {
 }
 
 #[derive(Deserialize, Debug, Clone)]
-#[serde(untagged, expecting = "an object of token ids and biases, or [token id, bias] pairs")]
+#[serde(
+    untagged,
+    expecting = "an object of token ids and biases, or [token id, bias] pairs"
+)]
 pub enum LogitBias {
     /// OpenAI's `{"token id": bias}`.
     Map(HashMap<String, f64>),
@@ -208,7 +211,10 @@ impl Options {
             };
             return Err(RequestError::new(
                 at.clone(),
-                format!("'{at}' must be non-empty and at most {bytes} bytes, got {} bytes", s.len()),
+                format!(
+                    "'{at}' must be non-empty and at most {bytes} bytes, got {} bytes",
+                    s.len()
+                ),
             ));
         }
         if stops.len() > strings {
