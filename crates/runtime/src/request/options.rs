@@ -93,22 +93,20 @@ impl Options {
     /// Refuses the fields Tessera does not implement (a value that asks for nothing passes:
     /// `n: 1`, `logprobs: false`, `response_format: {"type": "text"}`, empty `tools`).
     pub fn check_supported(&self) -> Result<(), RequestError> {
-        let text_format = serde_json::json!({"type": "text"});
-        let none = Value::Array(Vec::new());
-        let unsupported = [
-            (&fields::N, &self.n, Value::from(1)),
-            (&fields::RESPONSE_FORMAT, &self.response_format, text_format),
-            (&fields::TOOLS, &self.tools, none.clone()),
-            (&fields::FUNCTIONS, &self.functions, none),
-            (&fields::TOOL_CHOICE, &self.tool_choice, Value::from("none")),
-            (&fields::LOGPROBS, &self.logprobs, Value::from(false)),
-            (&fields::TOP_LOGPROBS, &self.top_logprobs, Value::from(0)),
+        let refused = [
+            (&fields::N, &self.n),
+            (&fields::RESPONSE_FORMAT, &self.response_format),
+            (&fields::TOOLS, &self.tools),
+            (&fields::FUNCTIONS, &self.functions),
+            (&fields::TOOL_CHOICE, &self.tool_choice),
+            (&fields::LOGPROBS, &self.logprobs),
+            (&fields::TOP_LOGPROBS, &self.top_logprobs),
         ];
-        let asked = unsupported
+        let asked = refused
             .iter()
-            .find(|(_, v, neutral)| v.as_ref().is_some_and(|v| !v.is_null() && v != neutral));
+            .find(|(f, v)| v.as_ref().is_some_and(|v| !v.is_null() && *v != neutral(f)));
         match asked {
-            Some((f, _, _)) => Err(RequestError::new(
+            Some((f, _)) => Err(RequestError::new(
                 f.name,
                 format!("'{}' is {}", f.name, f.limit),
             )),
@@ -260,6 +258,15 @@ impl Options {
         out.sort_by_key(|&(id, _)| id);
         Ok(out)
     }
+}
+
+/// The value of a refused field that asks for nothing, read from its [`FIELDS`](fields::FIELDS)
+/// row (JSON text there, so the docs and the check cannot disagree).
+fn neutral(f: &Field) -> Value {
+    let Limit::Refused { neutral } = f.limit else {
+        unreachable!("{} is not a refused field", f.name)
+    };
+    serde_json::from_str(neutral).expect("a refused field's neutral value is JSON")
 }
 
 fn out_of_range(f: &Field, got: &str) -> RequestError {
