@@ -9,7 +9,8 @@
 //! - Every architecture of `tools/synth_gguf.py`'s small random models against llama.cpp
 //!   ([`synth_matches_llama_cpp`]).
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tessera_core::backend::Backend;
 use tessera_core::{Context, ContextParams, Model};
@@ -56,17 +57,37 @@ impl Forced {
     }
 }
 
+/// The CPU backend's greedy continuation of `prompt` in `file` (n tokens), computed once per
+/// test binary: the Vulkan suite runs forced decoding twice per model (with and without
+/// integer dot products), concurrently.
+fn cpu_continuation(model: &Arc<Model>, file: &str, prompt: &[u32], n: usize) -> Arc<Vec<u32>> {
+    type Key = (String, Vec<u32>, usize);
+    static CONTINUATIONS: Mutex<BTreeMap<Key, Arc<OnceLock<Arc<Vec<u32>>>>>> =
+        Mutex::new(BTreeMap::new());
+    let cell = CONTINUATIONS
+        .lock()
+        .unwrap()
+        .entry((file.to_string(), prompt.to_vec(), n))
+        .or_default()
+        .clone();
+    cell.get_or_init(|| {
+        let mut cpu = cpu_context(model, prompt.len() + n + 1);
+        let mut seq = cpu.decode_greedy(prompt, false).unwrap();
+        while seq.len() < n {
+            let next = cpu.decode_greedy(&seq[seq.len() - 1..], false).unwrap();
+            seq.push(next[0]);
+        }
+        Arc::new(seq)
+    })
+    .clone()
+}
+
 /// CPU greedy continuation of `prompt` (n tokens), then the agreement of the GPU's top-1 with
 /// it when the whole sequence is fed at once.
 fn forced_decoding(model_backend: ModelBackend, file: &str, prompt: &[u32], n: usize) -> Forced {
     let model = load_model(file);
     let n_ctx = prompt.len() + n + 1;
-    let mut cpu = cpu_context(&model, n_ctx);
-    let mut seq = cpu.decode_greedy(prompt, false).unwrap();
-    while seq.len() < n {
-        let next = cpu.decode_greedy(&seq[seq.len() - 1..], false).unwrap();
-        seq.push(next[0]);
-    }
+    let seq = cpu_continuation(&model, file, prompt, n);
     let mut all = prompt.to_vec();
     all.extend_from_slice(&seq[..n - 1]);
     // Micro-batches of up to 64 (an all-logits batch of Gemma 3 must fit lavapipe's 128 MiB
@@ -80,7 +101,7 @@ fn forced_decoding(model_backend: ModelBackend, file: &str, prompt: &[u32], n: u
     let mut miss_gaps = Vec::new();
     if !misses.is_empty() {
         let n_vocab = model.n_vocab();
-        cpu.clear();
+        let mut cpu = cpu_context(&model, n_ctx);
         cpu.decode(&all, true).unwrap();
         let logits = cpu.all_logits();
         for &j in &misses {

@@ -8,5 +8,5 @@ pub mod files;
 pub mod preprocess;
 pub mod variants;
 
-pub use preprocess::{canonical, mentions, preprocess, Define, PreprocessError};
+pub use preprocess::{canonical, canonical_among, mentions, preprocess, Define, PreprocessError};
 pub use variants::Variant;

@@ -137,7 +137,12 @@ pub fn canonical<'s>(
     defines: &[Define],
     source: &dyn Fn(&str) -> Option<&'s str>,
 ) -> Result<Vec<Define>, PreprocessError> {
-    let words = mentions(family, source)?;
+    Ok(canonical_among(&mentions(family, source)?, defines))
+}
+
+/// [`canonical`] given the family's [`mentions`] (for callers that keep them: scanning the
+/// files is most of the work).
+pub fn canonical_among(words: &BTreeSet<&str>, defines: &[Define]) -> Vec<Define> {
     let mut out: Vec<Define> = defines
         .iter()
         .copied()
@@ -145,7 +150,7 @@ pub fn canonical<'s>(
         .collect();
     out.sort();
     out.dedup_by_key(|(name, _)| *name);
-    Ok(out)
+    out
 }
 
 /// `family:entry D1=v D2` — how a variant is named in errors and in the prebuilt table
