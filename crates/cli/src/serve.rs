@@ -4,12 +4,13 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use clap::Args;
 use tessera_core::{Context, ContextParams, Model, ThreadPool};
 use tessera_serve::preset::{self, Defaults};
-use tessera_serve::{Access, ModelHost, ModelSpec, Registry};
+use tessera_serve::{Access, Limits, ModelHost, ModelSpec, Registry, Settings};
 
 use crate::load::{load_model, sequences_on, thread_pool};
 use crate::model_path;
@@ -38,6 +39,32 @@ pub struct ServeArgs {
     /// pages get 403.
     #[arg(long = "allowed-origin")]
     pub allowed_origins: Vec<String>,
+    /// A host name requests may address (the `Host` header) besides IP addresses and
+    /// `localhost`; repeatable. Other names get 403 (DNS rebinding).
+    #[arg(long = "allowed-host")]
+    pub allowed_hosts: Vec<String>,
+    /// Most tokens one answer generates, whatever it asks (default: one slot's context).
+    #[arg(short = 'n', long = "n-predict")]
+    pub n_predict: Option<usize>,
+    /// Seconds a request's head (or a keep-alive connection's next request) may take.
+    #[arg(long = "header-timeout", default_value_t = 10)]
+    pub header_timeout: u64,
+    /// Seconds a body may take, plus its length at --body-min-rate.
+    #[arg(long = "body-timeout", default_value_t = 10)]
+    pub body_timeout: u64,
+    /// Bytes per second a body must at least arrive at.
+    #[arg(long = "body-min-rate", default_value_t = 1 << 20)]
+    pub body_min_rate: u64,
+    /// Seconds a streaming client may read nothing before its request is dropped.
+    #[arg(long = "write-timeout", default_value_t = 30)]
+    pub write_timeout: u64,
+    /// Open connections at most (idle ones are closed to make room).
+    #[arg(long = "max-connections", default_value_t = 256)]
+    pub max_connections: usize,
+    /// Reuse a slot's cached prompt across callers (origins). Faster for one user's pages;
+    /// off by default because a page could then time another's prompt.
+    #[arg(long = "share-prefix-cache")]
+    pub share_prefix_cache: bool,
     /// Requests served at once (slots; also `-np`); the context is split between them.
     #[arg(long = "parallel")]
     pub parallel: Option<usize>,
@@ -94,6 +121,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
             (None, None) => None,
         },
         allowed_origins: args.allowed_origins.clone(),
+        allowed_hosts: args.allowed_hosts.clone(),
     };
     if access.api_key.as_ref().is_some_and(|k| k.is_empty()) {
         bail!("the API key is empty");
@@ -152,7 +180,20 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     let registry = Registry::new(specs, Arc::new(host), 64);
     registry.load_startup_models();
-    let app = tessera_serve::router(registry, access, tessera_serve::DEFAULT_BODY_LIMIT);
+    let limits = Limits {
+        header_timeout: Duration::from_secs(args.header_timeout.max(1)),
+        body_timeout: Duration::from_secs(args.body_timeout.max(1)),
+        body_min_rate: args.body_min_rate.max(1),
+        write_timeout: Duration::from_secs(args.write_timeout.max(1)),
+        max_connections: args.max_connections.max(1),
+    };
+    let settings = Settings {
+        limits,
+        max_generated: args.n_predict,
+        share_prefix_cache: args.share_prefix_cache,
+        ..Settings::new(access)
+    };
+    let app = tessera_serve::router(registry, settings);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -162,12 +203,11 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
         eprintln!("listening on http://{}", listener.local_addr()?);
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
-            .await
-            .context("server error")
+        tessera_serve::serve(listener, app, limits, async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await;
+        Ok(())
     })
 }
 

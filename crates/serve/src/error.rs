@@ -11,6 +11,8 @@ pub struct ApiError {
     pub message: String,
     /// OpenAI's error `type` (`invalid_request_error`, `authentication_error`, ...).
     pub kind: &'static str,
+    /// Seconds to send as `Retry-After` (a 503 that will pass).
+    pub retry_after: Option<u32>,
 }
 
 impl ApiError {
@@ -19,7 +21,14 @@ impl ApiError {
             status,
             message: message.into(),
             kind,
+            retry_after: None,
         }
+    }
+
+    /// The same error with a `Retry-After` of `seconds`.
+    pub fn retry_after(mut self, seconds: u32) -> ApiError {
+        self.retry_after = Some(seconds);
+        self
     }
 
     /// 400: a malformed or out-of-range request.
@@ -49,6 +58,14 @@ impl ApiError {
             StatusCode::FORBIDDEN,
             "permission_error",
             format!("origin {origin:?} is not allowed (start the server with --allowed-origin)"),
+        )
+    }
+
+    pub fn forbidden_host(host: &str) -> ApiError {
+        ApiError::new(
+            StatusCode::FORBIDDEN,
+            "permission_error",
+            format!("host {host:?} is not this server's (start the server with --allowed-host)"),
         )
     }
 
@@ -82,6 +99,11 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(self.body())).into_response()
+        let mut res = (self.status, Json(self.body())).into_response();
+        if let Some(s) = self.retry_after {
+            res.headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, s.into());
+        }
+        res
     }
 }

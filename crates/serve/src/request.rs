@@ -3,10 +3,11 @@
 //! field Tessera does not implement is a 400 naming the field, never a panic. The generation
 //! fields and their checks are the runtime's request model (`tessera_runtime::request`), the
 //! browser's too; this file adds the server's own bodies (the model's name, tokenize,
-//! detokenize). Unknown fields are ignored, as the OpenAI API and llama-server do.
+//! detokenize). Unknown fields are ignored, as the OpenAI API and llama-server do: parsed
+//! straight from the body's bytes into typed views, an unknown field is skipped without being
+//! built into a value, and a refused one is kept only as far as it could be a neutral value.
 
 use serde::Deserialize;
-use serde_json::Value;
 use tessera_runtime::request::{self as model, RequestError};
 pub use tessera_runtime::request::{Message, Options, Prompt};
 use tessera_tokenizer::chat_template::ChatMessage;
@@ -21,25 +22,20 @@ impl From<RequestError> for ApiError {
 
 /// Parses a JSON body into `T`, naming the offending field in the error.
 pub fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    from_value(&json_value(body)?)
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value = model::deserialize(&mut de)?;
+    de.end()
+        .map_err(|e| ApiError::invalid(format!("invalid request body: {e}")))?;
+    Ok(value)
 }
 
-/// A generating endpoint's body: its own fields `T` and the generation [`Options`] (two views
-/// of one JSON object, so that an error names the field, which serde's `flatten` would hide).
+/// A generating endpoint's body: its own fields `T` and the generation [`Options`] (two
+/// passes over the bytes, each skipping the other's fields, so that an error names the field,
+/// which serde's `flatten` would hide, and nothing is built twice).
 pub fn parse_with_options<T: serde::de::DeserializeOwned>(
     body: &[u8],
 ) -> Result<(T, Options), ApiError> {
-    let v = json_value(body)?;
-    Ok((from_value(&v)?, from_value(&v)?))
-}
-
-fn json_value(body: &[u8]) -> Result<Value, ApiError> {
-    serde_json::from_slice(body)
-        .map_err(|e| ApiError::invalid(format!("invalid request body: {e}")))
-}
-
-fn from_value<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, ApiError> {
-    Ok(model::deserialize(v)?)
+    Ok((parse(body)?, parse(body)?))
 }
 
 /// The conversation as chat-template messages (the runtime's checks).

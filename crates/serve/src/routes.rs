@@ -1,14 +1,15 @@
 //! The endpoints: health, the model list, chat and text completions, tokenize and detokenize.
-//! Bodies are read as bytes and parsed here so that every failure, the body limit's included,
-//! answers in the OpenAI error shape.
+//! Bodies are read here (within the size limit and the time their length allows) and parsed
+//! so that every failure answers in the OpenAI error shape. Parsing, templates and tokenizing
+//! run on blocking threads ([`cpu`]): the async threads only do I/O, so `/health` and other
+//! clients are answered while a large request is worked on.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::Uri;
+use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
@@ -21,11 +22,76 @@ use crate::request::{
 use crate::stream::{self, Kind};
 use crate::App;
 
-type Body = Result<Bytes, BytesRejection>;
+/// The body, refused past the size limit (413) or when it arrives slower than the limits allow.
+async fn read_body(app: &App, headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
+    let limit = app.settings.body_limit;
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(limit as u64);
+    let deadline = app
+        .settings
+        .limits
+        .body_deadline(declared.min(limit as u64));
+    match tokio::time::timeout(deadline, axum::body::to_bytes(body, limit)).await {
+        Err(_) => Err(ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "invalid_request_error",
+            format!("the body did not arrive within {} s", deadline.as_secs()),
+        )),
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(e)) if is_over_limit(&e) => Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            format!("the body is over the limit of {limit} bytes"),
+        )),
+        Ok(Err(_)) => Err(ApiError::invalid("the body could not be read")),
+    }
+}
 
-/// The body's bytes, or the rejection (413 over the limit) as an API error.
-fn bytes(body: Body) -> Result<Bytes, ApiError> {
-    body.map_err(|r| ApiError::new(r.status(), "invalid_request_error", r.body_text()))
+fn is_over_limit(e: &axum::Error) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if err.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
+}
+
+/// Runs `work` on a blocking thread, at most [`App::cpu_work`] at once. The permit goes with
+/// the work: a request whose client left still holds it until its work ends.
+async fn cpu<T: Send + 'static>(
+    app: &App,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    let permit = app
+        .cpu_work
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(|_| ApiError::internal("the server is stopping"))?;
+    tokio::task::spawn_blocking(move || {
+        let out = work();
+        drop(permit);
+        out
+    })
+    .await
+    .map_err(|_| ApiError::internal("a request's work failed"))
+}
+
+/// Who is asking, for the slots' cache ownership: the page's origin, empty for a process.
+fn caller(app: &App, headers: &HeaderMap) -> String {
+    match app.settings.share_prefix_cache {
+        true => String::new(),
+        false => headers
+            .get(header::ORIGIN)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string(),
+    }
 }
 
 fn answer(result: Result<Response, ApiError>) -> Response {
@@ -59,67 +125,149 @@ pub async fn models(State(app): State<Arc<App>>) -> Response {
     Json(json!({"object": "list", "data": data})).into_response()
 }
 
-pub async fn chat_completions(State(app): State<Arc<App>>, body: Body) -> Response {
-    answer(chat(app, body).await)
+pub async fn chat_completions(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    answer(chat(app, headers, body).await)
 }
 
-async fn chat(app: Arc<App>, body: Body) -> Result<Response, ApiError> {
-    let (req, options): (ChatRequest, _) = request::parse_with_options(&bytes(body)?)?;
-    options.check_supported()?;
-    let messages = request::chat_messages(&req.messages)?;
+async fn chat(app: Arc<App>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+    let bytes = read_body(&app, &headers, body).await?;
+    let (req, options) = cpu(&app, move || {
+        let (req, options): (ChatRequest, _) = request::parse_with_options(&bytes)?;
+        options.check_supported()?;
+        Ok::<_, ApiError>((req, options))
+    })
+    .await??;
     let loaded = app.registry.get(req.model.as_deref()).await?;
-    let template = loaded
-        .template
-        .as_ref()
-        .ok_or_else(|| ApiError::invalid("the model has no chat template: use /v1/completions"))?;
-    let prompt = tokenize_chat(loaded.model.tokenizer(), template, &messages)
-        .map_err(|e| ApiError::invalid(e.to_string()))?;
-    stream::run(&app, &loaded, prompt, &options, Kind::Chat).await
+    let prompt = {
+        let loaded = loaded.clone();
+        cpu(&app, move || {
+            let messages = request::chat_messages(&req.messages)?;
+            let template = loaded.template.as_ref().ok_or_else(|| {
+                ApiError::invalid("the model has no chat template: use /v1/completions")
+            })?;
+            tokenize_chat(loaded.model.tokenizer(), template, &messages)
+                .map_err(|e| ApiError::invalid(e.to_string()))
+        })
+        .await??
+    };
+    let caller = caller(&app, &headers);
+    stream::run(&app, &loaded, prompt, &options, Kind::Chat, caller).await
 }
 
-pub async fn completions(State(app): State<Arc<App>>, body: Body) -> Response {
-    answer(completion(app, body).await)
+pub async fn completions(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(completion(app, headers, body).await)
 }
 
-async fn completion(app: Arc<App>, body: Body) -> Result<Response, ApiError> {
-    let (req, options): (CompletionRequest, _) = request::parse_with_options(&bytes(body)?)?;
-    options.check_supported()?;
+async fn completion(app: Arc<App>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+    let bytes = read_body(&app, &headers, body).await?;
+    let (req, options) = cpu(&app, move || {
+        let (req, options): (CompletionRequest, _) = request::parse_with_options(&bytes)?;
+        options.check_supported()?;
+        Ok::<_, ApiError>((req, options))
+    })
+    .await??;
     let loaded = app.registry.get(req.model.as_deref()).await?;
     let prompt = match req.prompt {
-        Prompt::Text(text) => loaded.model.tokenizer().encode(&text, true, true),
+        Prompt::Text(text) => {
+            let loaded = loaded.clone();
+            cpu(&app, move || {
+                loaded.model.tokenizer().encode(&text, true, true)
+            })
+            .await?
+        }
         Prompt::Tokens(ids) => ids,
     };
-    stream::run(&app, &loaded, prompt, &options, Kind::Completion).await
+    let caller = caller(&app, &headers);
+    stream::run(&app, &loaded, prompt, &options, Kind::Completion, caller).await
 }
 
-pub async fn tokenize(State(app): State<Arc<App>>, body: Body) -> Response {
-    answer(tokenize_body(app, body).await)
+pub async fn tokenize(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(tokenize_body(app, headers, body).await)
 }
 
-async fn tokenize_body(app: Arc<App>, body: Body) -> Result<Response, ApiError> {
-    let req: TokenizeRequest = request::parse(&bytes(body)?)?;
+async fn tokenize_body(
+    app: Arc<App>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let bytes = read_body(&app, &headers, body).await?;
+    let req: TokenizeRequest = cpu(&app, move || request::parse(&bytes)).await??;
+    let limit = app.settings.tokenize_limit;
+    if req.content.len() > limit {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            format!(
+                "'content' has {} bytes; /tokenize takes at most {limit}",
+                req.content.len()
+            ),
+        ));
+    }
     let loaded = app.registry.get(req.model.as_deref()).await?;
-    let tok = loaded.model.tokenizer();
-    let ids = tok.encode(&req.content, req.add_special, req.parse_special);
-    let tokens: Vec<_> = if req.with_pieces {
-        ids.iter()
-            .map(|&id| {
-                let piece = String::from_utf8_lossy(&tok.token_to_piece(id, true)).into_owned();
-                json!({"id": id, "piece": piece})
-            })
-            .collect()
-    } else {
-        ids.iter().map(|&id| json!(id)).collect()
-    };
-    Ok(Json(json!({"tokens": tokens})).into_response())
+    let json = cpu(&app, move || {
+        let tok = loaded.model.tokenizer();
+        let ids = tok.encode(&req.content, req.add_special, req.parse_special);
+        drop(req.content);
+        tokens_json(&ids, req.with_pieces.then_some(tok))
+    })
+    .await?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], json).into_response())
 }
 
-pub async fn detokenize(State(app): State<Arc<App>>, body: Body) -> Response {
-    answer(detokenize_body(app, body).await)
+/// `{"tokens": [...]}`, ids or `{"id", "piece"}` objects, written straight into the answer's
+/// bytes (a JSON tree of a long text's pieces would be many times its size).
+fn tokens_json(ids: &[u32], pieces: Option<&tessera_tokenizer::Tokenizer>) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Piece<'a> {
+        id: u32,
+        piece: &'a str,
+    }
+    let mut out = Vec::with_capacity(16 + ids.len() * if pieces.is_some() { 28 } else { 7 });
+    out.extend_from_slice(b"{\"tokens\":[");
+    for (i, &id) in ids.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        match pieces {
+            Some(tok) => {
+                let bytes = tok.token_to_piece(id, true);
+                let piece = String::from_utf8_lossy(&bytes);
+                let _ = serde_json::to_writer(&mut out, &Piece { id, piece: &piece });
+            }
+            None => out.extend_from_slice(id.to_string().as_bytes()),
+        }
+    }
+    out.extend_from_slice(b"]}");
+    out
 }
 
-async fn detokenize_body(app: Arc<App>, body: Body) -> Result<Response, ApiError> {
-    let req: DetokenizeRequest = request::parse(&bytes(body)?)?;
+pub async fn detokenize(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    answer(detokenize_body(app, headers, body).await)
+}
+
+async fn detokenize_body(
+    app: Arc<App>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let bytes = read_body(&app, &headers, body).await?;
+    let req: DetokenizeRequest = cpu(&app, move || request::parse(&bytes)).await??;
+    // Pieces are a few bytes each: as many tokens as /tokenize returns for its largest content.
+    let most = app.settings.tokenize_limit / 4;
+    if req.tokens.len() > most {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            format!(
+                "'tokens' has {} ids; /detokenize takes at most {most}",
+                req.tokens.len()
+            ),
+        ));
+    }
     let loaded = app.registry.get(req.model.as_deref()).await?;
     let n_vocab = loaded.model.n_vocab();
     if let Some(&id) = req.tokens.iter().find(|&&id| id as usize >= n_vocab) {
@@ -127,7 +275,10 @@ async fn detokenize_body(app: Arc<App>, body: Body) -> Result<Response, ApiError
             "token {id} is not below the vocabulary size {n_vocab}"
         )));
     }
-    let content = loaded.model.tokenizer().decode(&req.tokens, true);
+    let content = cpu(&app, move || {
+        loaded.model.tokenizer().decode(&req.tokens, true)
+    })
+    .await?;
     Ok(Json(json!({"content": content})).into_response())
 }
 

@@ -1,12 +1,16 @@
 //! A page on the same machine is a hostile client until allowed (the remoting rules): every
 //! request passes here before any handler.
 //!
+//! - The `Host` header must name this machine: an IP address, `localhost` (or a name under
+//!   `.localhost`), or an `--allowed-host` entry; anything else is 403. A page that rebinds
+//!   its own domain name to 127.0.0.1 (DNS rebinding) sends its own name, and is refused even
+//!   without an `Origin`.
 //! - A request with an `Origin` header (a browser page) gets 403 unless the origin is on the
 //!   allowlist (`--allowed-origin`), whatever key it carries: the key is not a page's to use.
 //! - A CORS preflight (`OPTIONS`) is answered only for allowed origins, allowing the
 //!   `Authorization` and `Content-Type` headers and private-network access (Chrome asks before
 //!   a public page may reach a loopback address).
-//! - With an API key, every endpoint but `/health` needs `Authorization: Bearer KEY`, compared
+//! - With an API key, every endpoint but `/health` (and `/v1/health`) needs `Authorization: Bearer KEY`, compared
 //!   in constant time.
 //! - A declared body over the limit is a 413 at once (the handlers' own limit catches bodies
 //!   that lie about their length or have none declared).
@@ -28,6 +32,8 @@ pub struct Access {
     pub api_key: Option<String>,
     /// Exact origins (`scheme://host[:port]`) whose pages may call the server.
     pub allowed_origins: Vec<String>,
+    /// Host names (without port) requests may address besides IP addresses and `localhost`.
+    pub allowed_hosts: Vec<String>,
 }
 
 /// The guard's state: who may call, and the body limit (a `Content-Length` above it is refused
@@ -38,6 +44,34 @@ pub struct Guard {
 }
 
 impl Access {
+    /// Whether a `Host` header value names this machine (any port).
+    pub fn host_allowed(&self, host: &str) -> bool {
+        let name = match host.strip_prefix('[') {
+            // `[v6]` or `[v6]:port`
+            Some(rest) => match rest.split_once(']') {
+                Some((v6, rest))
+                    if rest.is_empty() || rest.strip_prefix(':').is_some_and(valid_port) =>
+                {
+                    return v6.parse::<std::net::Ipv6Addr>().is_ok()
+                }
+                _ => return false,
+            },
+            None => match host.rsplit_once(':') {
+                Some((name, port)) if valid_port(port) => name,
+                Some(_) => return false,
+                None => host,
+            },
+        };
+        let name = name.trim_end_matches('.').to_ascii_lowercase();
+        name.parse::<std::net::Ipv4Addr>().is_ok()
+            || name == "localhost"
+            || name.ends_with(".localhost")
+            || self
+                .allowed_hosts
+                .iter()
+                .any(|h| h.trim_end_matches('.').eq_ignore_ascii_case(&name))
+    }
+
     fn origin_allowed(&self, origin: &str) -> bool {
         self.allowed_origins.iter().any(|o| o == origin)
     }
@@ -60,6 +94,12 @@ impl Access {
 /// The middleware (`axum::middleware::from_fn_with_state`).
 pub async fn guard(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Response {
     let access = &guard.access;
+    let host = req.headers().get(header::HOST).map(|h| h.to_str());
+    match host {
+        Some(Ok(h)) if access.host_allowed(h) => {}
+        Some(Ok(h)) => return ApiError::forbidden_host(h).into_response(),
+        _ => return ApiError::forbidden_host("(none)").into_response(),
+    }
     let origin = match req.headers().get(header::ORIGIN) {
         None => None,
         Some(v) => match v.to_str() {
@@ -79,7 +119,8 @@ pub async fn guard(State(guard): State<Arc<Guard>>, req: Request, next: Next) ->
             .into_response(),
         };
     }
-    let refusal = if req.uri().path() != "/health" && !access.key_matches(req.headers()) {
+    let open = matches!(req.uri().path(), "/health" | "/v1/health");
+    let refusal = if !open && !access.key_matches(req.headers()) {
         Some(ApiError::unauthorized())
     } else {
         declared_length(req.headers())
@@ -107,6 +148,10 @@ pub async fn guard(State(guard): State<Arc<Guard>>, req: Request, next: Next) ->
         allow_origin(&mut res, o);
     }
     res
+}
+
+fn valid_port(port: &str) -> bool {
+    !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// The `Content-Length` a request declares (`u64::MAX` when it is not a number).

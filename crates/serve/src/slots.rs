@@ -12,10 +12,18 @@
 //!
 //! A request goes to the free slot whose KV cache shares the longest prefix with its prompt (a
 //! conversation's next turn re-sends the history; only the new part is decoded), else to the
-//! least recently used one. Requests beyond the free slots wait in a bounded queue.
+//! least recently used one, but only a slot whose cache the same caller filled (a page's
+//! prompt is never reused for, nor its length revealed to, another origin) unless the server
+//! shares caches. Requests beyond the free slots wait in a bounded queue: past it, 503.
+//!
+//! Each request's events go through a bounded channel: a client that stops reading fills it,
+//! and its generation pauses (its slot still held) until the reader drains it or the stream's
+//! write timeout drops the request ([`crate::stream`]).
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tessera_core::context::Context;
@@ -25,9 +33,15 @@ use tessera_runtime::generation::{
     step_together, Generation, GenerationOptions, SpecReport, Step, PREFILL_STEP,
 };
 use tessera_runtime::speculative::{SpecParams, SpeculatorChain};
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::Sender;
 
 use crate::error::ApiError;
+
+/// Events a request's channel holds before its generation pauses (a step sends at most two).
+pub const EVENT_BUFFER: usize = 32;
+
+/// Seconds a client refused for a full queue is told to wait (`Retry-After`).
+const RETRY_AFTER_S: u32 = 1;
 
 /// What a request hears from its slot, in order: text pieces, then one `Done` or `Failed`.
 #[derive(Debug)]
@@ -51,23 +65,48 @@ pub struct Job {
     pub spec: Option<SpecParams>,
     /// Context shift: the positions it keeps.
     pub shift_keep: Option<usize>,
-    pub events: UnboundedSender<Event>,
+    /// Who asked (their `Origin`, empty for a local process; one value for all callers when
+    /// the server shares prefix caches): a slot's cache is reused only for its own caller.
+    pub caller: String,
+    /// Bounded ([`EVENT_BUFFER`]).
+    pub events: Sender<Event>,
 }
 
 /// Where requests are handed to a model's slot thread.
 #[derive(Clone)]
 pub struct SlotsHandle {
     jobs: SyncSender<Job>,
+    /// Requests submitted and not yet started (or dropped), against `queue`.
+    waiting: Arc<AtomicUsize>,
+    queue: usize,
 }
 
 impl SlotsHandle {
-    /// Queues `job`; a 503 when the queue is full or the slot thread has stopped.
+    /// Queues `job`; a 503 with `Retry-After` when `queue` requests already wait, or when the
+    /// slot thread has stopped.
     pub fn submit(&self, job: Job) -> Result<(), ApiError> {
-        self.jobs.try_send(job).map_err(|e| match e {
-            TrySendError::Full(_) => ApiError::unavailable("the server is busy: try again later"),
-            TrySendError::Disconnected(_) => ApiError::internal("the model's slots have stopped"),
+        let claimed = self
+            .waiting
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.queue).then_some(n + 1)
+            });
+        if claimed.is_err() {
+            return Err(busy());
+        }
+        self.jobs.try_send(job).map_err(|e| {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            match e {
+                TrySendError::Full(_) => busy(),
+                TrySendError::Disconnected(_) => {
+                    ApiError::internal("the model's slots have stopped")
+                }
+            }
         })
     }
+}
+
+fn busy() -> ApiError {
+    ApiError::unavailable("the server is busy: try again later").retry_after(RETRY_AFTER_S)
 }
 
 /// Seconds since the slots started (the runtime's timings need a clock).
@@ -86,17 +125,27 @@ struct Slot {
     running: Option<Running>,
     /// Round of the last request, to pick the least recently used free slot.
     last_used: u64,
+    /// The caller whose tokens the cache holds.
+    owner: String,
 }
 
 struct Running {
     generation: Generation,
-    events: UnboundedSender<Event>,
+    events: Sender<Event>,
+}
+
+impl Running {
+    /// Whether the client has room for what one step sends.
+    fn can_take_a_step(&self) -> bool {
+        self.events.capacity() >= 2
+    }
 }
 
 /// Starts the slot thread over `contexts`, one slot per sequence of each (a context of several
 /// sequences steps them together); `queue` requests may wait for a slot.
 pub fn start(contexts: Vec<Context>, queue: usize) -> SlotsHandle {
-    let (jobs, inbox) = mpsc::sync_channel(queue);
+    let (jobs, inbox) = mpsc::sync_channel(queue.max(1));
+    let waiting = Arc::new(AtomicUsize::new(0));
     let slots: Vec<Slot> = contexts
         .iter()
         .enumerate()
@@ -106,38 +155,57 @@ pub fn start(contexts: Vec<Context>, queue: usize) -> SlotsHandle {
             seq,
             running: None,
             last_used: 0,
+            owner: String::new(),
         })
         .collect();
+    let count = waiting.clone();
     std::thread::Builder::new()
         .name("tessera-slots".into())
-        .spawn(move || run(contexts, slots, inbox))
+        .spawn(move || run(contexts, slots, inbox, &count))
         .expect("cannot start the slots thread");
-    SlotsHandle { jobs }
+    SlotsHandle {
+        jobs,
+        waiting,
+        queue,
+    }
 }
 
-fn run(mut contexts: Vec<Context>, mut slots: Vec<Slot>, inbox: Receiver<Job>) {
+fn run(
+    mut contexts: Vec<Context>,
+    mut slots: Vec<Slot>,
+    inbox: Receiver<Job>,
+    count: &AtomicUsize,
+) {
     let clock = InstantClock(Instant::now());
     let mut waiting: VecDeque<Job> = VecDeque::new();
     let mut round = 0u64;
     loop {
         round += 1;
-        let busy = slots.iter().any(|s| s.running.is_some());
-        // Idle: sleep until a request comes (waking now and then to drop cancelled waiters).
-        if !busy && waiting.is_empty() {
-            match inbox.recv_timeout(Duration::from_millis(500)) {
+        let steppable = slots
+            .iter()
+            .any(|s| s.running.as_ref().is_some_and(Running::can_take_a_step));
+        // Nothing to step (idle, or every client is behind on reading): sleep until a request
+        // comes, waking now and then to drop cancelled waiters and resume drained clients.
+        if !steppable && waiting.is_empty() {
+            let nap = match slots.iter().any(|s| s.running.is_some()) {
+                true => Duration::from_millis(5),
+                false => Duration::from_millis(500),
+            };
+            match inbox.recv_timeout(nap) {
                 Ok(job) => waiting.push_back(job),
-                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return,
             }
         }
         while let Ok(job) = inbox.try_recv() {
             waiting.push_back(job);
         }
+        let before = waiting.len();
         waiting.retain(|job| !job.events.is_closed());
-        while let Some(i) =
-            best_free_slot(&contexts, &slots, waiting.front().map(|j| &j.prompt[..]))
-        {
+        count.fetch_sub(before - waiting.len(), Ordering::AcqRel);
+        while let Some(i) = best_free_slot(&contexts, &slots, waiting.front()) {
             let job = waiting.pop_front().expect("a waiting job");
+            count.fetch_sub(1, Ordering::AcqRel);
             let ctx = &mut contexts[slots[i].ctx];
             start_job(ctx, &mut slots[i], i, job, round, &clock);
         }
@@ -147,20 +215,24 @@ fn run(mut contexts: Vec<Context>, mut slots: Vec<Slot>, inbox: Receiver<Job>) {
     }
 }
 
-/// The free slot for `prompt`: the longest shared prefix, else the least recently used.
-fn best_free_slot(contexts: &[Context], slots: &[Slot], prompt: Option<&[u32]>) -> Option<usize> {
-    let prompt = prompt?;
+/// The free slot for `job`: the longest prefix shared with a cache its caller filled, else
+/// the least recently used.
+fn best_free_slot(contexts: &[Context], slots: &[Slot], job: Option<&Job>) -> Option<usize> {
+    let job = job?;
     slots
         .iter()
         .enumerate()
         .filter(|(_, s)| s.running.is_none())
         .max_by_key(|(_, s)| {
-            let shared = contexts[s.ctx]
-                .seq_tokens(s.seq)
-                .iter()
-                .zip(prompt)
-                .take_while(|(a, b)| a == b)
-                .count();
+            let shared = match s.owner == job.caller {
+                true => contexts[s.ctx]
+                    .seq_tokens(s.seq)
+                    .iter()
+                    .zip(&job.prompt)
+                    .take_while(|(a, b)| a == b)
+                    .count(),
+                false => 0,
+            };
             (shared, std::cmp::Reverse(s.last_used))
         })
         .map(|(i, _)| i)
@@ -185,7 +257,7 @@ fn start_job(
         Some(Err(e)) => {
             let _ = job
                 .events
-                .send(Event::Failed(ApiError::invalid(e.to_string())));
+                .try_send(Event::Failed(ApiError::invalid(e.to_string())));
             return;
         }
     };
@@ -198,11 +270,18 @@ fn start_job(
     let started = ctx
         .select(slot.seq)
         .map_err(GenerateError::from)
-        .and_then(|()| Generation::start(ctx, job.prompt, job.params, options, clock));
+        .and_then(|()| {
+            // Another caller's tokens: nothing of them is reused (nor timed as reused).
+            if slot.owner != job.caller {
+                ctx.clear();
+                slot.owner = job.caller.clone();
+            }
+            Generation::start(ctx, job.prompt, job.params, options, clock)
+        });
     match started {
         Ok(generation) => {
             let n_reused = ctx.n_past();
-            let _ = job.events.send(Event::Started {
+            let _ = job.events.try_send(Event::Started {
                 slot: index,
                 n_reused,
             });
@@ -214,13 +293,13 @@ fn start_job(
         Err(e) => {
             let _ = job
                 .events
-                .send(Event::Failed(ApiError::invalid(e.to_string())));
+                .try_send(Event::Failed(ApiError::invalid(e.to_string())));
         }
     }
 }
 
 /// One round of context `c`'s slots: clients that went away are cancelled (freeing their
-/// slots), and the running generations step together.
+/// slots), and the running generations whose clients have room step together.
 fn step_context(ctx: &mut Context, c: usize, slots: &mut [Slot], clock: &InstantClock) {
     let mut mine: Vec<&mut Slot> = slots
         .iter_mut()
@@ -233,7 +312,7 @@ fn step_context(ctx: &mut Context, c: usize, slots: &mut [Slot], clock: &Instant
             slot.running = None;
             return false;
         }
-        true
+        running.can_take_a_step()
     });
     let mut generations: Vec<&mut Generation> = mine
         .iter_mut()
@@ -255,7 +334,7 @@ fn report_step(ctx: &mut Context, slot: &mut Slot, step: Result<Step, GenerateEr
         Ok(Step::Pending | Step::Prefilled { .. }) => false,
         Ok(Step::Tokens { text, .. }) => {
             if !text.is_empty() {
-                let _ = running.events.send(Event::Text(text));
+                let _ = running.events.try_send(Event::Text(text));
             }
             false
         }
@@ -265,15 +344,16 @@ fn report_step(ctx: &mut Context, slot: &mut Slot, step: Result<Step, GenerateEr
             speculative,
         }) => {
             if !text.is_empty() {
-                let _ = running.events.send(Event::Text(text));
+                let _ = running.events.try_send(Event::Text(text));
             }
-            let _ = running.events.send(Event::Done(stats, speculative));
+            let _ = running.events.try_send(Event::Done(stats, speculative));
             true
         }
         Err(e) => {
-            let _ = running
-                .events
-                .send(Event::Failed(ApiError::internal(e.to_string())));
+            eprintln!("generation failed: {e}");
+            let _ = running.events.try_send(Event::Failed(ApiError::internal(
+                "the generation failed (see the server log)",
+            )));
             // The KV cache may hold a half-decoded step: start the next request afresh.
             if ctx.select(slot.seq).is_ok() {
                 ctx.clear();

@@ -3,7 +3,7 @@
 //! `usage` and llama.cpp-style `timings`, then `data: [DONE]`.
 
 use std::convert::Infallible;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -19,7 +19,7 @@ use crate::error::ApiError;
 use crate::models::Loaded;
 use crate::request::Options;
 use crate::routes::next_number;
-use crate::slots::{Event, Job};
+use crate::slots::{Event, Job, EVENT_BUFFER};
 use crate::App;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -112,24 +112,30 @@ fn timings(s: &GenerateStats, spec: Option<&SpecReport>) -> Value {
     t
 }
 
-/// Runs `prompt` on `loaded`'s slots with the request's options.
+/// Runs `prompt` on `loaded`'s slots with the request's options, for `caller` (whose cache
+/// only it may reuse).
 pub async fn run(
     app: &App,
     loaded: &Loaded,
     prompt: Vec<u32>,
     options: &Options,
     kind: Kind,
+    caller: String,
 ) -> Result<Response, ApiError> {
     let n = next_number(app);
     let clock_seed = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    let params = options.generate_params(&Bounds {
+    // Every answer ends: the server's cap holds when the request asks for more, or for no
+    // limit (-1), also where context shift would let it run forever.
+    let cap = app.settings.max_generated.unwrap_or(loaded.n_ctx_slot);
+    let mut params = options.generate_params(&Bounds {
         n_vocab: loaded.model.n_vocab(),
         n_ctx: loaded.n_ctx_slot,
         default_seed: clock_seed ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15),
-        default_max_tokens: None,
+        default_max_tokens: Some(cap),
     })?;
+    params.max_tokens = Some(params.max_tokens.map_or(cap, |n| n.min(cap)));
     if prompt.is_empty() {
         return Err(ApiError::invalid("the prompt is empty"));
     }
@@ -143,12 +149,13 @@ pub async fn run(
         )));
     }
     let spec = options.spec_params()?;
-    let (events, mut rx) = mpsc::unbounded_channel();
+    let (events, mut rx) = mpsc::channel(EVENT_BUFFER);
     loaded.slots.submit(Job {
         prompt,
         params,
         spec,
         shift_keep: loaded.shift_keep,
+        caller,
         events,
     })?;
     let meta = Meta {
@@ -169,7 +176,12 @@ pub async fn run(
             .stream_options
             .as_ref()
             .is_some_and(|o| o.include_usage);
-        return Ok(sse(meta, rx, include_usage));
+        return Ok(sse(
+            meta,
+            rx,
+            include_usage,
+            app.settings.limits.write_timeout,
+        ));
     }
     let mut text = String::new();
     let mut slot = None;
@@ -209,22 +221,35 @@ pub async fn run(
     }
 }
 
-/// The SSE answer. A task turns the slot's events into chunks; when the client goes away the
-/// response stream drops, the task's send fails and it drops the slot's receiver, which
-/// cancels the generation at its next step.
-fn sse(meta: Meta, mut rx: mpsc::UnboundedReceiver<Event>, include_usage: bool) -> Response {
-    let (tx, out) = mpsc::channel::<Result<SseEvent, Infallible>>(64);
+/// The SSE answer. A task turns the slot's events into chunks. When the client goes away the
+/// response stream drops and the task, waiting for the slot or for its next event, ends at once
+/// (dropping the slot's receiver, which drops the request if it waits and cancels its
+/// generation if it runs); a client that reads nothing for `write_timeout` is dropped alike.
+fn sse(
+    meta: Meta,
+    mut rx: mpsc::Receiver<Event>,
+    include_usage: bool,
+    write_timeout: Duration,
+) -> Response {
+    let (tx, out) = mpsc::channel::<Result<SseEvent, Infallible>>(EVENT_BUFFER);
     tokio::spawn(async move {
         let send = |v: Value| {
             let tx = tx.clone();
             async move {
-                tx.send(Ok(SseEvent::default().data(v.to_string())))
-                    .await
-                    .is_ok()
+                let chunk = Ok(SseEvent::default().data(v.to_string()));
+                matches!(
+                    tokio::time::timeout(write_timeout, tx.send(chunk)).await,
+                    Ok(Ok(()))
+                )
             }
         };
         let mut first = true;
-        while let Some(event) = rx.recv().await {
+        loop {
+            let event = tokio::select! {
+                e = rx.recv() => e,
+                () = tx.closed() => return,
+            };
+            let Some(event) = event else { return };
             let ok = match event {
                 Event::Started { .. } => true,
                 Event::Text(t) => {
@@ -245,7 +270,8 @@ fn sse(meta: Meta, mut rx: mpsc::UnboundedReceiver<Event>, include_usage: bool) 
                         last["usage"] = usage(&stats);
                         send(last).await;
                     }
-                    let _ = tx.send(Ok(SseEvent::default().data("[DONE]"))).await;
+                    let done = tx.send(Ok(SseEvent::default().data("[DONE]")));
+                    let _ = tokio::time::timeout(write_timeout, done).await;
                     return;
                 }
                 Event::Failed(e) => {

@@ -247,6 +247,12 @@ pub const TOP_LOGPROBS: Field = field(
     Limit::Refused { neutral: "0" },
     "Log-probabilities of the most likely alternatives.",
 );
+pub const N_PROBS: Field = field(
+    "n_probs",
+    "integer",
+    Limit::Refused { neutral: "0" },
+    "llama-server's probabilities of the most likely tokens.",
+);
 
 /// Every field, in the docs' order.
 pub const FIELDS: &[Field] = &[
@@ -274,6 +280,7 @@ pub const FIELDS: &[Field] = &[
     TOOL_CHOICE,
     LOGPROBS,
     TOP_LOGPROBS,
+    N_PROBS,
 ];
 
 impl fmt::Display for Bound {

@@ -9,10 +9,12 @@
 //! error names its field; every failure is a [`RequestError`]. Embeddings' `input` is parsed
 //! here too once the engine computes embeddings.
 
+mod asked;
 pub mod fields;
 pub mod messages;
 mod options;
 
+pub use asked::Asked;
 pub use fields::{Field, FIELDS};
 pub use messages::{chat_messages, Content, Message, Part, Prompt};
 pub use options::{Bounds, LogitBias, Options, Stop, StreamOptions};

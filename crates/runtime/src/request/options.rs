@@ -7,6 +7,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use tessera_core::sampling::SamplingParams;
 
+use super::asked::Asked;
 use super::fields::{self, Bound, Field, Limit};
 use super::RequestError;
 use crate::generation::GenerateParams;
@@ -80,13 +81,14 @@ pub struct Options {
     // something else than it asked for. Structured output reads `response_format`, tool
     // calling `tools`, `tool_choice` and `functions`, log-probabilities `logprobs` and
     // `top_logprobs`.
-    pub n: Option<Value>,
-    pub response_format: Option<Value>,
-    pub tools: Option<Value>,
-    pub tool_choice: Option<Value>,
-    pub functions: Option<Value>,
-    pub logprobs: Option<Value>,
-    pub top_logprobs: Option<Value>,
+    pub n: Option<Asked>,
+    pub response_format: Option<Asked>,
+    pub tools: Option<Asked>,
+    pub tool_choice: Option<Asked>,
+    pub functions: Option<Asked>,
+    pub logprobs: Option<Asked>,
+    pub top_logprobs: Option<Asked>,
+    pub n_probs: Option<Asked>,
 }
 
 impl Options {
@@ -101,10 +103,11 @@ impl Options {
             (&fields::TOOL_CHOICE, &self.tool_choice),
             (&fields::LOGPROBS, &self.logprobs),
             (&fields::TOP_LOGPROBS, &self.top_logprobs),
+            (&fields::N_PROBS, &self.n_probs),
         ];
         let asked = refused
             .iter()
-            .find(|(f, v)| v.as_ref().is_some_and(|v| !v.is_null() && *v != neutral(f)));
+            .find(|(f, v)| v.as_ref().is_some_and(|v| !v.is(&neutral(f))));
         match asked {
             Some((f, _)) => Err(RequestError::new(
                 f.name,

@@ -131,7 +131,7 @@ fn malformed_bodies_are_400s() {
     }
     // Not UTF-8.
     let mut raw = format!(
-        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer {KEY}\r\nContent-Type: application/json\r\nContent-Length: 16\r\n\r\n"
+        "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nAuthorization: Bearer {KEY}\r\nContent-Type: application/json\r\nContent-Length: 16\r\n\r\n"
     )
     .into_bytes();
     raw.extend_from_slice(b"{\"prompt\": \"\xff\xfe\"}");
@@ -207,7 +207,7 @@ fn an_oversized_body_is_413_and_a_lying_length_does_no_harm() {
     assert_eq!(r.status, 413, "{}", r.body);
     // A Content-Length far beyond the body (and the limit): refused before reading it.
     let raw = format!(
-        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer {KEY}\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\n\r\n{{}}"
+        "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nAuthorization: Bearer {KEY}\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\n\r\n{{}}"
     );
     assert_eq!(send_raw(addr, raw.as_bytes()).status, 413);
 }

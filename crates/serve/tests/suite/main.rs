@@ -4,6 +4,7 @@
 mod client;
 mod endpoints;
 mod hostile;
+mod limits;
 mod presets;
 mod slots;
 
@@ -11,7 +12,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 
 use tessera_core::{Context, Model};
-use tessera_serve::{Access, ModelHost, ModelSpec, Registry};
+use tessera_serve::{Access, ModelHost, ModelSpec, Registry, Settings};
 
 pub const KEY: &str = "test-key-123";
 pub const ALLOWED: &str = "http://allowed.test";
@@ -52,8 +53,18 @@ pub fn smollm2_spec(parallel: usize) -> ModelSpec {
     }
 }
 
-/// Serves `registry` on an ephemeral port from a thread of its own for the rest of the tests.
+/// Serves `registry` on an ephemeral port from a thread of its own for the rest of the tests
+/// (a 64 KiB body limit, the other settings the server's defaults).
 pub fn start(registry: Arc<Registry>, access: Access) -> SocketAddr {
+    let settings = Settings {
+        body_limit: 64 << 10,
+        ..Settings::new(access)
+    };
+    start_with(registry, settings)
+}
+
+/// [`start`] with `settings`.
+pub fn start_with(registry: Arc<Registry>, settings: Settings) -> SocketAddr {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -64,8 +75,9 @@ pub fn start(registry: Arc<Registry>, access: Access) -> SocketAddr {
         rt.block_on(async move {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             tx.send(listener.local_addr().unwrap()).unwrap();
-            let app = tessera_serve::router(registry, access, 64 << 10);
-            axum::serve(listener, app).await.unwrap();
+            let limits = settings.limits;
+            let app = tessera_serve::router(registry, settings);
+            tessera_serve::serve(listener, app, limits, std::future::pending()).await;
         });
     });
     rx.recv().unwrap()
@@ -82,6 +94,7 @@ pub fn server() -> SocketAddr {
             Access {
                 api_key: Some(KEY.into()),
                 allowed_origins: vec![ALLOWED.into()],
+                ..Access::default()
             },
         );
         client::wait_healthy(addr);

@@ -17,7 +17,7 @@ use crate::endpoints::chat_body;
 use crate::{server, smollm2_spec, start, TestHost, ALLOWED, KEY};
 
 /// The test host, its contexts counting forward passes and the sequences in each batch.
-struct CountingHost(Arc<BatchCounts>);
+pub(crate) struct CountingHost(pub Arc<BatchCounts>);
 
 impl ModelHost for CountingHost {
     fn load(&self, spec: &ModelSpec) -> Result<Arc<Model>, String> {
@@ -55,6 +55,7 @@ fn requests_side_by_side_share_batches_and_give_what_they_give_alone() {
     let access = Access {
         api_key: Some(KEY.into()),
         allowed_origins: vec![ALLOWED.into()],
+        ..Access::default()
     };
     let addr = start(registry, access);
     wait_healthy(addr);
