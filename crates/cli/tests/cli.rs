@@ -431,26 +431,18 @@ fn bench_spec_compares_each_type_with_plain_decoding() {
     assert_eq!(rows[1][8], "yes", "{out}");
 }
 
-/// `tessera serve` on an ephemeral port, driven by `tessera load-test`: streams complete with
-/// no error, and the greedy chat answer is `tessera run --chat`'s text.
-#[test]
-fn serve_answers_as_run_chat_and_under_load() {
+/// `tessera serve ARGS` on an ephemeral port (through `sh -c` so that `shell` may set limits
+/// first, e.g. `ulimit -n 64;`), and its URL once it listens.
+fn start_serve(shell: &str, args: &[&str]) -> (std::process::Child, String) {
     use std::io::BufRead as _;
-    let path = model(SMOLLM2);
-    let mut server = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args([
-            "serve",
-            "-m",
-            path.to_str().unwrap(),
-            "--port",
-            "0",
-            "-c",
-            "1024",
-            "-np",
-            "2",
-            "-t",
-            "2",
-        ])
+    let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+    let script = format!(
+        "{shell} exec '{}' serve --port 0 {}",
+        env!("CARGO_BIN_EXE_tessera"),
+        quoted.join(" ")
+    );
+    let mut server = Command::new("sh")
+        .args(["-c", &script])
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("start tessera serve");
@@ -466,6 +458,97 @@ fn serve_answers_as_run_chat_and_under_load() {
             break url.to_string();
         }
     };
+    // The server keeps logging: drain its stderr so that it never blocks on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    (server, url)
+}
+
+/// A process's resident memory (`VmRSS`) or its peak (`VmHWM`) in KiB (Linux).
+fn memory_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap()
+}
+
+/// Running out of file descriptors (64 here, held by idle connections) does not stop the
+/// server: it closes idle connections to answer new ones.
+#[test]
+fn serve_answers_when_file_descriptors_run_out() {
+    use std::io::{Read as _, Write as _};
+    let path = model(SMOLLM2);
+    let (mut server, url) = start_serve(
+        "ulimit -n 64 &&",
+        &["-m", path.to_str().unwrap(), "-c", "512", "-t", "1"],
+    );
+    let authority = url.strip_prefix("http://").unwrap().to_string();
+    let idle: Vec<_> = (0..100)
+        .filter_map(|_| std::net::TcpStream::connect(&authority).ok())
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let mut s = std::net::TcpStream::connect(&authority).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(8)))
+        .unwrap();
+    write!(
+        s,
+        "GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    let read = s.read_to_string(&mut response);
+    server.kill().unwrap();
+    let _ = server.wait();
+    drop(idle);
+    assert!(read.is_ok(), "no answer: {read:?}");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+}
+
+/// `/tokenize`'s largest content (1 MiB) with pieces raises the server's peak memory by a
+/// bounded multiple of the body (docs/serve.md states it).
+#[test]
+fn serve_tokenize_peak_memory_is_bounded_by_its_body() {
+    let path = model(SMOLLM2);
+    let (mut server, url) = start_serve("", &["-m", path.to_str().unwrap(), "-c", "512"]);
+    let content = "The quick brown fox jumps over the lazy dog. ".repeat((1 << 20) / 46);
+    let body = serde_json::json!({"content": content, "with_pieces": true}).to_string();
+    // Loaded (the model loads after the server starts listening), and the allocator's pools
+    // made by a small request first.
+    post_json(&url, "/tokenize", r#"{"content": "warm up"}"#);
+    let before = memory_kib(server.id(), "VmRSS:");
+    let answer = post_json(&url, "/tokenize", &body);
+    let peak = memory_kib(server.id(), "VmHWM:");
+    server.kill().unwrap();
+    let _ = server.wait();
+    let n = answer["tokens"].as_array().unwrap().len();
+    assert!(n > 200_000, "{n} tokens");
+    let grown = (peak.saturating_sub(before) * 1024) as f64 / body.len() as f64;
+    eprintln!(
+        "/tokenize of {} bytes: peak {peak} KiB, {before} KiB before ({grown:.1}x the body)",
+        body.len()
+    );
+    assert!(grown <= 32.0, "the peak grew by {grown:.1}x the body");
+}
+
+/// `tessera serve` on an ephemeral port, driven by `tessera load-test`: streams complete with
+/// no error, and the greedy chat answer is `tessera run --chat`'s text.
+#[test]
+fn serve_answers_as_run_chat_and_under_load() {
+    let path = model(SMOLLM2);
+    let (mut server, url) = start_serve(
+        "",
+        &[
+            "-m",
+            path.to_str().unwrap(),
+            "-c",
+            "1024",
+            "-np",
+            "2",
+            "-t",
+            "2",
+        ],
+    );
     let out = tessera(&[
         "load-test",
         "--url",

@@ -8,7 +8,8 @@
 //!   file descriptors left), the longest-idle connection (no request in flight) is closed to
 //!   make room; a new client waits in the listen backlog only while every connection is busy.
 //! - A client that closes its socket while its request waits or runs is noticed by hyper
-//!   (half-closed connections are not kept), which drops the handler and with it the request.
+//!   (half-closed connections are not kept): it drops the connection, with it the handler or
+//!   the streamed body, and so the request ([`crate::stream`]), waiting or running.
 //!
 //! Body read and stream write limits are per request ([`crate::routes`], [`crate::stream`]).
 
@@ -21,13 +22,15 @@ use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::Response;
 use axum::Router;
-use http_body_util::BodyExt;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tower::ServiceExt;
+
+/// How long a connection closed to make room may take to finish what raced in.
+const EVICTION_GRACE: Duration = Duration::from_millis(200);
 
 /// Time and connection bounds of the server (flags of `tessera serve`).
 #[derive(Clone, Copy, Debug)]
@@ -69,7 +72,11 @@ impl Limits {
 struct Connection {
     in_flight: AtomicUsize,
     idle_since: Mutex<Instant>,
+    /// Asked to close (to make room).
     close: Notify,
+    /// Its place under the cap, handed to a new connection when this one is closed to make
+    /// room (it closes within [`EVICTION_GRACE`]).
+    permit: Mutex<Option<OwnedSemaphorePermit>>,
 }
 
 /// The open connections, by number.
@@ -80,12 +87,13 @@ struct Connections {
 }
 
 impl Connections {
-    fn add(&self) -> (u64, Arc<Connection>) {
+    fn add(&self, permit: OwnedSemaphorePermit) -> (u64, Arc<Connection>) {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let conn = Arc::new(Connection {
             in_flight: AtomicUsize::new(0),
             idle_since: Mutex::new(Instant::now()),
             close: Notify::new(),
+            permit: Mutex::new(Some(permit)),
         });
         self.open.lock().unwrap().insert(id, conn.clone());
         (id, conn)
@@ -95,20 +103,17 @@ impl Connections {
         self.open.lock().unwrap().remove(&id);
     }
 
-    /// Asks the longest-idle connection to close; whether there was one.
-    fn close_longest_idle(&self) -> bool {
+    /// Asks the longest-idle connection to close, taking its place under the cap.
+    fn close_longest_idle(&self) -> Option<OwnedSemaphorePermit> {
         let open = self.open.lock().unwrap();
         let idle = open
             .values()
             .filter(|c| c.in_flight.load(Ordering::Acquire) == 0)
-            .min_by_key(|c| *c.idle_since.lock().unwrap());
-        match idle {
-            Some(c) => {
-                c.close.notify_one();
-                true
-            }
-            None => false,
-        }
+            .filter(|c| c.permit.lock().unwrap().is_some())
+            .min_by_key(|c| *c.idle_since.lock().unwrap())?;
+        idle.close.notify_one();
+        let permit = idle.permit.lock().unwrap().take();
+        permit
     }
 }
 
@@ -139,12 +144,34 @@ async fn track(req: Request, next: Next) -> Response {
     let res = next.run(req).await;
     match guard {
         None => res,
-        Some(guard) => res.map(|body| {
-            axum::body::Body::new(body.map_frame(move |frame| {
-                let _busy = &guard;
-                frame
-            }))
-        }),
+        Some(guard) => res.map(|body| axum::body::Body::new(Tracked { body, _busy: guard })),
+    }
+}
+
+/// A response body that holds its connection busy until dropped (its size hint kept, so that
+/// a whole answer still goes out with its `Content-Length`).
+struct Tracked {
+    body: axum::body::Body,
+    _busy: InFlight,
+}
+
+impl http_body::Body for Tracked {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
     }
 }
 
@@ -160,16 +187,14 @@ pub async fn serve(
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     tokio::pin!(shutdown);
     loop {
-        // At the cap: make room by closing an idle connection, else wait for one to end.
-        let permit = match permits.clone().try_acquire_owned() {
-            Ok(p) => p,
-            Err(_) => {
-                connections.close_longest_idle();
-                tokio::select! {
-                    p = permits.clone().acquire_owned() => p.expect("the semaphore stays open"),
-                    () = &mut shutdown => return,
-                }
-            }
+        // At the cap: take the place of an idle connection, else wait for one to end.
+        let free = permits.clone().try_acquire_owned().ok();
+        let permit = match free.or_else(|| connections.close_longest_idle()) {
+            Some(p) => p,
+            None => tokio::select! {
+                p = permits.clone().acquire_owned() => p.expect("the semaphore stays open"),
+                () = &mut shutdown => return,
+            },
         };
         let accepted = tokio::select! {
             a = listener.accept() => a,
@@ -181,13 +206,14 @@ pub async fn serve(
                 // Out of file descriptors (or another transient failure): free one if an idle
                 // connection holds it, and try again shortly instead of spinning.
                 eprintln!("accept failed: {e}");
-                connections.close_longest_idle();
+                drop(permit);
+                drop(connections.close_longest_idle());
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
         };
         let _ = stream.set_nodelay(true);
-        let (id, conn) = connections.add();
+        let (id, conn) = connections.add(permit);
         let connections = connections.clone();
         let app = app.clone();
         tokio::spawn(async move {
@@ -206,13 +232,13 @@ pub async fn serve(
             tokio::select! {
                 _ = connection.as_mut() => {}
                 () = conn.close.notified() => {
-                    // Idle by the evictor's reading; a request that raced in still completes.
+                    // No request in flight when chosen: an idle keep-alive closes at once; one
+                    // still sending its head (maybe never, a slowloris) is dropped shortly.
                     connection.as_mut().graceful_shutdown();
-                    let _ = connection.await;
+                    let _ = tokio::time::timeout(EVICTION_GRACE, connection).await;
                 }
             }
             connections.remove(id);
-            drop(permit);
         });
     }
 }

@@ -224,8 +224,8 @@ fn waiting_requests_whose_clients_left_cost_no_compute() {
     counts.reset();
     let first = std::thread::spawn(move || post(addr, "/v1/completions", &body.to_string()));
     std::thread::sleep(Duration::from_millis(200));
-    // Five long prompts (two micro-batches each) wait for the slot; their clients hang up.
-    let prompt = "word ".repeat(700);
+    // Five long prompts (four prefill slices each) wait for the slot; their clients hang up.
+    let prompt = "word ".repeat(400);
     for stream in [true, false, true, false, true] {
         let body = json!({"prompt": prompt, "max_tokens": 4, "stream": stream});
         let mut s = TcpStream::connect(addr).unwrap();
@@ -340,4 +340,35 @@ fn both_health_paths_answer_without_the_key_and_n_probs_is_refused() {
         &json!({"prompt": "Hi", "max_tokens": 1, "n_probs": 0}).to_string(),
     );
     assert_eq!(r.status, 200, "{}", r.body);
+}
+
+#[test]
+fn a_client_that_hangs_up_right_after_asking_costs_at_most_a_slice() {
+    let counts = Arc::new(BatchCounts::default());
+    let registry = Registry::new(
+        vec![smollm2_spec(1)],
+        Arc::new(CountingHost(counts.clone())),
+        16,
+    );
+    registry.load_startup_models();
+    let addr = start_with(registry, Settings::new(keyed()));
+    wait_healthy(addr);
+    counts.reset();
+    // The slot is free, so each starts at once: its hang-up must stop it, though nothing is
+    // written to the client before the prompt is decoded.
+    let prompt = "word ".repeat(400);
+    for stream in [false, true] {
+        let body =
+            json!({"prompt": prompt, "max_tokens": 64, "ignore_eos": true, "stream": stream});
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.write_all(build("POST", "/v1/completions", &[], &body.to_string()).as_bytes())
+            .unwrap();
+        drop(s);
+        std::thread::sleep(Duration::from_millis(1500));
+    }
+    let passes = counts.passes();
+    assert!(
+        passes <= 4,
+        "{passes} forward passes for two requests whose clients left"
+    );
 }

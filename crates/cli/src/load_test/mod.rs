@@ -2,7 +2,10 @@
 //! (`tessera serve`, llama-server, ...) for M seconds. Each client sends chat requests one
 //! after another and reads the SSE stream; the report gives the throughput, the time to the
 //! first token and between tokens (p50/p95), the errors, and the server's resident memory
-//! before and after (`--server-pid`, Linux).
+//! before and after (`--server-pid`, Linux). `--hostile` adds the probes of [`hostile`]
+//! beside the clients.
+
+mod hostile;
 
 use std::time::{Duration, Instant};
 
@@ -34,6 +37,14 @@ pub struct LoadTestArgs {
     /// Print the report as JSON.
     #[arg(long = "json")]
     pub json: bool,
+    /// Also run hostile probes (floods, slow and idle sockets, clients that hang up, giant
+    /// bodies) against the server while the clients run.
+    #[arg(long = "hostile")]
+    pub hostile: bool,
+    /// Seconds after which the server's memory is sampled as warmed up (its growth after
+    /// that is reported).
+    #[arg(long = "warmup", default_value_t = 60)]
+    pub warmup: u64,
 }
 
 /// What one client saw.
@@ -63,7 +74,16 @@ pub fn load_test(args: LoadTestArgs) -> anyhow::Result<()> {
         .build()?;
     let start = Instant::now();
     let deadline = start + Duration::from_secs(args.duration);
-    let tallies: Vec<Tally> = runtime.block_on(async {
+    let warm_at = start + Duration::from_secs(args.warmup.min(args.duration));
+    let (tallies, rss_warm, hostile) = runtime.block_on(async {
+        let hostile = args
+            .hostile
+            .then(|| hostile::spawn_all(&authority, args.api_key.as_deref(), deadline));
+        let pid = args.server_pid;
+        let warm = tokio::spawn(async move {
+            tokio::time::sleep_until(warm_at.into()).await;
+            pid.map(rss_kib)
+        });
         let tasks: Vec<_> = (0..args.clients)
             .map(|i| {
                 let (authority, key) = (authority.clone(), args.api_key.clone());
@@ -74,8 +94,19 @@ pub fn load_test(args: LoadTestArgs) -> anyhow::Result<()> {
         for t in tasks {
             out.push(t.await.unwrap_or_default());
         }
-        out
+        let outcomes = match hostile {
+            Some((outcomes, probes)) => {
+                for p in probes {
+                    let _ = p.await;
+                }
+                Some(outcomes.report())
+            }
+            None => None,
+        };
+        let rss_warm = warm.await.ok().flatten().transpose();
+        (out, rss_warm, outcomes)
     });
+    let rss_warm = rss_warm?;
     let elapsed = start.elapsed().as_secs_f64();
     let rss_after = args.server_pid.map(rss_kib).transpose()?;
     let mut total = Tally::default();
@@ -100,7 +131,9 @@ pub fn load_test(args: LoadTestArgs) -> anyhow::Result<()> {
         "per_token_ms_p50": percentile(&mut total.between_tokens_s, 0.50) * 1e3,
         "per_token_ms_p95": percentile(&mut total.between_tokens_s, 0.95) * 1e3,
         "server_rss_mib_before": rss_before.map(|k| k as f64 / 1024.0),
+        "server_rss_mib_warm": rss_warm.map(|k| k as f64 / 1024.0),
         "server_rss_mib_after": rss_after.map(|k| k as f64 / 1024.0),
+        "hostile": hostile,
     });
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -119,12 +152,17 @@ pub fn load_test(args: LoadTestArgs) -> anyhow::Result<()> {
             report["per_token_ms_p50"].as_f64().unwrap_or(0.0),
             report["per_token_ms_p95"].as_f64().unwrap_or(0.0),
         );
-        if let (Some(b), Some(a)) = (rss_before, rss_after) {
+        if let (Some(b), Some(w), Some(a)) = (rss_before, rss_warm, rss_after) {
             println!(
-                "server RSS {:.1} MiB before, {:.1} MiB after",
+                "server RSS {:.1} MiB before, {:.1} MiB after {} s, {:.1} MiB at the end",
                 b as f64 / 1024.0,
+                w as f64 / 1024.0,
+                args.warmup.min(args.duration),
                 a as f64 / 1024.0
             );
+        }
+        if let Some(h) = &report.get("hostile").filter(|h| !h.is_null()) {
+            println!("hostile probes: {}", serde_json::to_string_pretty(h)?);
         }
         for e in total.errors.iter().take(5) {
             println!("error: {e}");
