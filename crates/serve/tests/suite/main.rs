@@ -4,6 +4,7 @@
 mod client;
 mod endpoints;
 mod hostile;
+mod models;
 mod presets;
 mod slots;
 
