@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{bail, Context as _};
 use clap::Args;
 use tessera_core::{Context, ContextParams, Model, ThreadPool};
+use tessera_serve::models::{Limits, DEFAULT_MODELS_MAX};
 use tessera_serve::preset::{self, Defaults};
 use tessera_serve::{Access, Limits, ModelHost, ModelSpec, Registry, Settings};
 
@@ -24,6 +25,10 @@ pub struct ServeArgs {
     /// Models to offer, as llama-server's preset INI file (a section per model).
     #[arg(long = "models-preset")]
     pub models_preset: Option<PathBuf>,
+    /// Models loaded at once (0: no cap). Loading one more unloads the least recently used
+    /// model that serves no request; when all are busy the request gets 503.
+    #[arg(long = "models-max", default_value_t = DEFAULT_MODELS_MAX)]
+    pub models_max: usize,
     /// Address to listen on. Anything but loopback exposes the server to the network.
     #[arg(long = "host", default_value = "127.0.0.1")]
     pub host: String,
@@ -178,7 +183,12 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         batch_size: args.batch_size,
         pool: thread_pool(args.threads)?,
     };
-    let registry = Registry::new(specs, Arc::new(host), 64);
+    let limits = Limits {
+        models_max: args.models_max,
+        ..Limits::new(64)
+    };
+    limits.check_startup(&specs).map_err(anyhow::Error::msg)?;
+    let registry = Registry::with_limits(specs, Arc::new(host), limits);
     registry.load_startup_models();
     let limits = Limits {
         header_timeout: Duration::from_secs(args.header_timeout.max(1)),

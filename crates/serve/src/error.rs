@@ -1,7 +1,7 @@
 //! Errors as the OpenAI API returns them: an HTTP status and
 //! `{"error": {"message", "type", "code"}}` (llama-server's shape).
 
-use axum::http::StatusCode;
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
@@ -11,8 +11,8 @@ pub struct ApiError {
     pub message: String,
     /// OpenAI's error `type` (`invalid_request_error`, `authentication_error`, ...).
     pub kind: &'static str,
-    /// Seconds to send as `Retry-After` (a 503 that will pass).
-    pub retry_after: Option<u32>,
+    /// Seconds after which a retry may succeed (a 503's `Retry-After` header).
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -25,8 +25,8 @@ impl ApiError {
         }
     }
 
-    /// The same error with a `Retry-After` of `seconds`.
-    pub fn retry_after(mut self, seconds: u32) -> ApiError {
+    /// The same error, telling the client to retry after `seconds` (`Retry-After`).
+    pub fn with_retry_after(mut self, seconds: u64) -> ApiError {
         self.retry_after = Some(seconds);
         self
     }
@@ -81,6 +81,23 @@ impl ApiError {
         )
     }
 
+    /// 503: a model whose last load failed, within its back-off. The reason is the server
+    /// log's: it may name files or carry the host's messages, which are not a client's to see.
+    pub fn model_failed(name: &str, retry_after: u64) -> ApiError {
+        ApiError::unavailable(format!("model {name:?} failed to load; see the server log"))
+            .with_retry_after(retry_after)
+    }
+
+    /// 503: loading `name` needs room under the loaded-model cap and every loaded model is
+    /// serving requests.
+    pub fn models_busy(name: &str, models_max: usize) -> ApiError {
+        ApiError::unavailable(format!(
+            "model {name:?} cannot be loaded now: {models_max} models are loaded (the \
+             --models-max cap) and all are serving requests; try again later"
+        ))
+        .with_retry_after(1)
+    }
+
     pub fn internal(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "server_error", message)
     }
@@ -100,9 +117,9 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut res = (self.status, Json(self.body())).into_response();
-        if let Some(s) = self.retry_after {
+        if let Some(seconds) = self.retry_after {
             res.headers_mut()
-                .insert(axum::http::header::RETRY_AFTER, s.into());
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         res
     }

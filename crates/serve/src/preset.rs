@@ -2,7 +2,8 @@
 //! like the command-line flags (`model`/`m`, `ctx-size`/`c`, `parallel`/`np`) and the
 //! preset-only `load-on-startup`; a `[*]` section gives every model's defaults. Options the
 //! command line sets explicitly win over the file's. Other llama-server options are ignored with
-//! a warning (a preset written for llama-server still loads).
+//! a warning (a preset written for llama-server still loads); so are the server's own options
+//! such as `models-max`, which llama-server also takes from its command line only.
 
 use std::path::{Path, PathBuf};
 
@@ -128,6 +129,9 @@ pub fn parse(
                 "ctx-size" | "c" | "parallel" | "np" => {}
                 "load-on-startup" => spec.load_on_startup = flag()?,
                 "context-shift" => spec.context_shift |= flag()?,
+                "models-max" => warnings.push(format!(
+                    "{shown}:{line}: models-max is a server option, not a model's: use --models-max"
+                )),
                 other => warnings.push(format!(
                     "{shown}:{line}: option {other:?} is not used by tessera serve"
                 )),
@@ -190,6 +194,17 @@ mod tests {
         };
         let (specs, _) = parse(Path::new("p.ini"), "[a]\nmodel = a.gguf\nc = 8192\n", &d).unwrap();
         assert_eq!(specs[0].n_ctx, 1024);
+    }
+
+    #[test]
+    fn server_options_are_not_a_models() {
+        let text = "[*]\nmodels-max = 1\n[a]\nmodel = a.gguf\n";
+        let (specs, warnings) = parse(Path::new("p.ini"), text, &defaults()).unwrap();
+        assert_eq!(specs.len(), 1);
+        assert_eq!(
+            warnings,
+            ["p.ini:2: models-max is a server option, not a model's: use --models-max"]
+        );
     }
 
     #[test]

@@ -41,7 +41,7 @@ use crate::error::ApiError;
 pub const EVENT_BUFFER: usize = 32;
 
 /// Seconds a client refused for a full queue is told to wait (`Retry-After`).
-const RETRY_AFTER_S: u32 = 1;
+const RETRY_AFTER_S: u64 = 1;
 
 /// What a request hears from its slot, in order: text pieces, then one `Done` or `Failed`.
 #[derive(Debug)]
@@ -106,7 +106,7 @@ impl SlotsHandle {
 }
 
 fn busy() -> ApiError {
-    ApiError::unavailable("the server is busy: try again later").retry_after(RETRY_AFTER_S)
+    ApiError::unavailable("the server is busy: try again later").with_retry_after(RETRY_AFTER_S)
 }
 
 /// Seconds since the slots started (the runtime's timings need a clock).

@@ -5,6 +5,7 @@ mod client;
 mod endpoints;
 mod hostile;
 mod limits;
+mod models;
 mod presets;
 mod slots;
 

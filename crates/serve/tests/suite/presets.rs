@@ -88,11 +88,13 @@ fn startup_and_on_demand_models() {
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.json()["model"], "second");
     assert_eq!(states(addr)[1].1, "loaded");
-    // An unknown name is a 404; a model that cannot load, a 503 saying why.
+    // An unknown name is a 404; a model that cannot load, a 503 that names no file (the
+    // reason is in the server log).
     let body = json!({"model": "third", "prompt": "Hello", "max_tokens": 2});
     assert_eq!(post(addr, "/v1/completions", &body.to_string()).status, 404);
     let body = json!({"model": "broken", "prompt": "Hello", "max_tokens": 2});
     let r = post(addr, "/v1/completions", &body.to_string());
     assert_eq!(r.status, 503, "{}", r.body);
+    assert!(!r.body.contains("nonexistent.gguf"), "{}", r.body);
     assert_eq!(states(addr)[2].1, "failed");
 }
