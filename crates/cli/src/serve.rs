@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{bail, Context as _};
 use clap::Args;
 use tessera_core::{Context, ContextParams, Model, ThreadPool};
-use tessera_serve::models::{Limits, DEFAULT_MODELS_MAX};
+use tessera_serve::models::{ModelLimits, DEFAULT_MODELS_MAX};
 use tessera_serve::preset::{self, Defaults};
 use tessera_serve::{Access, Limits, ModelHost, ModelSpec, Registry, Settings};
 
@@ -183,12 +183,14 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         batch_size: args.batch_size,
         pool: thread_pool(args.threads)?,
     };
-    let limits = Limits {
+    let model_limits = ModelLimits {
         models_max: args.models_max,
-        ..Limits::new(64)
+        ..ModelLimits::new(64)
     };
-    limits.check_startup(&specs).map_err(anyhow::Error::msg)?;
-    let registry = Registry::with_limits(specs, Arc::new(host), limits);
+    model_limits
+        .check_startup(&specs)
+        .map_err(anyhow::Error::msg)?;
+    let registry = Registry::with_limits(specs, Arc::new(host), model_limits);
     registry.load_startup_models();
     let limits = Limits {
         header_timeout: Duration::from_secs(args.header_timeout.max(1)),

@@ -4,7 +4,7 @@
 //! loaded and on which backend its slot contexts run ([`ModelHost`]).
 //!
 //! Any caller with the key can name any preset model, so loading is bounded:
-//! - At most [`Limits::models_max`] models are loaded or loading at once (llama-server's
+//! - At most [`ModelLimits::models_max`] models are loaded or loading at once (llama-server's
 //!   `--models-max`). Loading one more first unloads the least recently used ready model that
 //!   serves nobody. When every loaded model is busy the request gets 503 with `Retry-After`
 //!   at once (llama-server queues it instead; a 503 holds no connection open).
@@ -66,7 +66,7 @@ pub const DEFAULT_MODELS_MAX: usize = 4;
 
 /// How much a registry may hold and how it treats failures.
 #[derive(Clone, Debug)]
-pub struct Limits {
+pub struct ModelLimits {
     /// Requests that may wait for a slot, per model.
     pub queue: usize,
     /// Models loaded (or loading) at once; 0: no cap.
@@ -77,10 +77,10 @@ pub struct Limits {
     pub retry_max: Duration,
 }
 
-impl Limits {
+impl ModelLimits {
     /// The defaults: [`DEFAULT_MODELS_MAX`] models, back-off from 10 s to 5 min.
-    pub fn new(queue: usize) -> Limits {
-        Limits {
+    pub fn new(queue: usize) -> ModelLimits {
+        ModelLimits {
             queue,
             models_max: DEFAULT_MODELS_MAX,
             retry_first: Duration::from_secs(10),
@@ -119,7 +119,7 @@ struct Entry {
 pub struct Registry {
     entries: Vec<Entry>,
     host: Arc<dyn ModelHost>,
-    limits: Limits,
+    limits: ModelLimits,
     /// Held while deciding to load (and unloading to make room), so that two requests cannot
     /// both take the last place under the cap. Never held across an await or a load.
     admission: Mutex<()>,
@@ -143,15 +143,15 @@ impl Drop for Waiting<'_> {
 }
 
 impl Registry {
-    /// A registry with the default [`Limits`] and `queue` waiting requests per model.
+    /// A registry with the default [`ModelLimits`] and `queue` waiting requests per model.
     pub fn new(specs: Vec<ModelSpec>, host: Arc<dyn ModelHost>, queue: usize) -> Arc<Registry> {
-        Registry::with_limits(specs, host, Limits::new(queue))
+        Registry::with_limits(specs, host, ModelLimits::new(queue))
     }
 
     pub fn with_limits(
         specs: Vec<ModelSpec>,
         host: Arc<dyn ModelHost>,
-        limits: Limits,
+        limits: ModelLimits,
     ) -> Arc<Registry> {
         let entries = specs
             .into_iter()

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use tessera_core::{Context, Model};
-use tessera_serve::models::Limits;
+use tessera_serve::models::ModelLimits;
 use tessera_serve::{Access, ModelHost, ModelSpec, Registry};
 
 use crate::client::{build, get, post, request, send_raw, wait_healthy};
@@ -75,17 +75,21 @@ fn smollm2(name: &str) -> ModelSpec {
 
 const MISSING: &str = "/nonexistent-h48/models/broken.gguf";
 
-fn serve(specs: Vec<ModelSpec>, limits: Limits, access: Access) -> (SocketAddr, Arc<CountingHost>) {
+fn serve(
+    specs: Vec<ModelSpec>,
+    limits: ModelLimits,
+    access: Access,
+) -> (SocketAddr, Arc<CountingHost>) {
     let host = Arc::new(CountingHost::default());
     let registry = Registry::with_limits(specs, host.clone(), limits);
     registry.load_startup_models();
     (start(registry, access), host)
 }
 
-fn limits(models_max: usize) -> Limits {
-    Limits {
+fn limits(models_max: usize) -> ModelLimits {
+    ModelLimits {
         models_max,
-        ..Limits::new(4)
+        ..ModelLimits::new(4)
     }
 }
 
@@ -124,7 +128,7 @@ fn eventually(what: &str, mut check: impl FnMut() -> bool) {
 /// not loaded again before its back-off ends (which then doubles).
 #[test]
 fn a_failed_model_waits_out_its_back_off_and_names_no_file() {
-    let limits = Limits {
+    let limits = ModelLimits {
         retry_first: Duration::from_secs(2),
         ..limits(4)
     };
