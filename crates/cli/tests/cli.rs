@@ -431,9 +431,19 @@ fn bench_spec_compares_each_type_with_plain_decoding() {
     assert_eq!(rows[1][8], "yes", "{out}");
 }
 
+/// A `tessera serve` process, killed when dropped (also when a test fails).
+struct Served(std::process::Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `tessera serve ARGS` on an ephemeral port (through `sh -c` so that `shell` may set limits
 /// first, e.g. `ulimit -n 64;`), and its URL once it listens.
-fn start_serve(shell: &str, args: &[&str]) -> (std::process::Child, String) {
+fn start_serve(shell: &str, args: &[&str]) -> (Served, String) {
     use std::io::BufRead as _;
     let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
     let script = format!(
@@ -441,12 +451,14 @@ fn start_serve(shell: &str, args: &[&str]) -> (std::process::Child, String) {
         env!("CARGO_BIN_EXE_tessera"),
         quoted.join(" ")
     );
-    let mut server = Command::new("sh")
-        .args(["-c", &script])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start tessera serve");
-    let mut stderr = std::io::BufReader::new(server.stderr.take().unwrap());
+    let mut server = Served(
+        Command::new("sh")
+            .args(["-c", &script])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start tessera serve"),
+    );
+    let mut stderr = std::io::BufReader::new(server.0.stderr.take().unwrap());
     let mut line = String::new();
     let url = loop {
         line.clear();
@@ -479,7 +491,7 @@ fn memory_kib(pid: u32, field: &str) -> u64 {
 fn serve_answers_when_file_descriptors_run_out() {
     use std::io::{Read as _, Write as _};
     let path = model(SMOLLM2);
-    let (mut server, url) = start_serve(
+    let (server, url) = start_serve(
         "ulimit -n 64 &&",
         &["-m", path.to_str().unwrap(), "-c", "512", "-t", "1"],
     );
@@ -498,8 +510,7 @@ fn serve_answers_when_file_descriptors_run_out() {
     .unwrap();
     let mut response = String::new();
     let read = s.read_to_string(&mut response);
-    server.kill().unwrap();
-    let _ = server.wait();
+    drop(server);
     drop(idle);
     assert!(read.is_ok(), "no answer: {read:?}");
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
@@ -510,17 +521,16 @@ fn serve_answers_when_file_descriptors_run_out() {
 #[test]
 fn serve_tokenize_peak_memory_is_bounded_by_its_body() {
     let path = model(SMOLLM2);
-    let (mut server, url) = start_serve("", &["-m", path.to_str().unwrap(), "-c", "512"]);
+    let (server, url) = start_serve("", &["-m", path.to_str().unwrap(), "-c", "512"]);
     let content = "The quick brown fox jumps over the lazy dog. ".repeat((1 << 20) / 46);
     let body = serde_json::json!({"content": content, "with_pieces": true}).to_string();
     // Loaded (the model loads after the server starts listening), and the allocator's pools
     // made by a small request first.
     post_json(&url, "/tokenize", r#"{"content": "warm up"}"#);
-    let before = memory_kib(server.id(), "VmRSS:");
+    let before = memory_kib(server.0.id(), "VmRSS:");
     let answer = post_json(&url, "/tokenize", &body);
-    let peak = memory_kib(server.id(), "VmHWM:");
-    server.kill().unwrap();
-    let _ = server.wait();
+    let peak = memory_kib(server.0.id(), "VmHWM:");
+    drop(server);
     let n = answer["tokens"].as_array().unwrap().len();
     assert!(n > 200_000, "{n} tokens");
     let grown = (peak.saturating_sub(before) * 1024) as f64 / body.len() as f64;
@@ -536,7 +546,7 @@ fn serve_tokenize_peak_memory_is_bounded_by_its_body() {
 #[test]
 fn serve_answers_as_run_chat_and_under_load() {
     let path = model(SMOLLM2);
-    let (mut server, url) = start_serve(
+    let (server, url) = start_serve(
         "",
         &[
             "-m",
@@ -561,7 +571,7 @@ fn serve_answers_as_run_chat_and_under_load() {
         "8",
         "--json",
         "--server-pid",
-        &server.id().to_string(),
+        &server.0.id().to_string(),
     ]);
     let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(report["errors"], 0, "{report}");
@@ -587,8 +597,7 @@ fn serve_answers_as_run_chat_and_under_load() {
     ]));
     let body = serde_json::json!({"messages": [{"role": "user", "content": "Name a fruit."}], "max_tokens": 12, "temperature": 0});
     let answer = post_json(&url, "/v1/chat/completions", &body.to_string());
-    server.kill().unwrap();
-    let _ = server.wait();
+    drop(server);
     assert_eq!(
         answer["choices"][0]["message"]["content"].as_str().unwrap(),
         run.trim_end_matches('\n')

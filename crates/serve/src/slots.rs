@@ -365,3 +365,52 @@ fn report_step(ctx: &mut Context, slot: &mut Slot, step: Result<Step, GenerateEr
         slot.running = None;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client that reads nothing fills its event buffer and its generation waits there (the
+    /// server's memory flat); once it reads, the answer goes on to its end.
+    #[test]
+    fn a_client_behind_on_reading_pauses_its_generation() {
+        let model = tessera_testkit::load_model(tessera_testkit::SMOLLM2);
+        let ctx = tessera_testkit::multi_context(&model, 512, 512, 2, 1);
+        let slots = start(vec![ctx], 4);
+        let (events, mut rx) = tokio::sync::mpsc::channel(EVENT_BUFFER);
+        let n = 200;
+        slots
+            .submit(Job {
+                prompt: model.tokenizer().encode("Once upon a time", true, false),
+                params: GenerateParams {
+                    max_tokens: Some(n),
+                    ignore_eos: true,
+                    ..GenerateParams::default()
+                },
+                spec: None,
+                shift_keep: None,
+                caller: String::new(),
+                events,
+            })
+            .unwrap();
+        // Long enough for all 200 tokens had it not paused.
+        std::thread::sleep(Duration::from_secs(3));
+        let mut buffered = 0;
+        while let Ok(event) = rx.try_recv() {
+            assert!(
+                !matches!(event, Event::Done(..)),
+                "it ran to its end unread"
+            );
+            buffered += 1;
+        }
+        assert!(buffered <= EVENT_BUFFER, "{buffered} events buffered");
+        loop {
+            match rx.blocking_recv() {
+                Some(Event::Done(stats, _)) => break assert_eq!(stats.n_generated, n),
+                Some(Event::Failed(e)) => panic!("{e:?}"),
+                Some(_) => {}
+                None => panic!("the slots dropped the request"),
+            }
+        }
+    }
+}
