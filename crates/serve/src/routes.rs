@@ -12,7 +12,7 @@ use axum::http::Uri;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
-use tessera_runtime::generate::tokenize_chat;
+use tessera_runtime::generate::tokenize_chat_with;
 
 use crate::error::ApiError;
 use crate::request::{
@@ -72,8 +72,13 @@ async fn chat(app: Arc<App>, body: Body) -> Result<Response, ApiError> {
         .template
         .as_ref()
         .ok_or_else(|| ApiError::invalid("the model has no chat template: use /v1/completions"))?;
-    let prompt = tokenize_chat(loaded.model.tokenizer(), template, &messages)
-        .map_err(|e| ApiError::invalid(e.to_string()))?;
+    let prompt = tokenize_chat_with(
+        loaded.model.tokenizer(),
+        template,
+        &messages,
+        options.parse_special_in_content,
+    )
+    .map_err(|e| ApiError::invalid(e.to_string()))?;
     stream::run(&app, &loaded, prompt, &options, Kind::Chat).await
 }
 

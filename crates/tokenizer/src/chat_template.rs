@@ -8,8 +8,10 @@
 //! trained on; other architectures without a template get `None`.
 //!
 //! A template is untrusted code (it comes with the model file): compiling and rendering it are
-//! bounded ([`limits`]).
+//! bounded ([`limits`]), and [`ChatTemplate::content_spans`] tells the messages' text from the
+//! template's own so that a message cannot write the template's control tokens.
 
+mod contents;
 pub mod limits;
 
 use minijinja::{context, Environment, ErrorKind, Value};

@@ -5,5 +5,6 @@
 mod chat_template;
 mod chat_template_limits;
 mod llama_cpp_vocabularies;
+mod text_spans;
 mod tokenizer_decode;
 mod tokenizer_fixtures;
