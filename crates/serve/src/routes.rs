@@ -13,7 +13,7 @@ use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
-use tessera_runtime::generate::tokenize_chat;
+use tessera_runtime::generate::tokenize_chat_with;
 
 use crate::error::ApiError;
 use crate::request::{
@@ -144,12 +144,13 @@ async fn chat(app: Arc<App>, headers: HeaderMap, body: Body) -> Result<Response,
     let loaded = app.registry.get(req.model.as_deref()).await?;
     let prompt = {
         let loaded = loaded.clone();
+        let special = options.parse_special_in_content;
         cpu(&app, move || {
             let messages = request::chat_messages(&req.messages)?;
             let template = loaded.template.as_ref().ok_or_else(|| {
                 ApiError::invalid("the model has no chat template: use /v1/completions")
             })?;
-            tokenize_chat(loaded.model.tokenizer(), template, &messages)
+            tokenize_chat_with(loaded.model.tokenizer(), template, &messages, special)
                 .map_err(|e| ApiError::invalid(e.to_string()))
         })
         .await??

@@ -6,6 +6,13 @@
 //! GGUF files converted without a template (the Gemma 3 270M test model is one) get Gemma's
 //! turn format when their architecture is a Gemma, since that is the format the model was
 //! trained on; other architectures without a template get `None`.
+//!
+//! A template is untrusted code (it comes with the model file): compiling and rendering it are
+//! bounded ([`limits`]), and [`ChatTemplate::content_spans`] tells the messages' text from the
+//! template's own so that a message cannot write the template's control tokens.
+
+mod contents;
+pub mod limits;
 
 use minijinja::{context, Environment, ErrorKind, Value};
 
@@ -58,6 +65,10 @@ pub enum ChatTemplateError {
     Raised(String),
     #[error("chat template failed to render: {0}")]
     Render(String),
+    /// The template exceeded one of the [`limits`] (source size, fuel, recursion, output size,
+    /// a width or range): a hostile or broken template.
+    #[error("chat template exceeded a limit: {0}")]
+    Limit(String),
     #[error("GGUF metadata key tokenizer.chat_template is not a string")]
     NotAString,
 }
@@ -107,17 +118,27 @@ impl ChatTemplate {
         ChatTemplate::new(&source, &text(tokenizer.bos()), &text(tokenizer.eos())).map(Some)
     }
 
-    /// A template from its Jinja source, with the texts of the BOS and EOS tokens.
+    /// A template from its Jinja source, with the texts of the BOS and EOS tokens. A source
+    /// over [`limits::MAX_SOURCE_BYTES`] is refused before it is parsed.
     pub fn new(
         source: &str,
         bos_token: &str,
         eos_token: &str,
     ) -> Result<ChatTemplate, ChatTemplateError> {
+        if source.len() > limits::MAX_SOURCE_BYTES {
+            return Err(ChatTemplateError::Limit(format!(
+                "the template is {} bytes (at most {})",
+                source.len(),
+                limits::MAX_SOURCE_BYTES
+            )));
+        }
         let mut env = Environment::new();
         env.set_trim_blocks(true);
         env.set_lstrip_blocks(true);
-        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.set_recursion_limit(limits::RECURSION_LIMIT);
         minijinja_contrib::add_to_environment(&mut env);
+        // After contrib's, so that the guarded builtins and method callback win.
+        limits::install_guards(&mut env);
         env.add_function(
             "raise_exception",
             |msg: String| -> Result<Value, minijinja::Error> {
@@ -143,27 +164,77 @@ impl ChatTemplate {
     }
 
     /// Render a conversation; `add_generation_prompt` appends the opening of the assistant's
-    /// turn.
+    /// turn. Fuel and the output cap scale with the conversation ([`limits`]).
     pub fn render(
         &self,
         messages: &[ChatMessage],
         add_generation_prompt: bool,
     ) -> Result<String, ChatTemplateError> {
-        let tmpl = self
-            .env
+        let content_bytes = messages.iter().map(|m| m.content.len()).sum();
+        self.render_bounded(messages, add_generation_prompt, content_bytes)
+    }
+
+    /// [`render`](Self::render) with the output cap of messages holding `content_bytes`.
+    fn render_bounded(
+        &self,
+        messages: &[ChatMessage],
+        add_generation_prompt: bool,
+        content_bytes: usize,
+    ) -> Result<String, ChatTemplateError> {
+        let fuel = limits::fuel(messages.len());
+        // Cloning shares the compiled template (reference-counted); fuel is per environment.
+        let mut env = self.env.clone();
+        env.set_fuel(Some(fuel));
+        let tmpl = env
             .get_template("chat")
             .map_err(|e| ChatTemplateError::Render(describe(&e)))?;
-        tmpl.render(context! {
+        let cap = limits::output_cap(content_bytes);
+        let mut out = limits::Bounded {
+            buf: Vec::new(),
+            cap,
+        };
+        let ctx = context! {
             messages => messages,
             add_generation_prompt => add_generation_prompt,
             bos_token => &self.bos_token,
             eos_token => &self.eos_token,
-        })
-        .map_err(|e| match raised_message(&e) {
-            Some(msg) => ChatTemplateError::Raised(msg),
-            None => ChatTemplateError::Render(describe(&e)),
-        })
+        };
+        tmpl.render_captured_to(ctx, &mut out)
+            .map_err(|e| classify(&e, fuel, cap))?;
+        // minijinja writes whole `str`s, so the bytes are UTF-8.
+        String::from_utf8(out.buf).map_err(|e| ChatTemplateError::Render(e.to_string()))
     }
+}
+
+/// The typed error of a failed render: the template's own `raise_exception`, a limit, or
+/// anything else minijinja reports.
+fn classify(e: &minijinja::Error, fuel: u64, cap: usize) -> ChatTemplateError {
+    if let Some(msg) = raised_message(e) {
+        return ChatTemplateError::Raised(msg);
+    }
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(mj) = err.downcast_ref::<minijinja::Error>() {
+            let detail = mj.detail().unwrap_or("");
+            let limit = match mj.kind() {
+                ErrorKind::OutOfFuel => Some(format!(
+                    "the template ran more than {fuel} instructions (fuel)"
+                )),
+                // Only the bounded output fails to write.
+                ErrorKind::WriteFailure => Some(format!("the rendered chat exceeds {cap} bytes")),
+                _ if detail == "recursion limit exceeded" => Some(format!(
+                    "the template recurses deeper than {}",
+                    limits::RECURSION_LIMIT
+                )),
+                _ => detail.strip_prefix(limits::LIMIT).map(str::to_owned),
+            };
+            if let Some(msg) = limit {
+                return ChatTemplateError::Limit(msg);
+            }
+        }
+        cur = err.source();
+    }
+    ChatTemplateError::Render(describe(e))
 }
 
 /// The message of a `raise_exception` anywhere in the error's chain.

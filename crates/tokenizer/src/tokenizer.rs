@@ -26,6 +26,8 @@ mod wpm;
 pub use stream_decoder::StreamDecoder;
 pub use vocab::attr;
 
+use std::ops::Range;
+
 use bpe::BpeModel;
 use special::{Fragment, SpecialTokens};
 use vocab::Vocab;
@@ -92,7 +94,40 @@ impl Tokenizer {
     /// `parse_special` turns the text of control tokens such as `<|im_start|>` into their ids
     /// (user-defined tokens are always matched).
     pub fn encode(&self, text: &str, add_special: bool, parse_special: bool) -> Vec<u32> {
-        let fragments = self.special.partition(&self.vocab, text, parse_special);
+        self.encode_fragments(text, add_special, parse_special, &[])
+    }
+
+    /// [`encode`](Self::encode) with `parse_special` on, except in the byte ranges `text_spans`
+    /// of `text` (sorted, disjoint; e.g. the messages' contents in a rendered chat): a control
+    /// token whose text overlaps one of them is not matched, so those bytes tokenize as
+    /// `encode(.., parse_special = false)` tokenizes them. Nothing is cut at the ranges'
+    /// edges: the text around them is tokenized as one piece, as llama.cpp tokenizes the text
+    /// between two special tokens.
+    pub fn encode_with_text_spans(
+        &self,
+        text: &str,
+        add_special: bool,
+        text_spans: &[Range<usize>],
+    ) -> Vec<u32> {
+        self.encode_fragments(text, add_special, true, text_spans)
+    }
+
+    /// Whether `text` holds the text of a control (or unknown) token, which `encode` turns into
+    /// that token only with `parse_special`.
+    pub fn has_control_text(&self, text: &str) -> bool {
+        self.special.has_gated_text(&self.vocab, text)
+    }
+
+    fn encode_fragments(
+        &self,
+        text: &str,
+        add_special: bool,
+        parse_special: bool,
+        text_spans: &[Range<usize>],
+    ) -> Vec<u32> {
+        let fragments = self
+            .special
+            .partition(&self.vocab, text, parse_special, text_spans);
         let mut out = Vec::with_capacity(text.len() / 3 + 2);
         if add_special && self.add_bos {
             if let Some(bos) = self.bos {

@@ -54,6 +54,16 @@ fn bad_argument(what: &str, e: impl std::fmt::Display) -> JsValue {
     ))
 }
 
+/// A request's generation fields (`undefined` or `null`: none), checked by the runtime's
+/// request model.
+fn request_options(options: JsValue) -> Result<request::Options, JsValue> {
+    if options.is_undefined() || options.is_null() {
+        return Ok(request::Options::default());
+    }
+    request::deserialize(serde_wasm_bindgen::Deserializer::from(options))
+        .map_err(|e| js_error(e.into()))
+}
+
 fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsValue> {
     value
         .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
@@ -409,27 +419,26 @@ impl Engine {
     }
 
     /// Renders `messages` (OpenAI's, checked by the runtime's request model) with the model's
-    /// chat template and tokenizes it.
+    /// chat template and tokenizes it; `options` are the request's generation fields, of which
+    /// this reads `parse_special_in_content`.
     #[wasm_bindgen(js_name = chatPrompt)]
-    pub fn chat_prompt(&self, messages: JsValue) -> Result<Vec<u32>, JsValue> {
+    pub fn chat_prompt(&self, messages: JsValue, options: JsValue) -> Result<Vec<u32>, JsValue> {
         let messages: Vec<Message> = request::deserialize_field(
             "messages",
             serde_wasm_bindgen::Deserializer::from(messages),
         )
         .map_err(|e| js_error(e.into()))?;
         let messages = request::chat_messages(&messages).map_err(|e| js_error(e.into()))?;
-        self.session.chat_prompt(&messages).map_err(js_error)
+        let options = request_options(options)?;
+        self.session
+            .chat_prompt(&messages, options.parse_special_in_content)
+            .map_err(js_error)
     }
 
     /// Starts a generation after the prompt `ids` with a request's generation fields (checked
     /// by the runtime's request model); then call `step` until `done`.
     pub fn begin(&mut self, ids: Vec<u32>, options: JsValue) -> Result<(), JsValue> {
-        let options: request::Options = if options.is_undefined() || options.is_null() {
-            request::Options::default()
-        } else {
-            request::deserialize(serde_wasm_bindgen::Deserializer::from(options))
-                .map_err(|e| js_error(e.into()))?
-        };
+        let options = request_options(options)?;
         let model = self.session.model();
         let (params, spec) =
             generation_params(&options, model.n_vocab(), self.session.n_ctx()).map_err(js_error)?;

@@ -19,7 +19,7 @@ use tessera_backend_cpu::CpuBackend;
 use tessera_core::backend::Backend;
 use tessera_core::{Context, ContextParams, Model, ThreadPool};
 use tessera_runtime::generate::{
-    tokenize_chat, Clock, GenerateError, GenerateParams, GenerateStats,
+    tokenize_chat_with, Clock, GenerateError, GenerateParams, GenerateStats,
 };
 use tessera_runtime::generation::{
     check_sequence, Generation, GenerationOptions, SpecReport, Step as GenerationStep, PREFILL_STEP,
@@ -143,13 +143,24 @@ impl Session {
         self.active.is_some()
     }
 
-    /// Renders and tokenizes a conversation with the model's chat template.
-    pub fn chat_prompt(&self, messages: &[ChatMessage]) -> Result<Vec<u32>, WasmError> {
+    /// Renders and tokenizes a conversation with the model's chat template: the messages'
+    /// control-token text stays text unless `parse_special_in_content` (see
+    /// `tokenize_chat_with`).
+    pub fn chat_prompt(
+        &self,
+        messages: &[ChatMessage],
+        parse_special_in_content: bool,
+    ) -> Result<Vec<u32>, WasmError> {
         let template = self
             .template
             .as_ref()
             .ok_or_else(|| WasmError::from(GenerateError::NoChatTemplate))?;
-        Ok(tokenize_chat(self.model.tokenizer(), template, messages)?)
+        Ok(tokenize_chat_with(
+            self.model.tokenizer(),
+            template,
+            messages,
+            parse_special_in_content,
+        )?)
     }
 
     /// Starts generating after `prompt` (replacing a generation in progress). The longest

@@ -84,6 +84,12 @@ pub const MESSAGES: Field = field(
     Limit::Described("at least one; roles system (or developer), user, assistant; content a string or text parts"),
     "Chat completions: the conversation. Text parts are joined with newlines; other parts and tool calls are refused.",
 );
+pub const PARSE_SPECIAL_IN_CONTENT: Field = field(
+    "parse_special_in_content",
+    "boolean",
+    Limit::Any,
+    "Chat completions: the text of control tokens in the messages (such as `<end_of_turn>`) becomes those tokens, as in llama.cpp. Default false: only the chat template's own markers are control tokens; the messages are text.",
+);
 pub const PROMPT: Field = field(
     "prompt",
     "string",
@@ -257,6 +263,7 @@ pub const N_PROBS: Field = field(
 /// Every field, in the docs' order.
 pub const FIELDS: &[Field] = &[
     MESSAGES,
+    PARSE_SPECIAL_IN_CONTENT,
     PROMPT,
     STREAM,
     MAX_TOKENS,

@@ -75,6 +75,10 @@ pub struct Options {
     pub logit_bias: Option<LogitBias>,
     #[serde(default)]
     pub ignore_eos: bool,
+    /// Chat: the messages' control-token text becomes control tokens (see
+    /// [`tokenize_chat_with`](crate::generate::tokenize_chat_with)).
+    #[serde(default)]
+    pub parse_special_in_content: bool,
     /// Draftless speculative decoding (the text stays the same).
     pub speculative: Option<SpeculativeOptions>,
     // Not implemented yet: refused rather than ignored, so that a client never silently gets

@@ -8,6 +8,8 @@
 //! occurrences are found in one pass over the text with a trie, and only the tokens that
 //! occur are then applied in priority order, which yields the same fragments.
 
+use std::ops::Range;
+
 use super::vocab::{attr, Vocab};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,19 +42,34 @@ impl SpecialTokens {
         SpecialTokens { by_priority, trie }
     }
 
-    /// Cut special tokens out of `text`.
-    pub fn partition(&self, vocab: &Vocab, text: &str, parse_special: bool) -> Vec<Fragment> {
+    /// Cut special tokens out of `text`. Within the byte ranges `literal` (sorted, disjoint)
+    /// control and unknown tokens are not matched, as if `parse_special` were off there: an
+    /// occurrence that overlaps one of them stays text.
+    pub fn partition(
+        &self,
+        vocab: &Vocab,
+        text: &str,
+        parse_special: bool,
+        literal: &[Range<usize>],
+    ) -> Vec<Fragment> {
         if text.is_empty() {
             return Vec::new();
         }
-        let eligible =
-            |id: u32| parse_special || !vocab.has_attr(id, attr::CONTROL | attr::UNKNOWN);
+        let gated = |id: u32| vocab.has_attr(id, attr::CONTROL | attr::UNKNOWN);
         // Every occurrence (rank, start), overlapping ones included.
         let bytes = text.as_bytes();
         let mut occurrences: Vec<(u32, usize)> = Vec::new();
+        let mut next_literal = 0; // the first range that ends after `start`
         for start in 0..bytes.len() {
-            self.trie.for_each_match(&bytes[start..], |rank| {
-                if eligible(self.by_priority[rank as usize]) {
+            while literal.get(next_literal).is_some_and(|r| r.end <= start) {
+                next_literal += 1;
+            }
+            self.trie.for_each_match(&bytes[start..], |rank, len| {
+                let id = self.by_priority[rank as usize];
+                let in_literal = literal
+                    .get(next_literal)
+                    .is_some_and(|r| r.start < start + len);
+                if !gated(id) || (parse_special && !in_literal) {
                     occurrences.push((rank, start));
                 }
             });
@@ -75,6 +92,22 @@ impl SpecialTokens {
             i = j;
         }
         fragments
+    }
+
+    /// Whether `text` holds the text of a control or unknown token: what `parse_special`
+    /// decides about.
+    pub fn has_gated_text(&self, vocab: &Vocab, text: &str) -> bool {
+        let bytes = text.as_bytes();
+        (0..bytes.len()).any(|start| {
+            let mut found = false;
+            self.trie.for_each_match(&bytes[start..], |rank, _| {
+                found |= vocab.has_attr(
+                    self.by_priority[rank as usize],
+                    attr::CONTROL | attr::UNKNOWN,
+                );
+            });
+            found
+        })
     }
 }
 
@@ -169,20 +202,20 @@ impl Trie {
         self.nodes[node].value.get_or_insert(value);
     }
 
-    /// Call `f` with the value of every key that is a prefix of `text`.
-    fn for_each_match(&self, text: &[u8], mut f: impl FnMut(u32)) {
+    /// Call `f` with the value and length of every key that is a prefix of `text`.
+    fn for_each_match(&self, text: &[u8], mut f: impl FnMut(u32, usize)) {
         if self.nodes.is_empty() {
             return;
         }
         let mut node = 0usize;
-        for &b in text {
+        for (depth, &b) in text.iter().enumerate() {
             let children = &self.nodes[node].children;
             match children.binary_search_by_key(&b, |c| c.0) {
                 Ok(i) => node = children[i].1 as usize,
                 Err(_) => return,
             }
             if let Some(v) = self.nodes[node].value {
-                f(v);
+                f(v, depth + 1);
             }
         }
     }

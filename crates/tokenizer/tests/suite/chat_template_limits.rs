@@ -1,0 +1,245 @@
+//! A GGUF's chat template is untrusted code: hostile templates (endless loops, deep recursion,
+//! output that doubles, huge widths, huge sources) fail fast with `ChatTemplateError::Limit`,
+//! and llama.cpp's collection of real models' templates renders exactly as without limits.
+
+use std::time::{Duration, Instant};
+
+use minijinja::{context, Environment, ErrorKind, Value};
+use tessera_testkit::*;
+use tessera_tokenizer::chat_template::limits::{self, MAX_SOURCE_BYTES};
+use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate, ChatTemplateError};
+
+fn conversation() -> Vec<ChatMessage> {
+    vec![
+        ChatMessage::new("system", "You are terse."),
+        ChatMessage::new("user", "Hi!"),
+        ChatMessage::new("assistant", "Hello."),
+        ChatMessage::new("user", "  What is 2+2? "),
+    ]
+}
+
+/// Renders `source` and expects a limit error within a few seconds (unbounded, each of these
+/// runs for hours or until memory runs out).
+fn assert_limited(source: &str, says: &str) {
+    let start = Instant::now();
+    let result =
+        ChatTemplate::new(source, "<s>", "</s>").and_then(|t| t.render(&conversation(), true));
+    let took = start.elapsed();
+    match result {
+        Err(ChatTemplateError::Limit(msg)) => {
+            assert!(msg.contains(says), "{source}: {msg}");
+            let shown = ChatTemplateError::Limit(msg).to_string();
+            assert!(
+                shown.starts_with("chat template exceeded a limit: "),
+                "{shown}"
+            );
+        }
+        other => panic!("{source}: expected a limit error, got {other:?}"),
+    }
+    assert!(took < Duration::from_secs(5), "{source}: took {took:?}");
+}
+
+#[test]
+fn endless_loops_run_out_of_fuel() {
+    assert_limited(
+        "{% for i in range(10**9) %}x{% endfor %}",
+        "range() of 1000000000 items",
+    );
+    assert_limited(
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+        "instructions (fuel)",
+    );
+    // A loop over the messages that never ends (each pass adds one to a growing list).
+    assert_limited(
+        "{% set ns = namespace(n=0) %}{% for m in messages * 100000 %}{% for k in messages * 100000 %}\
+         {% set ns.n = ns.n + 1 %}{% endfor %}{% endfor %}{{ ns.n }}",
+        "instructions (fuel)",
+    );
+}
+
+#[test]
+fn deep_recursion_is_cut() {
+    assert_limited(
+        "{% macro r(n) %}{{ r(n + 1) }}{% endmacro %}{{ r(0) }}",
+        &format!("deeper than {}", limits::RECURSION_LIMIT),
+    );
+    // Mutual recursion through a caller block.
+    assert_limited(
+        "{% macro a(n) %}{% call b(n) %}{% endcall %}{% endmacro %}\
+         {% macro b(n) %}{{ a(n + 1) }}{{ caller() }}{% endmacro %}{{ a(0) }}",
+        "deeper than",
+    );
+}
+
+#[test]
+fn output_that_doubles_hits_the_cap() {
+    let content_bytes = conversation().iter().map(|m| m.content.len()).sum();
+    let cap = limits::output_cap(content_bytes);
+    assert_limited(
+        "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}\
+         {{ ns.s }}{% endfor %}",
+        &format!("exceeds {cap} bytes"),
+    );
+    // Doubling through macro calls, each writing the one below twice: 2^25 calls.
+    assert_limited(
+        "{% macro d(n) %}{% if n > 0 %}{{ d(n - 1) }}{{ d(n - 1) }}{% else %}0123456789abcdef\
+         {% endif %}{% endmacro %}{{ d(25) }}",
+        "instructions (fuel)",
+    );
+    // Writing a message's content over and over.
+    assert_limited(
+        "{% for i in range(100000) %}{% for m in messages %}{{ m.content * 1000 }}{% endfor %}{% endfor %}",
+        "bytes",
+    );
+}
+
+#[test]
+fn widths_that_allocate_at_once_are_refused() {
+    for (source, says) in [
+        ("{{ 'x' | indent(1000000000) }}", "indent width 1000000000"),
+        ("{{ 'x' | indent(width=1000000000) }}", "indent width"),
+        ("{{ messages | tojson(indent=1000000000) }}", "tojson width"),
+        (
+            "{{ '%1000000000s' | format('x') }}",
+            "format width 1000000000",
+        ),
+        ("{{ '%.999999999f' | format(1.5) }}", "format width"),
+        ("{{ '{:>1000000000}'.format('x') }}", "format width"),
+        ("{{ '{:*^99999999999}'.format('x') }}", "format width"),
+    ] {
+        assert_limited(source, says);
+    }
+    // Ordinary widths still work.
+    let t = ChatTemplate::new(
+        "{{ 'a\nb' | indent(2) }}|{{ {'k': 1} | tojson(indent=2) }}|{{ '%5s' | format('x') }}|{{ '{:>4}'.format('y') }}",
+        "",
+        "",
+    )
+    .unwrap();
+    assert_eq!(
+        t.render(&conversation(), false).unwrap(),
+        "a\n  b|{\n  \"k\": 1\n}|    x|   y"
+    );
+}
+
+#[test]
+fn huge_and_garbage_sources_are_refused() {
+    let huge = "{{ x }}".repeat(MAX_SOURCE_BYTES / 7 + 1);
+    let start = Instant::now();
+    match ChatTemplate::new(&huge, "", "") {
+        Err(ChatTemplateError::Limit(msg)) => assert!(msg.contains("bytes"), "{msg}"),
+        other => panic!("expected a limit error, got {:?}", other.map(|_| ())),
+    }
+    assert!(start.elapsed() < Duration::from_secs(1));
+    // Just under the cap compiles (and renders quickly).
+    let big = "{{ bos_token }}".repeat(MAX_SOURCE_BYTES / 15);
+    let t = ChatTemplate::new(&big, "<s>", "").unwrap();
+    assert_eq!(
+        t.render(&conversation(), false).unwrap().len(),
+        3 * (MAX_SOURCE_BYTES / 15)
+    );
+    // Deeply nested garbage is a syntax error, not a stack overflow.
+    for garbage in [
+        "{{ ".to_string() + &"(".repeat(100_000),
+        "{% if x %}".repeat(50_000),
+        "[".repeat(200_000),
+    ] {
+        let r = ChatTemplate::new(&garbage, "", "").and_then(|t| t.render(&conversation(), false));
+        assert!(
+            matches!(
+                r,
+                Err(ChatTemplateError::Syntax(_)) | Ok(_) | Err(ChatTemplateError::Render(_))
+            ),
+            "{:?}",
+            r.map(|s| s.len())
+        );
+    }
+}
+
+#[test]
+fn range_still_counts() {
+    let t = ChatTemplate::new(
+        "{% for i in range(3) %}{{ i }}{% endfor %}|{{ range(1, 10, 3) | list }}|{{ range(5, 0, -2) | list }}|{{ range(100000) | length }}",
+        "",
+        "",
+    )
+    .unwrap();
+    assert_eq!(
+        t.render(&conversation(), false).unwrap(),
+        "012|[1, 4, 7]|[5, 3, 1]|100000"
+    );
+}
+
+/// The environment `ChatTemplate` configures, without its limits: what the templates rendered
+/// before the limits existed.
+fn unlimited(source: &str) -> Result<String, String> {
+    let mut env = Environment::new();
+    env.set_trim_blocks(true);
+    env.set_lstrip_blocks(true);
+    env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+    minijinja_contrib::add_to_environment(&mut env);
+    env.add_function(
+        "raise_exception",
+        |msg: String| -> Result<Value, minijinja::Error> {
+            Err(minijinja::Error::new(ErrorKind::InvalidOperation, msg))
+        },
+    );
+    env.add_template_owned("chat", source.to_owned())
+        .map_err(|e| e.to_string())?;
+    let t = env.get_template("chat").map_err(|e| e.to_string())?;
+    t.render(context! {
+        messages => conversation(),
+        add_generation_prompt => true,
+        bos_token => "<s>",
+        eos_token => "</s>",
+    })
+    .map_err(|e| e.to_string())
+}
+
+#[test]
+fn real_templates_render_as_without_limits() {
+    let dir = models_dir().join("templates");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (run scripts/fetch-models.sh templates)",
+                dir.display()
+            )
+        })
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jinja"))
+        .collect();
+    paths.sort();
+    assert!(
+        paths.len() >= 60,
+        "{} templates in {}",
+        paths.len(),
+        dir.display()
+    );
+    let mut rendered = 0;
+    for path in &paths {
+        let source = std::fs::read_to_string(path).unwrap();
+        let before = unlimited(&source);
+        let now =
+            ChatTemplate::new(&source, "<s>", "</s>").and_then(|t| t.render(&conversation(), true));
+        match (&before, &now) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a, b, "{}", path.display());
+                rendered += 1;
+            }
+            // Templates minijinja cannot run (unknown tags or functions) or that reject this
+            // conversation fail either way, never on a limit.
+            (Err(_), Err(e)) => assert!(
+                !matches!(e, ChatTemplateError::Limit(_)),
+                "{}: {e}",
+                path.display()
+            ),
+            _ => panic!("{}: before {before:?}, now {now:?}", path.display()),
+        }
+    }
+    assert!(
+        rendered >= 55,
+        "only {rendered} of {} templates rendered",
+        paths.len()
+    );
+}
