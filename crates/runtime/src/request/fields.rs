@@ -104,7 +104,7 @@ pub const MAX_TOKENS: Field = field(
         max: Bound::Context,
         minus_one: Some("no limit"),
     },
-    "Most tokens to generate (aliases `max_completion_tokens`, `n_predict`). Default: the browser 256, the server until the context is full.",
+    "Most tokens to generate (aliases `max_completion_tokens`, `n_predict`). Default: the browser 256, the server its `-n` cap (one slot's context), which also bounds -1.",
 );
 pub const TEMPERATURE: Field = field(
     "temperature",
