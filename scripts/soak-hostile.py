@@ -65,7 +65,8 @@ def main():
         "date": now.strftime("%Y-%m-%dT%H:%M"),
         "commit": commit,
         "machine": "2-core x86-64 VM (client, probes and server on the same cores)",
-        "commands": [" ".join(server_cmd),
+        # Names, not this machine's paths (the repo's structure test refuses those).
+        "commands": [" ".join(["tessera", *server_cmd[1:3], Path(args.model).name, *server_cmd[4:]]),
                      f"tessera load-test --clients {args.clients} --max-tokens {args.max_tokens} "
                      f"--duration {args.clean} | --duration {args.seconds} --hostile --warmup {args.warmup} "
                      f"| --duration {args.clean}"],

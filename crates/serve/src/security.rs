@@ -10,8 +10,8 @@
 //! - A CORS preflight (`OPTIONS`) is answered only for allowed origins, allowing the
 //!   `Authorization` and `Content-Type` headers and private-network access (Chrome asks before
 //!   a public page may reach a loopback address).
-//! - With an API key, every endpoint but `/health` (and `/v1/health`) needs `Authorization: Bearer KEY`, compared
-//!   in constant time.
+//! - With an API key, every endpoint but `/health` and `/v1/health` needs
+//!   `Authorization: Bearer KEY`, compared in constant time.
 //! - A declared body over the limit is a 413 at once (the handlers' own limit catches bodies
 //!   that lie about their length or have none declared).
 
