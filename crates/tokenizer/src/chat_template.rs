@@ -11,9 +11,15 @@
 //! bounded ([`limits`]), and [`ChatTemplate::content_spans`] tells the messages' text from the
 //! template's own so that a message cannot write the template's control tokens.
 
+mod budget;
 mod contents;
+mod guards;
 pub mod limits;
+pub mod source;
 
+use std::collections::BTreeMap;
+
+use minijinja::machinery::{self, Instructions};
 use minijinja::{context, Environment, ErrorKind, Value};
 
 use crate::Tokenizer;
@@ -119,26 +125,18 @@ impl ChatTemplate {
     }
 
     /// A template from its Jinja source, with the texts of the BOS and EOS tokens. A source
-    /// over [`limits::MAX_SOURCE_BYTES`] is refused before it is parsed.
+    /// too large or too complex to compile safely ([`source`]) is refused before it is parsed.
     pub fn new(
         source: &str,
         bos_token: &str,
         eos_token: &str,
     ) -> Result<ChatTemplate, ChatTemplateError> {
-        if source.len() > limits::MAX_SOURCE_BYTES {
-            return Err(ChatTemplateError::Limit(format!(
-                "the template is {} bytes (at most {})",
-                source.len(),
-                limits::MAX_SOURCE_BYTES
-            )));
-        }
+        source::check(source)?;
         let mut env = Environment::new();
         env.set_trim_blocks(true);
         env.set_lstrip_blocks(true);
         env.set_recursion_limit(limits::RECURSION_LIMIT);
         minijinja_contrib::add_to_environment(&mut env);
-        // After contrib's, so that the guarded builtins and method callback win.
-        limits::install_guards(&mut env);
         env.add_function(
             "raise_exception",
             |msg: String| -> Result<Value, minijinja::Error> {
@@ -150,6 +148,12 @@ impl ChatTemplate {
         );
         env.add_template_owned("chat", source.to_owned())
             .map_err(|e| ChatTemplateError::Syntax(describe(&e)))?;
+        // Refused now rather than at every render.
+        let tmpl = env
+            .get_template("chat")
+            .map_err(|e| ChatTemplateError::Syntax(describe(&e)))?;
+        instrumented(machinery::get_compiled_template(&tmpl)).ok_or_else(no_other_templates)?;
+        drop(tmpl);
         Ok(ChatTemplate {
             env,
             source: source.to_owned(),
@@ -174,7 +178,9 @@ impl ChatTemplate {
         self.render_bounded(messages, add_generation_prompt, content_bytes)
     }
 
-    /// [`render`](Self::render) with the output cap of messages holding `content_bytes`.
+    /// [`render`](Self::render) with the limits of messages holding `content_bytes`: the
+    /// template's instructions instrumented with the work budget ([`budget`]) and run on
+    /// minijinja's VM.
     fn render_bounded(
         &self,
         messages: &[ChatMessage],
@@ -182,33 +188,73 @@ impl ChatTemplate {
         content_bytes: usize,
     ) -> Result<String, ChatTemplateError> {
         let fuel = limits::fuel(messages.len());
-        // Cloning shares the compiled template (reference-counted); fuel is per environment.
+        let cap = limits::output_cap(content_bytes);
+        let work = budget::Budget::new(
+            limits::work_budget(messages.len(), content_bytes),
+            limits::value_cap(content_bytes),
+        );
+        // Cloning shares the compiled template (reference-counted); fuel and the budget's
+        // filters are this render's.
         let mut env = self.env.clone();
         env.set_fuel(Some(fuel));
+        budget::add_filters(&mut env, &work);
+        // After contrib's builtins, so that the checked ones win.
+        guards::install(&mut env, &work);
         let tmpl = env
             .get_template("chat")
             .map_err(|e| ChatTemplateError::Render(describe(&e)))?;
-        let cap = limits::output_cap(content_bytes);
-        let mut out = limits::Bounded {
-            buf: Vec::new(),
-            cap,
-        };
+        let compiled = machinery::get_compiled_template(&tmpl);
+        let (instructions, blocks) = instrumented(compiled).ok_or_else(no_other_templates)?;
         let ctx = context! {
             messages => messages,
             add_generation_prompt => add_generation_prompt,
             bos_token => &self.bos_token,
             eos_token => &self.eos_token,
         };
-        tmpl.render_captured_to(ctx, &mut out)
-            .map_err(|e| classify(&e, fuel, cap))?;
-        // minijinja writes whole `str`s, so the bytes are UTF-8.
-        String::from_utf8(out.buf).map_err(|e| ChatTemplateError::Render(e.to_string()))
+        let mut text = String::new();
+        let mut out = machinery::make_string_output(&mut text);
+        machinery::Vm::new(&env)
+            .eval(
+                &instructions,
+                ctx,
+                &blocks,
+                &mut out,
+                compiled.initial_auto_escape,
+            )
+            .map_err(|e| classify(&e, fuel))?;
+        if text.len() > cap {
+            return Err(ChatTemplateError::Limit(format!(
+                "the rendered chat exceeds {cap} bytes"
+            )));
+        }
+        Ok(text)
     }
+}
+
+type Blocks<'s> = BTreeMap<&'s str, Instructions<'s>>;
+
+/// The template's root and block instructions with the work budget's charges; `None` when it
+/// includes, imports or extends another template.
+fn instrumented<'s>(
+    compiled: &machinery::CompiledTemplate<'s>,
+) -> Option<(Instructions<'s>, Blocks<'s>)> {
+    let blocks = compiled
+        .blocks
+        .iter()
+        .map(|(name, b)| Some((*name, budget::instrument(b)?)))
+        .collect::<Option<Blocks<'s>>>()?;
+    Some((budget::instrument(&compiled.instructions)?, blocks))
+}
+
+fn no_other_templates() -> ChatTemplateError {
+    ChatTemplateError::Syntax(
+        "a chat template cannot include, import or extend other templates".into(),
+    )
 }
 
 /// The typed error of a failed render: the template's own `raise_exception`, a limit, or
 /// anything else minijinja reports.
-fn classify(e: &minijinja::Error, fuel: u64, cap: usize) -> ChatTemplateError {
+fn classify(e: &minijinja::Error, fuel: u64) -> ChatTemplateError {
     if let Some(msg) = raised_message(e) {
         return ChatTemplateError::Raised(msg);
     }
@@ -220,8 +266,6 @@ fn classify(e: &minijinja::Error, fuel: u64, cap: usize) -> ChatTemplateError {
                 ErrorKind::OutOfFuel => Some(format!(
                     "the template ran more than {fuel} instructions (fuel)"
                 )),
-                // Only the bounded output fails to write.
-                ErrorKind::WriteFailure => Some(format!("the rendered chat exceeds {cap} bytes")),
                 _ if detail == "recursion limit exceeded" => Some(format!(
                     "the template recurses deeper than {}",
                     limits::RECURSION_LIMIT

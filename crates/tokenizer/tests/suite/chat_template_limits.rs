@@ -1,12 +1,14 @@
 //! A GGUF's chat template is untrusted code: hostile templates (endless loops, deep recursion,
-//! output that doubles, huge widths, huge sources) fail fast with `ChatTemplateError::Limit`,
-//! and llama.cpp's collection of real models' templates renders exactly as without limits.
+//! values and output that double, work that grows, huge widths, huge sources) fail fast with
+//! `ChatTemplateError::Limit`, and llama.cpp's collection of real models' templates renders
+//! exactly as without limits.
 
 use std::time::{Duration, Instant};
 
 use minijinja::{context, Environment, ErrorKind, Value};
 use tessera_testkit::*;
 use tessera_tokenizer::chat_template::limits::{self, MAX_SOURCE_BYTES};
+use tessera_tokenizer::chat_template::source::MAX_TAG_TOKENS;
 use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate, ChatTemplateError};
 
 fn conversation() -> Vec<ChatMessage> {
@@ -18,8 +20,8 @@ fn conversation() -> Vec<ChatMessage> {
     ]
 }
 
-/// Renders `source` and expects a limit error within a few seconds (unbounded, each of these
-/// runs for hours or until memory runs out).
+/// Renders `source` and expects a limit error (saying `says`) within a few seconds (unbounded,
+/// each of these runs for hours or until memory runs out).
 fn assert_limited(source: &str, says: &str) {
     let start = Instant::now();
     let result =
@@ -49,11 +51,15 @@ fn endless_loops_run_out_of_fuel() {
         "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
         "instructions (fuel)",
     );
-    // A loop over the messages that never ends (each pass adds one to a growing list).
     assert_limited(
-        "{% set ns = namespace(n=0) %}{% for m in messages * 100000 %}{% for k in messages * 100000 %}\
+        "{% set ns = namespace(n=0) %}{% for m in messages * 1000 %}{% for k in messages * 1000 %}\
          {% set ns.n = ns.n + 1 %}{% endfor %}{% endfor %}{{ ns.n }}",
         "instructions (fuel)",
+    );
+    // A list of the messages repeated too often to exist.
+    assert_limited(
+        "{% for m in messages * 100000 %}{% endfor %}",
+        "made a value of more than",
     );
 }
 
@@ -72,13 +78,54 @@ fn deep_recursion_is_cut() {
 }
 
 #[test]
-fn output_that_doubles_hits_the_cap() {
+fn values_and_output_that_double_hit_the_caps() {
     let content_bytes = conversation().iter().map(|m| m.content.len()).sum();
-    let cap = limits::output_cap(content_bytes);
+    let cap = limits::value_cap(content_bytes);
+    // Doubling a string without writing it: fuel alone would allow it, memory would not.
+    for source in [
+        "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+        "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% endfor %}",
+        "{% set ns = namespace(l=[1]) %}{% for i in range(64) %}{% set ns.l = ns.l + ns.l %}{% endfor %}",
+        "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s * 2 %}{% endfor %}",
+        "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = [ns.s, ns.s] | join %}{% endfor %}",
+        "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = '{}{}'.format(ns.s, ns.s) %}{% endfor %}",
+        "{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s.replace('a', 'aa') %}{% endfor %}",
+        // Through macro output, which minijinja captures into a string.
+        "{% macro twice(s) %}{{ s }}{{ s }}{% endmacro %}{% set ns = namespace(s='x') %}\
+         {% for i in range(64) %}{% set ns.s = twice(ns.s) %}{% endfor %}",
+        "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set t %}{{ ns.s }}{{ ns.s }}{% endset %}\
+         {% set ns.s = t %}{% endfor %}",
+        // One step that multiplies at once.
+        "{{ ('x' * 99999999) | length }}",
+        "{{ ([messages] * 100000) | join }}",
+        "{% set j = (messages | tojson) * 100 %}{{ j | replace('', j) | length }}",
+        "{% set j = (messages | tojson) * 100 %}{{ j.replace('', j) | length }}",
+        "{% set j = (messages | tojson) * 100 %}{{ j.join([j] * 100) | length }}",
+        "{{ ('\\n' * 100000) | indent(200, true, true) | length }}",
+    ] {
+        assert_limited(source, "");
+    }
+    assert_limited(
+        "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+        &format!("made a value of more than {cap} bytes"),
+    );
+    // Work that grows with each pass: every byte made, read and compared is counted.
+    assert_limited(
+        "{% set ns = namespace(s='') %}{% for i in range(100000) %}{% set ns.s = ns.s ~ messages[0].content %}{% endfor %}",
+        "",
+    );
+    assert_limited(
+        "{% set big = messages[0].content * 50000 %}{% for i in range(100000) %}{{ big | length > 0 }}{% endfor %}",
+        "handled more than",
+    );
+    assert_limited(
+        "{% set big = messages[0].content * 50000 %}{% for i in range(100000) %}{% if 'zz' in big %}!{% endif %}{% endfor %}",
+        "handled more than",
+    );
     assert_limited(
         "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}\
          {{ ns.s }}{% endfor %}",
-        &format!("exceeds {cap} bytes"),
+        "",
     );
     // Doubling through macro calls, each writing the one below twice: 2^25 calls.
     assert_limited(
@@ -138,7 +185,7 @@ fn huge_and_garbage_sources_are_refused() {
         t.render(&conversation(), false).unwrap().len(),
         3 * (MAX_SOURCE_BYTES / 15)
     );
-    // Deeply nested garbage is a syntax error, not a stack overflow.
+    // Deeply nested garbage is a syntax or limit error, not a stack overflow.
     for garbage in [
         "{{ ".to_string() + &"(".repeat(100_000),
         "{% if x %}".repeat(50_000),
@@ -148,12 +195,41 @@ fn huge_and_garbage_sources_are_refused() {
         assert!(
             matches!(
                 r,
-                Err(ChatTemplateError::Syntax(_)) | Ok(_) | Err(ChatTemplateError::Render(_))
+                Ok(_)
+                    | Err(ChatTemplateError::Syntax(_))
+                    | Err(ChatTemplateError::Render(_))
+                    | Err(ChatTemplateError::Limit(_))
             ),
             "{:?}",
             r.map(|s| s.len())
         );
     }
+}
+
+#[test]
+fn compiling_is_bounded_too() {
+    // minijinja builds an operator chain as a tree as deep as the chain and walks it
+    // recursively: 100,000 links would overflow the stack.
+    for link in [" ~ 'a'", " | trim", ".a", " + 1", "[0]"] {
+        let chain = format!("{{{{ x{} }}}}", link.repeat(100_000));
+        assert_limited(&chain, &format!("more than {MAX_TAG_TOKENS} tokens"));
+    }
+    // minijinja folds constant expressions while compiling: 3 GB before anything runs.
+    let folded = format!("{{{{ x{} }}}}", " ~ ('y' * 99999999)".repeat(30));
+    assert_limited(&folded, "constant expressions");
+    assert_limited("{{ 'x' * 99999999 }}", "constant expressions");
+    assert_limited("{{ 'x' * 2 ** 40 }}", "constant expressions");
+    // What real templates write still compiles.
+    let t = ChatTemplate::new(
+        "{{ '  ' * 4 }}{{ [1, 2] * 3 }}{{ 2 ** 10 }}{{ ('ab' * 1000) | length }}",
+        "",
+        "",
+    )
+    .unwrap();
+    assert_eq!(
+        t.render(&conversation(), false).unwrap(),
+        "        [1, 2, 1, 2, 1, 2]10242000"
+    );
 }
 
 #[test]
@@ -242,4 +318,41 @@ fn real_templates_render_as_without_limits() {
         "only {rendered} of {} templates rendered",
         paths.len()
     );
+}
+
+/// The work budget runs the template's instructions with charges inserted and every jump
+/// moved: the constructs with jumps and returns (loops with `else`, `break` and `continue`,
+/// recursive loops, macros with `caller`, blocks, filter and set blocks, short-circuits,
+/// chained comparisons) render exactly as minijinja renders them.
+#[test]
+fn instrumented_templates_render_as_minijinja_does() {
+    let sources = [
+        "{% for m in messages %}{% if loop.first %}[{% endif %}{{ loop.index }}:{{ m.role }}\
+         {% if m.role == 'assistant' %}{% continue %}{% endif %}={{ m.content | trim }}\
+         {% if loop.index > 3 %}{% break %}{% endif %}{% else %}none{% endfor %}",
+        "{% for x in [] %}{{ x }}{% else %}empty{% endfor %}",
+        "{% set tree = [{'n': 'a', 'c': [{'n': 'b', 'c': [{'n': 'c', 'c': []}]}]}, {'n': 'd', 'c': []}] %}\
+         {% for item in tree recursive %}<{{ item.n }}{{ loop.depth }}{{ loop(item.c) }}>{% endfor %}",
+        "{% macro box(title, width=3) %}[{{ title }}|{{ caller(width) if caller else '' }}]{% endmacro %}\
+         {% call(w) box('t') %}{{ '*' * w }}{% endcall %}{{ box('plain', 5) }}",
+        "{% block head %}H{{ messages | length }}{% endblock %}|{% block body %}{% for m in messages %}{{ m.role[0] }}{% endfor %}{% endblock %}",
+        "{% filter upper %}{% for m in messages %}{{ m.content }};{% endfor %}{% endfilter %}\
+         {% set sys %}{{ messages[0].content }}!{% endset %}{{ sys ~ sys }}",
+        "{{ messages[0].content if messages and messages[0].role == 'system' else 'no' }}\
+         {{ 1 < 2 < 3 }}{{ 3 > 2 > 5 }}{{ not messages or messages | length > 2 }}\
+         {{ (messages | map(attribute='role') | unique | list) }}{{ messages | selectattr('role', 'eq', 'user') | list | length }}",
+        "{% set ns = namespace(out='', n=0) %}{% for m in messages[::-1] %}{% set ns.out = ns.out ~ m.role ~ ',' %}\
+         {% set ns.n = ns.n + m.content | length %}{% endfor %}{{ ns.out }}{{ ns.n }}{{ messages | tojson }}",
+        "{% with a = 1, b = 'x' %}{{ a ~ b }}{% endwith %}{{ {'k': [1, 2]}.items() | list }}{{ 'a,b'.split(',') }}\
+         {{ messages[-1].content.strip().startswith('What') }}{% raw %}{{ raw }}{% endraw %}",
+    ];
+    for source in sources {
+        let now =
+            ChatTemplate::new(source, "<s>", "</s>").and_then(|t| t.render(&conversation(), true));
+        assert_eq!(
+            now.map_err(|e| e.to_string()),
+            unlimited(source),
+            "{source}"
+        );
+    }
 }

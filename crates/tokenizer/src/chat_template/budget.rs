@@ -1,0 +1,285 @@
+//! The work budget of a render: fuel counts instructions, but one instruction can copy a huge
+//! string (`ns.s = ns.s ~ ns.s` doubles it with a handful), and minijinja has no hook on its
+//! operators. So the compiled template is instrumented before it runs: after each instruction
+//! that loads or makes a value, and before each that writes or compares one, a call to a
+//! hidden filter charges the value's size to the render's [`Budget`] and refuses a value over
+//! the value cap. Every byte a template makes, reads or writes is then paid for, so a render
+//! ends within a work budget proportional to its conversation, whatever the template does.
+//!
+//! This uses minijinja's `unstable_machinery` (the compiled instructions and the VM), pinned
+//! by Cargo.lock: the instruction match below has no catch-all, so a minijinja that adds an
+//! instruction fails to build here until someone decides what it costs.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use minijinja::machinery::{Instruction, Instructions};
+use minijinja::value::{Value, ValueKind};
+use minijinja::Error;
+
+use super::limits::limit_error;
+
+/// Hidden filters the instrumented code calls (a template cannot define filters, so it cannot
+/// replace them; a colon cannot be written in a template's filter name either).
+pub(super) const LOADED: &str = "tessera:loaded";
+pub(super) const MADE: &str = "tessera:made";
+pub(super) const RAW: &str = "tessera:raw";
+
+/// Containers nested deeper than this are charged as one item each (a template cannot build
+/// deep nesting cheaply: every level is a value that was charged when it was made).
+const MAX_DEPTH: usize = 16;
+
+/// A filter local id that minijinja never caches (its "no slot" value).
+const NO_SLOT: u8 = !0;
+
+/// What one render may still spend, in bytes (a container item counts one).
+pub(super) struct Budget {
+    remaining: AtomicU64,
+    total: u64,
+    value_cap: u64,
+}
+
+impl Budget {
+    pub fn new(total: u64, value_cap: u64) -> Arc<Budget> {
+        Arc::new(Budget {
+            remaining: AtomicU64::new(total),
+            total,
+            value_cap,
+        })
+    }
+
+    pub fn value_cap(&self) -> u64 {
+        self.value_cap
+    }
+
+    /// Charges `value`: a string its length, a container its item count (`deep`: the size of
+    /// everything in it, which is what writing, joining or comparing it costs).
+    pub fn charge(&self, value: &Value, deep: bool) -> Result<(), Error> {
+        let cost = weight(value, deep, self.value_cap.saturating_add(1));
+        if cost > self.value_cap {
+            return Err(limit_error(format!(
+                "the template made a value of more than {} bytes",
+                self.value_cap
+            )));
+        }
+        self.spend(cost)
+    }
+
+    pub fn spend(&self, cost: u64) -> Result<(), Error> {
+        // One render runs on one thread; the atomic only makes the filters `Sync`.
+        let left = self.remaining.load(Ordering::Relaxed);
+        if cost > left {
+            return Err(limit_error(format!(
+                "the template handled more than {} bytes",
+                self.total
+            )));
+        }
+        self.remaining.store(left - cost, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// The size of `value`: a string's bytes, a container's items (`deep`: and everything in them),
+/// counted up to `limit` (the count stops there).
+pub(super) fn weight(value: &Value, deep: bool, limit: u64) -> u64 {
+    weight_at(value, deep, limit, 0)
+}
+
+fn weight_at(value: &Value, deep: bool, limit: u64, depth: usize) -> u64 {
+    match value.kind() {
+        ValueKind::String => value.as_str().map_or(1, |s| s.len() as u64),
+        ValueKind::Bytes => value.as_bytes().map_or(1, |b| b.len() as u64),
+        ValueKind::Seq | ValueKind::Map | ValueKind::Iterable if deep && depth < MAX_DEPTH => {
+            let Ok(items) = value.try_iter() else {
+                return 1;
+            };
+            let is_map = value.kind() == ValueKind::Map;
+            let mut total = 1u64;
+            for item in items {
+                total += weight_at(&item, true, limit - total.min(limit), depth + 1);
+                if is_map {
+                    if let Ok(v) = value.get_item(&item) {
+                        total += weight_at(&v, true, limit - total.min(limit), depth + 1);
+                    }
+                }
+                if total >= limit {
+                    break;
+                }
+            }
+            total
+        }
+        ValueKind::Seq | ValueKind::Map | ValueKind::Iterable => match value.len() {
+            Some(n) => n as u64,
+            // An iterable that does not know its length: count it, up to the limit.
+            None => value
+                .try_iter()
+                .map_or(1, |items| items.take(limit as usize).count() as u64),
+        },
+        _ => 1,
+    }
+}
+
+/// What the instrumented code does around one instruction.
+#[derive(Clone, Copy, PartialEq)]
+enum Charge {
+    /// Nothing: control flow, numbers, booleans, constants of the source.
+    None,
+    /// After it: the value it loaded (a variable, an attribute, an item), shallow.
+    Loaded,
+    /// After it: the value it made, deep.
+    Made,
+    /// Before it: the value about to be written, deep.
+    Written,
+    /// Before it: both operands, deep (a comparison reads them whole and makes nothing).
+    Compared,
+    /// Before it: the raw text it writes.
+    Raw,
+    /// Refused: the template reaches for other templates (only this one exists, uninstrumented).
+    Refused,
+}
+
+fn charge_of(instr: &Instruction) -> Charge {
+    use Instruction as I;
+    match instr {
+        I::EmitRaw(_) => Charge::Raw,
+        I::Emit => Charge::Written,
+        // Constants too: folding can make them large (bounded by `source::check`).
+        I::Lookup(_) | I::GetAttr(_) | I::GetItem | I::Iterate(_) | I::LoadConst(_) => {
+            Charge::Loaded
+        }
+        I::Slice
+        | I::BuildMap(_)
+        | I::BuildKwargs(_)
+        | I::MergeKwargs(_)
+        | I::BuildList(_)
+        | I::ApplyFilter(..)
+        | I::CallFunction(..)
+        | I::CallMethod(..)
+        | I::CallObject(_)
+        | I::EndCapture => Charge::Made,
+        I::Add | I::Mul | I::StringConcat => Charge::Made,
+        I::Eq
+        | I::Ne
+        | I::Gt
+        | I::Gte
+        | I::Lt
+        | I::Lte
+        | I::In
+        | I::CompareAndPreserve(_) => Charge::Compared,
+        I::StoreLocal(_)
+        | I::SetAttr(_)
+        | I::UnpackList(_)
+        | I::UnpackLists(_)
+        | I::Sub
+        | I::Div
+        | I::IntDiv
+        | I::Rem
+        | I::Pow
+        | I::Neg
+        | I::Not
+        | I::PerformTest(..)
+        | I::PushLoop(_)
+        | I::PushWith
+        | I::PushDidNotIterate
+        | I::PopFrame
+        | I::PopLoopFrame
+        | I::Jump(_)
+        | I::JumpIfFalse(_)
+        | I::JumpIfFalseOrPop(_)
+        | I::JumpIfTrueOrPop(_)
+        | I::PushAutoEscape
+        | I::PopAutoEscape
+        | I::BeginCapture(_)
+        | I::DupTop
+        | I::DiscardTop
+        | I::Swap
+        // These write (their instructions are charged) or recurse into a loop, and must stay
+        // right before the instruction they return to (minijinja returns to the next index).
+        | I::FastSuper
+        | I::FastRecurse
+        | I::CallBlock(_)
+        | I::BuildMacro(..)
+        | I::Return
+        | I::IsUndefined
+        | I::Enclose(_)
+        | I::GetClosure => Charge::None,
+        I::LoadBlocks | I::Include(_) | I::ExportLocals => Charge::Refused,
+    }
+}
+
+fn filter<'s>(name: &'static str) -> Instruction<'s> {
+    Instruction::ApplyFilter(name, Some(1), NO_SLOT)
+}
+
+/// `instructions` with the budget's charges inserted and every jump moved to match; `None`
+/// when the template includes, imports or extends a template.
+pub(super) fn instrument<'s>(instructions: &Instructions<'s>) -> Option<Instructions<'s>> {
+    let n = instructions.len();
+    let get = |i: usize| instructions.get(i as u32).expect("index below len");
+    // Where each old instruction's group (charges before it, it, charges after it) starts.
+    let mut start = Vec::with_capacity(n + 1);
+    let mut at = 0u32;
+    for i in 0..n {
+        start.push(at);
+        at += match charge_of(get(i)) {
+            Charge::Refused => return None,
+            Charge::None => 1,
+            Charge::Loaded | Charge::Made | Charge::Written => 2,
+            Charge::Raw => 4,
+            Charge::Compared => 5,
+        };
+    }
+    start.push(at);
+    let to = |target: u32| start[target as usize];
+    let mut out = Instructions::new(instructions.name(), instructions.source());
+    for i in 0..n {
+        let span = instructions.get_span(i as u32).unwrap_or_default();
+        let mut push = |instr: Instruction<'s>| out.add_with_span(instr, span);
+        let instr = get(i);
+        let charge = charge_of(instr);
+        match charge {
+            Charge::Written => push(filter(MADE)),
+            Charge::Raw => {
+                let Instruction::EmitRaw(text) = instr else {
+                    unreachable!("raw charges are EmitRaw's")
+                };
+                push(Instruction::LoadConst(Value::from(text.len())));
+                push(filter(RAW));
+                push(Instruction::DiscardTop)
+            }
+            Charge::Compared => {
+                push(filter(MADE));
+                push(Instruction::Swap);
+                push(filter(MADE));
+                push(Instruction::Swap)
+            }
+            _ => 0,
+        };
+        use Instruction as I;
+        push(match instr {
+            I::Jump(t) => I::Jump(to(*t)),
+            I::JumpIfFalse(t) => I::JumpIfFalse(to(*t)),
+            I::JumpIfFalseOrPop(t) => I::JumpIfFalseOrPop(to(*t)),
+            I::JumpIfTrueOrPop(t) => I::JumpIfTrueOrPop(to(*t)),
+            I::Iterate(t) => I::Iterate(to(*t)),
+            I::BuildMacro(name, offset, flags) => I::BuildMacro(name, to(*offset), *flags),
+            other => other.clone(),
+        });
+        match charge {
+            Charge::Loaded => push(filter(LOADED)),
+            Charge::Made => push(filter(MADE)),
+            _ => 0,
+        };
+    }
+    Some(out)
+}
+
+/// The filters the instrumented code calls, charging `budget`.
+pub(super) fn add_filters(env: &mut minijinja::Environment<'static>, budget: &Arc<Budget>) {
+    let b = budget.clone();
+    env.add_filter(LOADED, move |v: Value| b.charge(&v, false).map(|_| v));
+    let b = budget.clone();
+    env.add_filter(MADE, move |v: Value| b.charge(&v, true).map(|_| v));
+    let b = budget.clone();
+    env.add_filter(RAW, move |len: u64| b.spend(len).map(|_| Value::UNDEFINED));
+}

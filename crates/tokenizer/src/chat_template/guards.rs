@@ -1,0 +1,171 @@
+//! The builtins that allocate in proportion to a number or to the product of their arguments'
+//! sizes, replaced for each render with checked ones: the check runs before the allocation,
+//! which the work budget ([`super::budget`]) only sees afterwards. Widths (`indent`,
+//! `tojson(indent=..)`, format paddings) are refused above [`MAX_WIDTH`], `range()` above
+//! [`MAX_RANGE`] items, and `join`, `replace` and `indent` (filters and Python methods) when
+//! their result would exceed the render's value cap.
+
+use std::sync::Arc;
+
+use minijinja::value::{Rest, Value, ValueKind};
+use minijinja::{Environment, Error, ErrorKind, State};
+
+use super::budget::{weight, Budget};
+use super::limits::{check_format, limit_error, MAX_RANGE, MAX_WIDTH};
+
+/// Registers the checked builtins and the Python-method callback on this render's `env`.
+pub(super) fn install(env: &mut Environment<'static>, budget: &Arc<Budget>) {
+    env.add_function("range", range);
+    let cap = budget.value_cap();
+    let indent = Value::from_function(minijinja::filters::indent);
+    env.add_filter("indent", move |state: &State, args: Rest<Value>| {
+        let width = check_widths("indent", &args)?;
+        if let Some(text) = args.first().and_then(Value::as_str) {
+            let lines = text.bytes().filter(|&b| b == b'\n').count() as u64 + 1;
+            check_size(
+                "indent",
+                text.len() as u64 + lines * width.unwrap_or(4),
+                cap,
+            )?;
+        }
+        indent.call(state, &args)
+    });
+    let tojson = Value::from_function(minijinja::filters::tojson);
+    env.add_filter("tojson", move |state: &State, args: Rest<Value>| {
+        check_widths("tojson", &args)?;
+        tojson.call(state, &args)
+    });
+    let format = Value::from_function(minijinja::filters::format);
+    env.add_filter("format", move |state: &State, args: Rest<Value>| {
+        check_format(args.first())?;
+        format.call(state, &args)
+    });
+    let join = Value::from_function(minijinja::filters::join);
+    env.add_filter("join", move |state: &State, args: Rest<Value>| {
+        if let Some(items) = args.first() {
+            let sep = args.get(1).and_then(Value::as_str).unwrap_or("");
+            check_size("join", join_size(items, sep, cap), cap)?;
+        }
+        join.call(state, &args)
+    });
+    let replace = Value::from_function(minijinja::filters::replace);
+    env.add_filter("replace", move |state: &State, args: Rest<Value>| {
+        check_replace(&args, None, cap)?;
+        replace.call(state, &args)
+    });
+    env.set_unknown_method_callback(move |state, value, method, args| {
+        match (method, value.as_str()) {
+            ("format", _) => check_format(Some(value))?,
+            ("join", Some(sep)) => {
+                if let Some(items) = args.first() {
+                    check_size("join", join_size(items, sep, cap), cap)?;
+                }
+            }
+            ("replace", Some(_)) => {
+                let all: Vec<Value> = std::iter::once(value.clone())
+                    .chain(args.iter().cloned())
+                    .collect();
+                check_replace(&all, all.get(3).and_then(Value::as_i64), cap)?;
+            }
+            _ => {}
+        }
+        minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args)
+    });
+}
+
+fn check_size(name: &str, size: u64, cap: u64) -> Result<(), Error> {
+    if size > cap {
+        return Err(limit_error(format!(
+            "{name} would make more than {cap} bytes"
+        )));
+    }
+    Ok(())
+}
+
+/// What joining `items` with `sep` writes, about (numbers count one byte), up to past `cap`.
+fn join_size(items: &Value, sep: &str, cap: u64) -> u64 {
+    let n = weight(items, false, cap + 1);
+    weight(items, true, cap + 1).saturating_add(n.saturating_mul(sep.len() as u64))
+}
+
+/// Refuses `text.replace(old, new)` (the first three of `args`) when its result would pass
+/// `cap`; `count` bounds the replacements like Python's third argument.
+fn check_replace(args: &[Value], count: Option<i64>, cap: u64) -> Result<(), Error> {
+    let (Some(text), Some(old), Some(new)) = (
+        args.first().and_then(Value::as_str),
+        args.get(1).and_then(Value::as_str),
+        args.get(2).and_then(Value::as_str),
+    ) else {
+        return Ok(());
+    };
+    if new.len() <= old.len() {
+        return Ok(());
+    }
+    let mut hits = if old.is_empty() {
+        text.chars().count() as u64 + 1
+    } else {
+        text.matches(old).count() as u64
+    };
+    if let Some(count) = count.filter(|&c| c >= 0) {
+        hits = hits.min(count as u64);
+    }
+    let grow = (new.len() - old.len()) as u64;
+    check_size(
+        "replace",
+        (text.len() as u64).saturating_add(hits.saturating_mul(grow)),
+        cap,
+    )
+}
+
+/// minijinja's `range` with a typed limit error.
+fn range(lower: i64, upper: Option<i64>, step: Option<i64>) -> Result<Value, Error> {
+    let (start, end) = match upper {
+        Some(upper) => (lower, upper),
+        None => (0, lower),
+    };
+    let step = step.unwrap_or(1);
+    let span = i128::from(end) - i128::from(start);
+    let n = match step {
+        0 => return Err(Error::new(ErrorKind::InvalidOperation, "range step is 0")),
+        s if (s > 0) == (span > 0) => (span.abs() + i128::from(s).abs() - 1) / i128::from(s).abs(),
+        _ => 0,
+    };
+    if n > MAX_RANGE as i128 {
+        return Err(limit_error(format!(
+            "range() of {n} items (at most {MAX_RANGE})"
+        )));
+    }
+    let arg = |x: i64| {
+        isize::try_from(x)
+            .map_err(|_| Error::new(ErrorKind::InvalidOperation, "range() bound out of range"))
+    };
+    minijinja::functions::range(arg(start)?, Some(arg(end)?), Some(arg(step)?))
+}
+
+/// Refuses an integer argument (positional or keyword) of a filter above [`MAX_WIDTH`]; gives
+/// the first one (the width, for `indent`).
+fn check_widths(name: &str, args: &[Value]) -> Result<Option<u64>, Error> {
+    let mut first = None;
+    for arg in args.iter().skip(1) {
+        let mut values = vec![arg.clone()];
+        if arg.is_kwargs() {
+            for key in arg.try_iter()? {
+                values.push(arg.get_item(&key)?);
+            }
+        }
+        for v in values.iter().filter(|v| v.kind() == ValueKind::Number) {
+            // tojson's `indent=true` and indent's flags are booleans, not numbers.
+            let width = match v.as_i64() {
+                Some(w) => w.unsigned_abs(),
+                None => f64::try_from(v.clone()).map_or(u64::MAX, |w| w.abs() as u64),
+            };
+            if width > MAX_WIDTH {
+                return Err(limit_error(format!(
+                    "{name} width {v} (at most {MAX_WIDTH})"
+                )));
+            }
+            first.get_or_insert(width);
+        }
+    }
+    Ok(first)
+}
