@@ -24,6 +24,8 @@ use super::limits::limit_error;
 pub(super) const LOADED: &str = "tessera:loaded";
 pub(super) const MADE: &str = "tessera:made";
 pub(super) const RAW: &str = "tessera:raw";
+/// The checked slice ([`super::guards`]) that replaces minijinja's `Slice` instruction.
+pub(super) const SLICE: &str = "tessera:slice";
 
 /// Containers nested deeper than this are charged as one item each (a template cannot build
 /// deep nesting cheaply: every level is a value that was charged when it was made).
@@ -263,6 +265,8 @@ pub(super) fn instrument<'s>(instructions: &Instructions<'s>) -> Option<Instruct
             I::JumpIfTrueOrPop(t) => I::JumpIfTrueOrPop(to(*t)),
             I::Iterate(t) => I::Iterate(to(*t)),
             I::BuildMacro(name, offset, flags) => I::BuildMacro(name, to(*offset), *flags),
+            // Same stack effect: four values in (value, start, stop, step), one out.
+            I::Slice => I::CallFunction(SLICE, Some(4)),
             other => other.clone(),
         });
         match charge {

@@ -4,18 +4,24 @@
 //! `tojson(indent=..)`, format paddings) are refused above [`MAX_WIDTH`], `range()` above
 //! [`MAX_RANGE`] items, and `join`, `replace` and `indent` (filters and Python methods) when
 //! their result would exceed the render's value cap.
+//!
+//! Slicing backwards (`[::-1]`) an empty value, or from before where the slice stops, panics
+//! inside minijinja 2.24 (an index out of bounds, a subtraction below zero; found by fuzzing).
+//! The instrumented template slices through [`SLICE`] instead, which makes such a slice (empty
+//! in Python) as an empty forward slice and leaves every other slice to minijinja.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use minijinja::value::{Rest, Value, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State};
 
-use super::budget::{weight, Budget};
+use super::budget::{weight, Budget, SLICE};
 use super::limits::{check_format, limit_error, MAX_RANGE, MAX_WIDTH};
 
 /// Registers the checked builtins and the Python-method callback on this render's `env`.
 pub(super) fn install(env: &mut Environment<'static>, budget: &Arc<Budget>) {
     env.add_function("range", range);
+    env.add_function(SLICE, slice);
     let cap = budget.value_cap();
     let indent = Value::from_function(minijinja::filters::indent);
     env.add_filter("indent", move |state: &State, args: Rest<Value>| {
@@ -168,4 +174,66 @@ fn check_widths(name: &str, args: &[Value]) -> Result<Option<u64>, Error> {
         }
     }
     Ok(first)
+}
+
+/// `value[start:stop:step]`, as minijinja slices, but for the backward slices it panics on.
+fn slice(value: Value, start: Value, stop: Value, step: Value) -> Result<Value, Error> {
+    if empty_backward(&value, &start, &stop, &step) {
+        return minijinja_slice(value, 0.into(), 0.into(), 1.into());
+    }
+    minijinja_slice(value, start, stop, step)
+}
+
+/// minijinja's own slicing, through an expression compiled once.
+fn minijinja_slice(v: Value, a: Value, b: Value, c: Value) -> Result<Value, Error> {
+    static ENV: OnceLock<Environment<'static>> = OnceLock::new();
+    static EXPR: OnceLock<minijinja::Expression<'static, 'static>> = OnceLock::new();
+    let expr = EXPR.get_or_init(|| {
+        let env = ENV.get_or_init(Environment::new);
+        env.compile_expression("v[a:b:c]")
+            .expect("a slice expression compiles")
+    });
+    expr.eval(minijinja::context! { v, a, b, c })
+}
+
+/// Whether this is a backward slice whose result is empty in a way minijinja 2.24 mishandles:
+/// of an empty value, or starting before where it stops (its `range_step_backwards`
+/// normalises the bounds, then indexes an empty vector or subtracts below zero).
+fn empty_backward(value: &Value, start: &Value, stop: &Value, step: &Value) -> bool {
+    let int = |v: &Value| i64::try_from(v.clone()).ok();
+    match int(step) {
+        Some(s) if s < 0 && !step.is_none() => {}
+        _ => return false,
+    }
+    let end = match value.kind() {
+        ValueKind::String => value.as_str().map_or(0, |s| s.chars().count()),
+        ValueKind::Bytes => value.as_bytes().map_or(0, <[u8]>::len),
+        ValueKind::Seq | ValueKind::Iterable => match value.len() {
+            Some(n) => n,
+            None => value.try_iter().map_or(0, Iterator::count),
+        },
+        _ => return false,
+    } as i64;
+    let bound = |v: &Value| {
+        if v.is_none() {
+            Some(None)
+        } else {
+            int(v).map(Some)
+        }
+    };
+    let (Some(start), Some(stop)) = (bound(start), bound(stop)) else {
+        return false; // not integers: minijinja reports the error
+    };
+    let first = match start {
+        None => (end - 1).max(0),
+        Some(s) if s >= end => (end - 1).max(0),
+        Some(s) if s >= 0 => s,
+        Some(s) => (end + s).max(0),
+    };
+    let last = match stop {
+        None => 0,
+        Some(s) if s < 0 => (end + s).max(0),
+        Some(s) => s,
+    };
+    end == 0 || (last != 0 && first < last)
 }

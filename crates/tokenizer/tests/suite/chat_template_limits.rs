@@ -356,3 +356,38 @@ fn instrumented_templates_render_as_minijinja_does() {
         );
     }
 }
+
+/// minijinja 2.24 panics slicing an empty value backwards, or backwards from before the stop
+/// (found by fuzzing the chat templates): such slices render empty, as in Python, and every
+/// other slice renders as minijinja renders it.
+#[test]
+fn backward_slices_that_panic_in_minijinja_are_empty() {
+    let empty = [
+        "{{ ''[::-1] }}",
+        "{{ [][::-1] | list }}",
+        "{{ (messages[0].content[0:0])[::-2] }}",
+        "{{ 'abc'[1:5:-1] }}",
+        "{{ 'abc'[10:5:-1] }}",
+        "{{ [1, 2, 3][0:2:-1] | list }}",
+        "{% for m in messages[1:3:-1] %}{{ m }}{% endfor %}",
+    ];
+    for source in empty {
+        let t = ChatTemplate::new(source, "", "").unwrap();
+        let out = t.render(&conversation(), false).unwrap();
+        assert!(out.is_empty() || out == "[]", "{source}: {out:?}");
+    }
+    let same = [
+        "{{ 'abcdef'[::-1] }}{{ 'abcdef'[4:1:-2] }}{{ 'abcdef'[-1:-4:-1] }}{{ 'abcdef'[:2:-1] }}",
+        "{{ messages[::-1] | map(attribute='role') | list }}{{ messages[1:] | length }}",
+        "{% for m in messages[::-1] %}{{ loop.index }}{{ m.role }}{% endfor %}{{ [1, 2, 3][::2] | list }}",
+        "{{ 'abc'[5:0:-1] }}{{ 'abc'[2:0:-1] }}{{ 'abc'[-10::-1] }}{{ 'abc'[1:1:-1] }}",
+    ];
+    for source in same {
+        let now = ChatTemplate::new(source, "", "").and_then(|t| t.render(&conversation(), true));
+        assert_eq!(
+            now.map_err(|e| e.to_string()),
+            unlimited(source),
+            "{source}"
+        );
+    }
+}
