@@ -527,26 +527,39 @@ fn serve_peak_memory_is_bounded_by_the_body() {
     // Loaded (the model loads after the server starts listening), and the allocator's pools
     // made by small requests first.
     post_json(&url, "/tokenize", r#"{"content": "warm up"}"#);
-    post_json(&url, "/v1/completions", r#"{"prompt": "Hi", "max_tokens": 1}"#);
+    post_json(
+        &url,
+        "/v1/completions",
+        r#"{"prompt": "Hi", "max_tokens": 1}"#,
+    );
     let grown_by = |path: &str, body: &str| {
         let before = memory_kib(server.0.id(), "VmRSS:");
         let answer = post_json(&url, path, body);
         let peak = memory_kib(server.0.id(), "VmHWM:");
         let grown = (peak.saturating_sub(before) * 1024) as f64 / body.len() as f64;
-        eprintln!("{path} of {} bytes: peak {peak} KiB, {before} KiB before ({grown:.1}x the body)", body.len());
+        eprintln!(
+            "{path} of {} bytes: peak {peak} KiB, {before} KiB before ({grown:.1}x the body)",
+            body.len()
+        );
         (answer, grown)
     };
     let padding = "0,".repeat(4_000_000);
     let unknown = format!(r#"{{"prompt": "Hi", "max_tokens": 1, "padding": [{padding}0]}}"#);
     let (answer, grown) = grown_by("/v1/completions", &unknown);
     assert!(answer["choices"].is_array(), "{answer}");
-    assert!(grown <= 6.0, "an unknown field grew the peak by {grown:.1}x the body");
+    assert!(
+        grown <= 6.0,
+        "an unknown field grew the peak by {grown:.1}x the body"
+    );
     let content = "The quick brown fox jumps over the lazy dog. ".repeat((1 << 20) / 46);
     let body = serde_json::json!({"content": content, "with_pieces": true}).to_string();
     let (answer, grown) = grown_by("/tokenize", &body);
     let n = answer["tokens"].as_array().unwrap().len();
     assert!(n > 200_000, "{n} tokens");
-    assert!(grown <= 32.0, "/tokenize grew the peak by {grown:.1}x the body");
+    assert!(
+        grown <= 32.0,
+        "/tokenize grew the peak by {grown:.1}x the body"
+    );
 }
 
 /// `tessera serve` on an ephemeral port, driven by `tessera load-test`: streams complete with

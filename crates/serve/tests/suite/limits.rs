@@ -208,8 +208,8 @@ fn past_the_queue_bound_requests_get_503_with_retry_after() {
     }
 }
 
-#[test]
-fn waiting_requests_whose_clients_left_cost_no_compute() {
+/// SmolLM2 in one slot, its forward passes counted.
+fn counted_server() -> (SocketAddr, Arc<BatchCounts>) {
     let counts = Arc::new(BatchCounts::default());
     let registry = Registry::new(
         vec![smollm2_spec(1)],
@@ -219,6 +219,12 @@ fn waiting_requests_whose_clients_left_cost_no_compute() {
     registry.load_startup_models();
     let addr = start_with(registry, Settings::new(keyed()));
     wait_healthy(addr);
+    (addr, counts)
+}
+
+#[test]
+fn waiting_requests_whose_clients_left_cost_no_compute() {
+    let (addr, counts) = counted_server();
     let n_long = 60;
     let body = json!({"prompt": "Hello", "max_tokens": n_long, "ignore_eos": true});
     counts.reset();
@@ -344,15 +350,7 @@ fn both_health_paths_answer_without_the_key_and_n_probs_is_refused() {
 
 #[test]
 fn a_client_that_hangs_up_right_after_asking_costs_at_most_a_slice() {
-    let counts = Arc::new(BatchCounts::default());
-    let registry = Registry::new(
-        vec![smollm2_spec(1)],
-        Arc::new(CountingHost(counts.clone())),
-        16,
-    );
-    registry.load_startup_models();
-    let addr = start_with(registry, Settings::new(keyed()));
-    wait_healthy(addr);
+    let (addr, counts) = counted_server();
     counts.reset();
     // The slot is free, so each starts at once: its hang-up must stop it, though nothing is
     // written to the client before the prompt is decoded.
