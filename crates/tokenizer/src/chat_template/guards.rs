@@ -16,7 +16,7 @@ use minijinja::value::{Rest, Value, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State};
 
 use super::budget::{weight, Budget, SLICE};
-use super::limits::{check_format, limit_error, MAX_RANGE, MAX_WIDTH};
+use super::limits::{limit_error, MAX_RANGE, MAX_WIDTH};
 
 /// Registers the checked builtins and the Python-method callback on this render's `env`.
 pub(super) fn install(env: &mut Environment<'static>, budget: &Arc<Budget>) {
@@ -236,4 +236,72 @@ fn empty_backward(value: &Value, start: &Value, stop: &Value, step: &Value) -> b
         Some(s) => s,
     };
     end == 0 || (last != 0 && first < last)
+}
+
+/// Refuses a printf-style (`%10s`) or `str.format`-style (`{:>10}`) padding or precision
+/// wider than [`MAX_WIDTH`]: both allocate it at once.
+fn check_format(format: Option<&Value>) -> Result<(), Error> {
+    let Some(text) = format.and_then(Value::as_str) else {
+        return Ok(());
+    };
+    check_format_keys(text)?;
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            i += 1;
+        }
+        let digits = &text[start..i];
+        let wide = digits.len() > 3 || digits.parse::<u64>().is_ok_and(|w| w > MAX_WIDTH);
+        if wide && in_format_spec(&bytes[..start]) {
+            return Err(limit_error(format!(
+                "format width {digits} (at most {MAX_WIDTH})"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether digits preceded by `before` are a width or precision: a `%` or `:` among the last
+/// four bytes (room for flag, alignment and fill characters).
+fn in_format_spec(before: &[u8]) -> bool {
+    before.iter().rev().take(4).any(|&b| b == b'%' || b == b':')
+}
+
+/// Refuses a format key (`'{0[k]}'.format(..)`, `'%(k)s' | format(..)`) holding a character
+/// outside ASCII: minijinja 2.24 walks keys byte by byte and panics when it slices inside a
+/// character (found by fuzzing).
+fn check_format_keys(text: &str) -> Result<(), Error> {
+    let mut in_field = false;
+    let mut close = None;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (close, c) {
+            (Some(end), c) if c == end => close = None,
+            (Some(_), c) if !c.is_ascii() => {
+                return Err(Error::new(
+                    ErrorKind::InvalidOperation,
+                    "a format key outside ASCII is not supported",
+                ))
+            }
+            (Some(_), _) => {}
+            (None, '{') if chars.peek() == Some(&'{') => {
+                chars.next();
+            }
+            (None, '{') => in_field = true,
+            (None, '}') => in_field = false,
+            (None, '[') if in_field => close = Some(']'),
+            (None, '%') if chars.peek() == Some(&'(') => {
+                chars.next();
+                close = Some(')');
+            }
+            (None, _) => {}
+        }
+    }
+    Ok(())
 }

@@ -391,3 +391,24 @@ fn backward_slices_that_panic_in_minijinja_are_empty() {
         );
     }
 }
+
+/// minijinja 2.24 panics on a format key holding a character outside ASCII (it walks keys byte
+/// by byte; found by fuzzing): refused with an error instead. ASCII keys still format.
+#[test]
+fn format_keys_outside_ascii_are_refused() {
+    for source in [
+        "{{ '{0[é]}'.format({'é': 1}) }}",
+        "{{ '{x[\u{FFFD}]:^0}'.format(messages | length) }}",
+        "{{ '%(é)s' | format({'é': 1}) }}",
+    ] {
+        let r = ChatTemplate::new(source, "", "").and_then(|t| t.render(&conversation(), false));
+        assert!(matches!(r, Err(ChatTemplateError::Render(_))), "{source}: {r:?}");
+    }
+    let t = ChatTemplate::new(
+        "{{ '{0[k]}|é|{{é}}'.format({'k': 1}) }}{{ '%(k)s é' | format({'k': 2}) }}",
+        "",
+        "",
+    )
+    .unwrap();
+    assert_eq!(t.render(&conversation(), false).unwrap(), "1|é|{é}2 é");
+}
