@@ -5,6 +5,9 @@
 //! [`MAX_RANGE`] items, and `join`, `replace` and `indent` (filters and Python methods) when
 //! their result would exceed the render's value cap.
 //!
+//! `batch` and `slice` refuse counts above [`MAX_RANGE`] (they allocate the count at once), and
+//! `str.count('')` is answered here: minijinja-contrib 2.24 loops forever on it.
+//!
 //! Slicing backwards (`[::-1]`) an empty value, or from before where the slice stops, panics
 //! inside minijinja 2.24 (an index out of bounds, a subtraction below zero; found by fuzzing).
 //! The instrumented template slices through [`SLICE`] instead, which makes such a slice (empty
@@ -46,6 +49,16 @@ pub(super) fn install(env: &mut Environment<'static>, budget: &Arc<Budget>) {
         check_format(args.first())?;
         format.call(state, &args)
     });
+    // Both allocate their count at once (`Vec::with_capacity`; `slice` also loops over it).
+    for (name, f) in [
+        ("batch", Value::from_function(minijinja::filters::batch)),
+        ("slice", Value::from_function(minijinja::filters::slice)),
+    ] {
+        env.add_filter(name, move |state: &State, args: Rest<Value>| {
+            check_numbers(name, "count", MAX_RANGE as u64, &args)?;
+            f.call(state, &args)
+        });
+    }
     let join = Value::from_function(minijinja::filters::join);
     env.add_filter("join", move |state: &State, args: Rest<Value>| {
         if let Some(items) = args.first() {
@@ -62,6 +75,11 @@ pub(super) fn install(env: &mut Environment<'static>, budget: &Arc<Budget>) {
     env.set_unknown_method_callback(move |state, value, method, args| {
         match (method, value.as_str()) {
             ("format", _) => check_format(Some(value))?,
+            // minijinja-contrib 2.24 loops forever counting an empty string; Python counts the
+            // places between characters.
+            ("count", Some(s)) if args.first().and_then(Value::as_str) == Some("") => {
+                return Ok(Value::from(s.chars().count() + 1));
+            }
             ("join", Some(sep)) => {
                 if let Some(items) = args.first() {
                     check_size("join", join_size(items, sep, cap), cap)?;
@@ -151,6 +169,11 @@ fn range(lower: i64, upper: Option<i64>, step: Option<i64>) -> Result<Value, Err
 /// Refuses an integer argument (positional or keyword) of a filter above [`MAX_WIDTH`]; gives
 /// the first one (the width, for `indent`).
 fn check_widths(name: &str, args: &[Value]) -> Result<Option<u64>, Error> {
+    check_numbers(name, "width", MAX_WIDTH, args)
+}
+
+/// Refuses a number argument (positional or keyword) of a filter above `most`; gives the first.
+fn check_numbers(name: &str, what: &str, most: u64, args: &[Value]) -> Result<Option<u64>, Error> {
     let mut first = None;
     for arg in args.iter().skip(1) {
         let mut values = vec![arg.clone()];
@@ -165,10 +188,8 @@ fn check_widths(name: &str, args: &[Value]) -> Result<Option<u64>, Error> {
                 Some(w) => w.unsigned_abs(),
                 None => f64::try_from(v.clone()).map_or(u64::MAX, |w| w.abs() as u64),
             };
-            if width > MAX_WIDTH {
-                return Err(limit_error(format!(
-                    "{name} width {v} (at most {MAX_WIDTH})"
-                )));
+            if width > most {
+                return Err(limit_error(format!("{name} {what} {v} (at most {most})")));
             }
             first.get_or_insert(width);
         }

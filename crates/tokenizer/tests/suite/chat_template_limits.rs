@@ -402,7 +402,10 @@ fn format_keys_outside_ascii_are_refused() {
         "{{ '%(é)s' | format({'é': 1}) }}",
     ] {
         let r = ChatTemplate::new(source, "", "").and_then(|t| t.render(&conversation(), false));
-        assert!(matches!(r, Err(ChatTemplateError::Render(_))), "{source}: {r:?}");
+        assert!(
+            matches!(r, Err(ChatTemplateError::Render(_))),
+            "{source}: {r:?}"
+        );
     }
     let t = ChatTemplate::new(
         "{{ '{0[k]}|é|{{é}}'.format({'k': 1}) }}{{ '%(k)s é' | format({'k': 2}) }}",
@@ -411,4 +414,26 @@ fn format_keys_outside_ascii_are_refused() {
     )
     .unwrap();
     assert_eq!(t.render(&conversation(), false).unwrap(), "1|é|{é}2 é");
+}
+
+/// Builtins that hang or allocate without bound in minijinja(-contrib) 2.24: counting an empty
+/// string (an endless loop), `batch`/`slice` with a huge count (allocated at once).
+#[test]
+fn builtins_that_hang_or_allocate_at_once_are_bounded() {
+    let t = ChatTemplate::new("{{ 'abc'.count('') }}{{ 'abcb'.count('b') }}", "", "").unwrap();
+    assert_eq!(t.render(&conversation(), false).unwrap(), "42");
+    for source in [
+        "{{ messages | batch(1000000000000) | list }}",
+        "{{ messages | slice(1000000000000) | list }}",
+        "{{ messages | batch(count=1000000000000) | list }}",
+    ] {
+        assert_limited(source, "count");
+    }
+    let t = ChatTemplate::new(
+        "{{ messages | batch(3) | list | length }}{{ messages | slice(2) | list | length }}",
+        "",
+        "",
+    )
+    .unwrap();
+    assert_eq!(t.render(&conversation(), false).unwrap(), "22");
 }
