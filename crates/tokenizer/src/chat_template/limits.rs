@@ -12,7 +12,8 @@
 //!   [`WORK_PER_CONTENT_BYTE_AND_MESSAGE`] per byte and message ([`work_budget`]), and no
 //!   value may exceed the output cap ([`value_cap`]): one
 //!   instruction can copy a whole string, so fuel alone would let `s ~ s` double it until
-//!   memory runs out ([`super::budget`] instruments the compiled template to charge it);
+//!   memory runs out ([`super::budget`] instruments the compiled template to charge it), nor
+//!   nest containers deeper than [`MAX_NESTING`] (dropping or writing one recurses per level);
 //! - the rendered text is at most [`OUTPUT_BASE_BYTES`] plus [`OUTPUT_PER_CONTENT_BYTE`] times
 //!   the messages' bytes ([`output_cap`]);
 //! - the builtins that turn a small number into a large allocation refuse widths above
@@ -61,6 +62,9 @@ pub const WORK_PER_CONTENT_BYTE: u64 = 64;
 /// output in a namespace string (`ns.out = ns.out ~ ...`) copy it once per message, which is
 /// quadratic (Reka-Edge's spends 1.6 times messages times bytes; the allowance is 4).
 pub const WORK_PER_CONTENT_BYTE_AND_MESSAGE: u64 = 4;
+
+/// Deepest nesting of containers a template may make (see [`super::budget`]).
+pub use super::budget::MAX_NESTING;
 
 /// Largest width a template may ask of `indent`, `tojson(indent=..)` or a format padding.
 pub const MAX_WIDTH: u64 = 256;

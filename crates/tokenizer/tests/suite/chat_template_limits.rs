@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use minijinja::{context, Environment, ErrorKind, Value};
 use tessera_testkit::*;
-use tessera_tokenizer::chat_template::limits::{self, MAX_SOURCE_BYTES};
+use tessera_tokenizer::chat_template::limits::{self, MAX_NESTING, MAX_SOURCE_BYTES};
 use tessera_tokenizer::chat_template::source::MAX_TAG_TOKENS;
 use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate, ChatTemplateError};
 
@@ -436,4 +436,28 @@ fn builtins_that_hang_or_allocate_at_once_are_bounded() {
     )
     .unwrap();
     assert_eq!(t.render(&conversation(), false).unwrap(), "22");
+}
+
+/// Values nested in themselves in a loop: dropping or writing one recurses once per level, and
+/// a namespace wrapped 30,000 times overflowed the stack. Nesting stops at `MAX_NESTING`.
+#[test]
+fn values_cannot_nest_without_bound() {
+    for source in [
+        "{% set h = namespace(x=none) %}{% for i in range(100000) %}{% set h.x = namespace(p=h.x) %}{% endfor %}",
+        "{% set h = namespace(x=[]) %}{% for i in range(100000) %}{% set h.x = [h.x] %}{% endfor %}",
+        "{% set h = namespace(x=none) %}{% for i in range(100000) %}{% set h.x = {'p': h.x} %}{% endfor %}",
+        "{% set h = namespace(x=none) %}{% for i in range(100000) %}{% set h.x = dict(p=h.x) %}{% endfor %}",
+    ] {
+        // On a small stack, as in a browser's worker.
+        let run = std::thread::Builder::new()
+            .stack_size(1 << 20)
+            .spawn(move || assert_limited(source, &format!("deeper than {MAX_NESTING}")))
+            .unwrap();
+        run.join().unwrap();
+    }
+    let t = ChatTemplate::new("{{ [[[[messages[0].role]]]] }}", "", "").unwrap();
+    assert_eq!(
+        t.render(&conversation(), false).unwrap(),
+        "[[[[\"system\"]]]]"
+    );
 }
