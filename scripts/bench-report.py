@@ -45,6 +45,7 @@ KINDS = [
     ("cpu-kernels", None),
     ("test-suite-warm", None),
     ("test-suite-cold", None),
+    ("fuzz", None),
 ]
 
 

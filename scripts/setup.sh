@@ -17,6 +17,14 @@ if ! wasm-bindgen --version 2>/dev/null | grep -qx 'wasm-bindgen 0.2.130'; then
   bindgen_install=$!
 fi
 
+# cargo-fuzz (scripts/fuzz.sh, a short run of every fuzz target in the test suite): compiles
+# from source too, beside the rest.
+fuzz_install=
+if ! cargo fuzz --version 2>/dev/null | grep -qx 'cargo-fuzz 0.13.2'; then
+  cargo install --quiet --locked cargo-fuzz --version 0.13.2 &
+  fuzz_install=$!
+fi
+
 # Python reference for the quantization formats (gguf.quants) and the fixture builders.
 python3 -c 'import gguf, numpy' 2>/dev/null \
   || python3 -m pip install --quiet --disable-pip-version-check 'gguf==0.19.0' numpy
@@ -60,3 +68,4 @@ have=$(node -p "try { require('$root/node_modules/playwright-core/package.json')
 
 # A failed install fails the setup (wait returns its status).
 [ -z "$bindgen_install" ] || wait "$bindgen_install"
+[ -z "$fuzz_install" ] || wait "$fuzz_install"

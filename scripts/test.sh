@@ -29,6 +29,12 @@ export TESSERA_VULKAN_VALIDATION=1
 # tessera-wasm's webgpu feature: its GPU loader (the browser's, streaming weights into GPU
 # buffers) is tested natively too.
 step cargo test --workspace --profile ci --locked --features tessera-wasm/webgpu
+# Every fuzz target for 20,000 inputs (the request model, hostile chat templates, tokenizing
+# arbitrary bytes, the GGUF reader) from the seeds alone, not a long run's corpus: seconds on a
+# warm machine; scripts/fuzz.sh runs them longer.
+fuzz_corpus=$(mktemp -d)
+FUZZ_CORPUS=$fuzz_corpus step "$root/scripts/fuzz.sh" 20000
+rm -rf "$fuzz_corpus"
 # The kernels again on SwiftShader (the browser's adapter: no shader-f16, 1 GiB bindings).
 # The same packages and features as above, so the test binaries are reused, not rebuilt
 # (`-p tessera-backend-wgpu` alone resolves other features and recompiles).

@@ -27,9 +27,10 @@ pub(super) const RAW: &str = "tessera:raw";
 /// The checked slice ([`super::guards`]) that replaces minijinja's `Slice` instruction.
 pub(super) const SLICE: &str = "tessera:slice";
 
-/// Containers nested deeper than this are charged as one item each (a template cannot build
-/// deep nesting cheaply: every level is a value that was charged when it was made).
-const MAX_DEPTH: usize = 16;
+/// Deepest nesting of containers (lists, maps, namespaces) a made value may have. Dropping or
+/// formatting a value recurses once per level, so a namespace wrapped in itself a few tens of
+/// thousands of times in a loop overflowed the stack; real templates nest a handful.
+pub const MAX_NESTING: usize = 64;
 
 /// A filter local id that minijinja never caches (its "no slot" value).
 const NO_SLOT: u8 = !0;
@@ -57,7 +58,11 @@ impl Budget {
     /// Charges `value`: a string its length, a container its item count (`deep`: the size of
     /// everything in it, which is what writing, joining or comparing it costs).
     pub fn charge(&self, value: &Value, deep: bool) -> Result<(), Error> {
-        let cost = weight(value, deep, self.value_cap.saturating_add(1));
+        let Some(cost) = weight_at(value, deep, self.value_cap.saturating_add(1), 0) else {
+            return Err(limit_error(format!(
+                "the template nested values deeper than {MAX_NESTING}"
+            )));
+        };
         if cost > self.value_cap {
             return Err(limit_error(format!(
                 "the template made a value of more than {} bytes",
@@ -82,26 +87,34 @@ impl Budget {
 }
 
 /// The size of `value`: a string's bytes, a container's items (`deep`: and everything in them),
-/// counted up to `limit` (the count stops there).
+/// counted up to `limit` (the count stops there); `u64::MAX` when nested deeper than
+/// [`MAX_NESTING`].
 pub(super) fn weight(value: &Value, deep: bool, limit: u64) -> u64 {
-    weight_at(value, deep, limit, 0)
+    weight_at(value, deep, limit, 0).unwrap_or(u64::MAX)
 }
 
-fn weight_at(value: &Value, deep: bool, limit: u64, depth: usize) -> u64 {
-    match value.kind() {
+/// [`weight`] at nesting `depth`; `None` past [`MAX_NESTING`].
+fn weight_at(value: &Value, deep: bool, limit: u64, depth: usize) -> Option<u64> {
+    let containers = [ValueKind::Seq, ValueKind::Map, ValueKind::Iterable];
+    let kind = value.kind();
+    Some(match kind {
         ValueKind::String => value.as_str().map_or(1, |s| s.len() as u64),
         ValueKind::Bytes => value.as_bytes().map_or(1, |b| b.len() as u64),
-        ValueKind::Seq | ValueKind::Map | ValueKind::Iterable if deep && depth < MAX_DEPTH => {
+        _ if containers.contains(&kind) && deep => {
+            if depth >= MAX_NESTING {
+                return None;
+            }
             let Ok(items) = value.try_iter() else {
-                return 1;
+                return Some(1);
             };
-            let is_map = value.kind() == ValueKind::Map;
             let mut total = 1u64;
             for item in items {
-                total += weight_at(&item, true, limit - total.min(limit), depth + 1);
-                if is_map {
+                let left = limit - total.min(limit);
+                total = total.saturating_add(weight_at(&item, true, left, depth + 1)?);
+                if kind == ValueKind::Map {
                     if let Ok(v) = value.get_item(&item) {
-                        total += weight_at(&v, true, limit - total.min(limit), depth + 1);
+                        let left = limit - total.min(limit);
+                        total = total.saturating_add(weight_at(&v, true, left, depth + 1)?);
                     }
                 }
                 if total >= limit {
@@ -110,7 +123,7 @@ fn weight_at(value: &Value, deep: bool, limit: u64, depth: usize) -> u64 {
             }
             total
         }
-        ValueKind::Seq | ValueKind::Map | ValueKind::Iterable => match value.len() {
+        _ if containers.contains(&kind) => match value.len() {
             Some(n) => n as u64,
             // An iterable that does not know its length: count it, up to the limit.
             None => value
@@ -118,7 +131,7 @@ fn weight_at(value: &Value, deep: bool, limit: u64, depth: usize) -> u64 {
                 .map_or(1, |items| items.take(limit as usize).count() as u64),
         },
         _ => 1,
-    }
+    })
 }
 
 /// What the instrumented code does around one instruction.

@@ -5,6 +5,9 @@
 //! [`MAX_RANGE`] items, and `join`, `replace` and `indent` (filters and Python methods) when
 //! their result would exceed the render's value cap.
 //!
+//! `batch` and `slice` refuse counts above [`MAX_RANGE`] (they allocate the count at once), and
+//! `str.count('')` is answered here: minijinja-contrib 2.24 loops forever on it.
+//!
 //! Slicing backwards (`[::-1]`) an empty value, or from before where the slice stops, panics
 //! inside minijinja 2.24 (an index out of bounds, a subtraction below zero; found by fuzzing).
 //! The instrumented template slices through [`SLICE`] instead, which makes such a slice (empty
@@ -16,7 +19,7 @@ use minijinja::value::{Rest, Value, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State};
 
 use super::budget::{weight, Budget, SLICE};
-use super::limits::{check_format, limit_error, MAX_RANGE, MAX_WIDTH};
+use super::limits::{limit_error, MAX_RANGE, MAX_WIDTH};
 
 /// Registers the checked builtins and the Python-method callback on this render's `env`.
 pub(super) fn install(env: &mut Environment<'static>, budget: &Arc<Budget>) {
@@ -46,6 +49,16 @@ pub(super) fn install(env: &mut Environment<'static>, budget: &Arc<Budget>) {
         check_format(args.first())?;
         format.call(state, &args)
     });
+    // Both allocate their count at once (`Vec::with_capacity`; `slice` also loops over it).
+    for (name, f) in [
+        ("batch", Value::from_function(minijinja::filters::batch)),
+        ("slice", Value::from_function(minijinja::filters::slice)),
+    ] {
+        env.add_filter(name, move |state: &State, args: Rest<Value>| {
+            check_numbers(name, "count", MAX_RANGE as u64, &args)?;
+            f.call(state, &args)
+        });
+    }
     let join = Value::from_function(minijinja::filters::join);
     env.add_filter("join", move |state: &State, args: Rest<Value>| {
         if let Some(items) = args.first() {
@@ -62,6 +75,11 @@ pub(super) fn install(env: &mut Environment<'static>, budget: &Arc<Budget>) {
     env.set_unknown_method_callback(move |state, value, method, args| {
         match (method, value.as_str()) {
             ("format", _) => check_format(Some(value))?,
+            // minijinja-contrib 2.24 loops forever counting an empty string; Python counts the
+            // places between characters.
+            ("count", Some(s)) if args.first().and_then(Value::as_str) == Some("") => {
+                return Ok(Value::from(s.chars().count() + 1));
+            }
             ("join", Some(sep)) => {
                 if let Some(items) = args.first() {
                     check_size("join", join_size(items, sep, cap), cap)?;
@@ -151,6 +169,11 @@ fn range(lower: i64, upper: Option<i64>, step: Option<i64>) -> Result<Value, Err
 /// Refuses an integer argument (positional or keyword) of a filter above [`MAX_WIDTH`]; gives
 /// the first one (the width, for `indent`).
 fn check_widths(name: &str, args: &[Value]) -> Result<Option<u64>, Error> {
+    check_numbers(name, "width", MAX_WIDTH, args)
+}
+
+/// Refuses a number argument (positional or keyword) of a filter above `most`; gives the first.
+fn check_numbers(name: &str, what: &str, most: u64, args: &[Value]) -> Result<Option<u64>, Error> {
     let mut first = None;
     for arg in args.iter().skip(1) {
         let mut values = vec![arg.clone()];
@@ -165,10 +188,8 @@ fn check_widths(name: &str, args: &[Value]) -> Result<Option<u64>, Error> {
                 Some(w) => w.unsigned_abs(),
                 None => f64::try_from(v.clone()).map_or(u64::MAX, |w| w.abs() as u64),
             };
-            if width > MAX_WIDTH {
-                return Err(limit_error(format!(
-                    "{name} width {v} (at most {MAX_WIDTH})"
-                )));
+            if width > most {
+                return Err(limit_error(format!("{name} {what} {v} (at most {most})")));
             }
             first.get_or_insert(width);
         }
@@ -236,4 +257,72 @@ fn empty_backward(value: &Value, start: &Value, stop: &Value, step: &Value) -> b
         Some(s) => s,
     };
     end == 0 || (last != 0 && first < last)
+}
+
+/// Refuses a printf-style (`%10s`) or `str.format`-style (`{:>10}`) padding or precision
+/// wider than [`MAX_WIDTH`]: both allocate it at once.
+fn check_format(format: Option<&Value>) -> Result<(), Error> {
+    let Some(text) = format.and_then(Value::as_str) else {
+        return Ok(());
+    };
+    check_format_keys(text)?;
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            i += 1;
+        }
+        let digits = &text[start..i];
+        let wide = digits.len() > 3 || digits.parse::<u64>().is_ok_and(|w| w > MAX_WIDTH);
+        if wide && in_format_spec(&bytes[..start]) {
+            return Err(limit_error(format!(
+                "format width {digits} (at most {MAX_WIDTH})"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether digits preceded by `before` are a width or precision: a `%` or `:` among the last
+/// four bytes (room for flag, alignment and fill characters).
+fn in_format_spec(before: &[u8]) -> bool {
+    before.iter().rev().take(4).any(|&b| b == b'%' || b == b':')
+}
+
+/// Refuses a format key (`'{0[k]}'.format(..)`, `'%(k)s' | format(..)`) holding a character
+/// outside ASCII: minijinja 2.24 walks keys byte by byte and panics when it slices inside a
+/// character (found by fuzzing).
+fn check_format_keys(text: &str) -> Result<(), Error> {
+    let mut in_field = false;
+    let mut close = None;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (close, c) {
+            (Some(end), c) if c == end => close = None,
+            (Some(_), c) if !c.is_ascii() => {
+                return Err(Error::new(
+                    ErrorKind::InvalidOperation,
+                    "a format key outside ASCII is not supported",
+                ))
+            }
+            (Some(_), _) => {}
+            (None, '{') if chars.peek() == Some(&'{') => {
+                chars.next();
+            }
+            (None, '{') => in_field = true,
+            (None, '}') => in_field = false,
+            (None, '[') if in_field => close = Some(']'),
+            (None, '%') if chars.peek() == Some(&'(') => {
+                chars.next();
+                close = Some(')');
+            }
+            (None, _) => {}
+        }
+    }
+    Ok(())
 }

@@ -12,7 +12,8 @@
 //!   [`WORK_PER_CONTENT_BYTE_AND_MESSAGE`] per byte and message ([`work_budget`]), and no
 //!   value may exceed the output cap ([`value_cap`]): one
 //!   instruction can copy a whole string, so fuel alone would let `s ~ s` double it until
-//!   memory runs out ([`super::budget`] instruments the compiled template to charge it);
+//!   memory runs out ([`super::budget`] instruments the compiled template to charge it), nor
+//!   nest containers deeper than [`MAX_NESTING`] (dropping or writing one recurses per level);
 //! - the rendered text is at most [`OUTPUT_BASE_BYTES`] plus [`OUTPUT_PER_CONTENT_BYTE`] times
 //!   the messages' bytes ([`output_cap`]);
 //! - the builtins that turn a small number into a large allocation refuse widths above
@@ -23,7 +24,6 @@
 //! What remains: one operation may allocate before its result is charged, at most a few times
 //! the value cap (minijinja's own `'x' * n` cap is 100 MB), once.
 
-use minijinja::value::Value;
 use minijinja::{Error, ErrorKind};
 
 /// Longest template source (1 MiB). The largest of llama.cpp's collection of 70 real templates
@@ -63,6 +63,9 @@ pub const WORK_PER_CONTENT_BYTE: u64 = 64;
 /// quadratic (Reka-Edge's spends 1.6 times messages times bytes; the allowance is 4).
 pub const WORK_PER_CONTENT_BYTE_AND_MESSAGE: u64 = 4;
 
+/// Deepest nesting of containers a template may make (see [`super::budget`]).
+pub use super::budget::MAX_NESTING;
+
 /// Largest width a template may ask of `indent`, `tojson(indent=..)` or a format padding.
 pub const MAX_WIDTH: u64 = 256;
 
@@ -99,38 +102,4 @@ pub fn value_cap(content_bytes: usize) -> u64 {
 
 pub(super) fn limit_error(msg: String) -> Error {
     Error::new(ErrorKind::InvalidOperation, format!("{LIMIT}{msg}"))
-}
-
-/// Refuses a printf-style (`%10s`) or `str.format`-style (`{:>10}`) padding or precision
-/// wider than [`MAX_WIDTH`]: both allocate it at once.
-pub(super) fn check_format(format: Option<&Value>) -> Result<(), Error> {
-    let Some(text) = format.and_then(Value::as_str) else {
-        return Ok(());
-    };
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        if !bytes[i].is_ascii_digit() {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < bytes.len() && bytes[i].is_ascii_digit() {
-            i += 1;
-        }
-        let digits = &text[start..i];
-        let wide = digits.len() > 3 || digits.parse::<u64>().is_ok_and(|w| w > MAX_WIDTH);
-        if wide && in_format_spec(&bytes[..start]) {
-            return Err(limit_error(format!(
-                "format width {digits} (at most {MAX_WIDTH})"
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Whether digits preceded by `before` are a width or precision: a `%` or `:` among the last
-/// four bytes (room for flag, alignment and fill characters).
-fn in_format_spec(before: &[u8]) -> bool {
-    before.iter().rev().take(4).any(|&b| b == b'%' || b == b':')
 }

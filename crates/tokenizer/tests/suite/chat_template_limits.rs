@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use minijinja::{context, Environment, ErrorKind, Value};
 use tessera_testkit::*;
-use tessera_tokenizer::chat_template::limits::{self, MAX_SOURCE_BYTES};
+use tessera_tokenizer::chat_template::limits::{self, MAX_NESTING, MAX_SOURCE_BYTES};
 use tessera_tokenizer::chat_template::source::MAX_TAG_TOKENS;
 use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate, ChatTemplateError};
 
@@ -390,4 +390,74 @@ fn backward_slices_that_panic_in_minijinja_are_empty() {
             "{source}"
         );
     }
+}
+
+/// minijinja 2.24 panics on a format key holding a character outside ASCII (it walks keys byte
+/// by byte; found by fuzzing): refused with an error instead. ASCII keys still format.
+#[test]
+fn format_keys_outside_ascii_are_refused() {
+    for source in [
+        "{{ '{0[é]}'.format({'é': 1}) }}",
+        "{{ '{x[\u{FFFD}]:^0}'.format(messages | length) }}",
+        "{{ '%(é)s' | format({'é': 1}) }}",
+    ] {
+        let r = ChatTemplate::new(source, "", "").and_then(|t| t.render(&conversation(), false));
+        assert!(
+            matches!(r, Err(ChatTemplateError::Render(_))),
+            "{source}: {r:?}"
+        );
+    }
+    let t = ChatTemplate::new(
+        "{{ '{0[k]}|é|{{é}}'.format({'k': 1}) }}{{ '%(k)s é' | format({'k': 2}) }}",
+        "",
+        "",
+    )
+    .unwrap();
+    assert_eq!(t.render(&conversation(), false).unwrap(), "1|é|{é}2 é");
+}
+
+/// Builtins that hang or allocate without bound in minijinja(-contrib) 2.24: counting an empty
+/// string (an endless loop), `batch`/`slice` with a huge count (allocated at once).
+#[test]
+fn builtins_that_hang_or_allocate_at_once_are_bounded() {
+    let t = ChatTemplate::new("{{ 'abc'.count('') }}{{ 'abcb'.count('b') }}", "", "").unwrap();
+    assert_eq!(t.render(&conversation(), false).unwrap(), "42");
+    for source in [
+        "{{ messages | batch(1000000000000) | list }}",
+        "{{ messages | slice(1000000000000) | list }}",
+        "{{ messages | batch(count=1000000000000) | list }}",
+    ] {
+        assert_limited(source, "count");
+    }
+    let t = ChatTemplate::new(
+        "{{ messages | batch(3) | list | length }}{{ messages | slice(2) | list | length }}",
+        "",
+        "",
+    )
+    .unwrap();
+    assert_eq!(t.render(&conversation(), false).unwrap(), "22");
+}
+
+/// Values nested in themselves in a loop: dropping or writing one recurses once per level, and
+/// a namespace wrapped 30,000 times overflowed the stack. Nesting stops at `MAX_NESTING`.
+#[test]
+fn values_cannot_nest_without_bound() {
+    for source in [
+        "{% set h = namespace(x=none) %}{% for i in range(100000) %}{% set h.x = namespace(p=h.x) %}{% endfor %}",
+        "{% set h = namespace(x=[]) %}{% for i in range(100000) %}{% set h.x = [h.x] %}{% endfor %}",
+        "{% set h = namespace(x=none) %}{% for i in range(100000) %}{% set h.x = {'p': h.x} %}{% endfor %}",
+        "{% set h = namespace(x=none) %}{% for i in range(100000) %}{% set h.x = dict(p=h.x) %}{% endfor %}",
+    ] {
+        // On a small stack, as in a browser's worker.
+        let run = std::thread::Builder::new()
+            .stack_size(1 << 20)
+            .spawn(move || assert_limited(source, &format!("deeper than {MAX_NESTING}")))
+            .unwrap();
+        run.join().unwrap();
+    }
+    let t = ChatTemplate::new("{{ [[[[messages[0].role]]]] }}", "", "").unwrap();
+    assert_eq!(
+        t.render(&conversation(), false).unwrap(),
+        "[[[[\"system\"]]]]"
+    );
 }
