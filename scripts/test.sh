@@ -29,6 +29,11 @@ export TESSERA_VULKAN_VALIDATION=1
 # tessera-wasm's webgpu feature: its GPU loader (the browser's, streaming weights into GPU
 # buffers) is tested natively too.
 step cargo test --workspace --profile ci --locked --features tessera-wasm/webgpu
+# The README's commands still match the repository (scripts, npm scripts, packages, examples,
+# the documented tessera flags, checked with the binary the tests just built).
+export TESSERA_BIN=${TESSERA_BIN:-$CARGO_TARGET_DIR/ci/tessera}
+step python3 "$root/scripts/test_check_readme.py"
+step "$root/scripts/check-readme.py" "$TESSERA_BIN"
 # Every fuzz target for 20,000 inputs (the request model, hostile chat templates, tokenizing
 # arbitrary bytes, the GGUF reader) from the seeds alone, not a long run's corpus: seconds on a
 # warm machine; scripts/fuzz.sh runs them longer.

@@ -35,12 +35,24 @@ const lastAnswer = () => page.locator('.message[data-role="assistant"]').last();
 
 describe('the demo page', () => {
   test('a bad URL is explained in words', async () => {
-    await page.getByLabel('Model URL').fill(new URL('/models/no-such-model.gguf', server.url).href);
+    await page.getByLabel('Model URL').fill(new URL('/elsewhere/no-such-model.gguf', server.url).href);
     await page.getByRole('button', { name: 'Load' }).click();
     const error = page.getByRole('alert');
     await error.waitFor({ state: 'visible' });
     assert.match(await error.textContent(), /could not be downloaded.*HTTP 404/);
     assert.equal(await page.getByRole('button', { name: 'Send' }).isDisabled(), true);
+  });
+
+  test('a model missing from the demo server says how to fetch it', async () => {
+    await page.getByLabel('Model URL').fill(new URL('/models/no-such-model.gguf', server.url).href);
+    await page.getByRole('button', { name: 'Load' }).click();
+    const error = page.getByRole('alert');
+    await page.waitForFunction(() => /fetch-models/.test(document.getElementById('error').textContent));
+    assert.equal(
+      await error.textContent(),
+      "no-such-model.gguf is not in the demo server's models/ folder. In the repository, run "
+        + 'scripts/fetch-models.sh all (it fetches the test models), then Load again.',
+    );
   });
 
   test('loads the preset model with a progress bar and a backend badge', async () => {

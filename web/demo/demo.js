@@ -18,17 +18,36 @@ const ui = {
 // The two test models (scripts/fetch-models.sh puts them in models/; `npm run demo` serves
 // that folder at /models/). ?model=URL preselects another.
 const PRESETS = [
-  ['/models/SmolLM2-135M-Instruct.Q4_1.gguf', 'SmolLM2 135M Instruct (Q4_1, 98 MB)'],
-  ['/models/gemma-3-270m-q4_k_m.gguf', 'Gemma 3 270M (Q4_K_M, 253 MB)'],
+  ['/models/SmolLM2-135M-Instruct.Q4_1.gguf', 'SmolLM2 135M Instruct (Q4_1, 98 MB)', 'smollm2'],
+  ['/models/gemma-3-270m-q4_k_m.gguf', 'Gemma 3 270M (Q4_K_M, 253 MB)', 'gemma3'],
 ];
 
 let engine = null;
 let history = []; // the conversation sent with each request: [{ role, content }]
 let answering = null; // AbortController of the answer being streamed
 
-function showError(e) {
-  ui.error.textContent = explainError(e);
+function showError(e, text = explainError(e)) {
+  ui.error.textContent = text;
   ui.error.hidden = false;
+}
+
+/**
+ * When `model` is a file the demo server's models/ folder lacks (a fresh clone that never ran
+ * scripts/fetch-models.sh), the sentence that says how to get it; else null.
+ */
+async function missingOnDemoServer(model) {
+  if (typeof model !== 'string') return null;
+  const url = new URL(model, location.href);
+  if (url.origin !== location.origin || !url.pathname.startsWith('/models/')) return null;
+  try {
+    if ((await fetch(url, { method: 'HEAD' })).status !== 404) return null;
+  } catch {
+    return null;
+  }
+  const preset = PRESETS.find(([path]) => path === url.pathname);
+  const name = decodeURIComponent(url.pathname.slice('/models/'.length));
+  return `${name} is not in the demo server's models/ folder. In the repository, run `
+    + `scripts/fetch-models.sh ${preset ? preset[2] : 'all'} (it fetches the test models), then Load again.`;
 }
 
 function clearError() {
@@ -89,7 +108,8 @@ async function load(model) {
     ui.badge.dataset.backend = 'none';
     ui.badge.textContent = 'No model loaded';
     ui.progress.hidden = true;
-    showError(e);
+    const missing = e?.code === 'MODEL_FETCH_FAILED' ? await missingOnDemoServer(model) : null;
+    showError(e, missing ?? undefined);
   } finally {
     setBusy({});
   }

@@ -3,12 +3,15 @@
 // models/ (or $TESSERA_MODELS) at /models/. PORT (default 5173) picks the port.
 
 import { createServer } from 'node:http';
-import { createReadStream, statSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { createReadStream, existsSync, statSync } from 'node:fs';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const webDir = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const modelsDir = resolve(process.env.TESSERA_MODELS || join(webDir, '..', 'models'));
+/** The demo page's first preset (web/demo/demo.js). */
+const DEFAULT_MODEL = 'SmolLM2-135M-Instruct.Q4_1.gguf';
 
 const TYPES = {
   '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.mjs': 'text/javascript',
@@ -69,7 +72,29 @@ export async function startDemoServer({ port = Number(process.env.PORT ?? 5173),
   return { url, close: () => new Promise((r) => { server.closeAllConnections(); server.close(r); }) };
 }
 
+/**
+ * What `npm run demo` needs before it serves: the wasm builds (`npm run build`), else it stops
+ * with the command to run; the default model, fetched with its progress when missing (the page
+ * says how to get any other model the server lacks).
+ */
+function prepare() {
+  if (!existsSync(join(webDir, 'pkg-st', 'tessera_wasm.js'))) {
+    console.error('The demo needs the wasm builds: run `npm run build` first.');
+    process.exit(1);
+  }
+  if (existsSync(join(modelsDir, DEFAULT_MODEL))) return;
+  const fetchModels = join(webDir, '..', 'scripts', 'fetch-models.sh');
+  const { status } = spawnSync(fetchModels, ['smollm2'], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, TESSERA_MODELS: modelsDir },
+  });
+  if (status !== 0) {
+    console.error(`The default model could not be fetched: run scripts/fetch-models.sh smollm2 (models from ${modelsDir}).`);
+  }
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  prepare();
   const { url } = await startDemoServer({ host: process.env.HOST ?? '127.0.0.1' });
   console.log(`Tessera demo: ${url}  (models from ${modelsDir}; Ctrl+C stops)`);
 }

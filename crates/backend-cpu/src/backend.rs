@@ -12,6 +12,7 @@ use crate::ops;
 use crate::ops::attention::AttentionKernel;
 use crate::parallel::for_each_row_range as by_rows;
 use crate::profile::OpProfile;
+use crate::spin_pool::SpinPool;
 use tessera_core::backend::{Backend, Batch, KvLayout};
 use tessera_core::error::EngineError;
 use tessera_core::graph::{Graph, Op};
@@ -57,6 +58,14 @@ impl CpuBackend {
             },
             profile: OpProfile::from_env(),
         }
+    }
+
+    /// The backend on a [`SpinPool`] of `n_threads` std threads (the caller included; see
+    /// [`available_threads`](crate::available_threads)): what a native program wants.
+    pub fn with_threads(n_threads: usize) -> Result<CpuBackend, EngineError> {
+        Ok(CpuBackend::new(Arc::new(SpinPool::on_std_threads(
+            n_threads,
+        )?)))
     }
 
     /// Forces an attention kernel, or (`None`) lets [`CpuBackend::attention_kernel`] choose.

@@ -12,4 +12,4 @@ mod repacked;
 pub mod spin_pool;
 
 pub use backend::{CpuBackend, TraceFn};
-pub use spin_pool::SpinPool;
+pub use spin_pool::{available_threads, SpinPool};

@@ -137,7 +137,33 @@ impl SpinPool {
         }
         Ok(pool)
     }
+
+    /// A pool of `n_threads` (the caller included) whose workers are named std threads, as a
+    /// native host makes it. Where the platform has no threads of its own (wasm32, whose host
+    /// starts Web Workers instead) this is an [`EngineError::Threads`].
+    pub fn on_std_threads(n_threads: usize) -> Result<SpinPool, EngineError> {
+        SpinPool::new(n_threads, NATIVE_IDLE_SPINS, |i, body| {
+            let handle = std::thread::Builder::new()
+                .name(format!("tessera-worker-{i}"))
+                .spawn(body)
+                .map_err(|e| EngineError::Threads(e.to_string()))?;
+            Ok(Some(Box::new(move || {
+                let _ = handle.join();
+            })))
+        })
+    }
 }
+
+/// Polls of an idle native worker before it parks: a `pause` per poll and a `yield_now` every
+/// 32nd, on the order of a few hundred microseconds: long enough to bridge the gap between two
+/// ops of one decode step, short enough that an idle pool soon stops using the CPU.
+const NATIVE_IDLE_SPINS: u32 = 4096;
+
+/// The threads this machine runs at once (llama.cpp's default thread count), 1 where unknown.
+pub fn available_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 fn worker_loop(s: &Shared, idle_spins: u32) {
     IN_TASK.with(|f| f.set(true));
     let mut seen = 0u64;
@@ -249,18 +275,8 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
-    /// A pool on std threads, as the native host makes it.
     fn std_pool(n_threads: usize) -> SpinPool {
-        SpinPool::new(n_threads, 4096, |i, body| {
-            let handle = std::thread::Builder::new()
-                .name(format!("test-worker-{i}"))
-                .spawn(body)
-                .map_err(|e| EngineError::Threads(e.to_string()))?;
-            Ok(Some(Box::new(move || {
-                let _ = handle.join();
-            })))
-        })
-        .unwrap()
+        SpinPool::on_std_threads(n_threads).unwrap()
     }
 
     #[test]

@@ -78,7 +78,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<()> {
         args.models.clone()
     };
     let threads = if args.threads.is_empty() {
-        vec![crate::pool::default_threads()]
+        vec![tessera_backend_cpu::available_threads()]
     } else {
         args.threads.clone()
     };

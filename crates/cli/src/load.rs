@@ -9,7 +9,6 @@ use tessera_backend_cpu::CpuBackend;
 use tessera_core::{Context, ContextParams, Model, ThreadPool};
 
 use crate::args::{BackendArgs, ComputeArgs};
-use crate::pool::{default_threads, spin_pool};
 
 pub fn open_gguf(path: &Path) -> anyhow::Result<tessera_gguf::GgufFile> {
     tessera_gguf::GgufFile::open(path).map_err(|e| {
@@ -44,9 +43,9 @@ pub fn load_model(path: &Path) -> anyhow::Result<Arc<Model>> {
 }
 
 pub fn thread_pool(threads: Option<usize>) -> anyhow::Result<Arc<tessera_backend_cpu::SpinPool>> {
-    Ok(Arc::new(spin_pool(
-        threads.unwrap_or_else(default_threads),
-    )?))
+    // llama.cpp's default: every core.
+    let n = threads.unwrap_or_else(tessera_backend_cpu::available_threads);
+    Ok(Arc::new(tessera_backend_cpu::SpinPool::on_std_threads(n)?))
 }
 
 pub fn new_context(model: &Arc<Model>, compute: &ComputeArgs) -> anyhow::Result<Context> {

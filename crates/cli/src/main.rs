@@ -13,7 +13,6 @@ mod load;
 mod load_test;
 mod model_path;
 mod perplexity;
-mod pool;
 mod roofline;
 mod run;
 mod serve;

@@ -1,8 +1,8 @@
 //! Repeats one decode call of `b` tokens (a speculative verify batch, every row's logits) at a
 //! fixed position, for profiling (`perf record`) and timing.
 //!
-//! `cargo run --release -p tessera-runtime --example verify_prof -- MODEL.gguf [-b 4] [-pos 600]
-//! [-iters 100] [-t 2]`: decodes `pos` tokens of filler, then times `iters` calls of
+//! `cargo run --release -p tessera-engine-dev --bin verify-batch-time -- MODEL.gguf [-b 4]
+//! [-pos 600] [-iters 100] [-t 2]`: decodes `pos` tokens of filler, then times `iters` calls of
 //! `decode(b tokens, all logits)`, each after truncating back to `pos`, and prints the medians of
 //! the wall time and of the calling thread's CPU time (the whole cost with `-t 1`).
 
@@ -10,10 +10,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tessera_backend_cpu::CpuBackend;
-use tessera_core::{Context, ContextParams, Model};
+use tessera_core::{Context, ContextParams};
 
-#[path = "support/args.rs"]
-mod args;
+use tessera_engine_dev::{load_model, usize_flag};
 use tessera_testkit::RayonPool;
 
 /// CPU time of this thread (Linux schedstat; holds on a loaded machine). With `-t 1` all the
@@ -30,17 +29,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if args.is_empty() {
         return Err("usage: verify_prof MODEL.gguf [-b 4] [-pos 600] [-iters 100] [-t 2]".into());
     }
-    let opt = |flag: &str, default: usize| args::usize_flag(&args, flag, default);
+    let opt = |flag: &str, default: usize| usize_flag(&args, flag, default);
     let (b, pos, iters, threads) = (
         opt("-b", 4),
         opt("-pos", 600),
         opt("-iters", 100),
         opt("-t", 2),
     );
-    let model = Arc::new(Model::load(
-        Arc::new(tessera_gguf::GgufFile::open(&args[0])?),
-        &mut |_| {},
-    )?);
+    let model = load_model(&args[0])?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()?;

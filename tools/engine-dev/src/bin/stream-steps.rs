@@ -3,7 +3,8 @@
 //! round: the weights read once per stream), then as sequences of one context stepped together
 //! (`step_together`: one forward pass per round). Prints the aggregate generated tokens/s of
 //! both and checks that every stream's tokens are the same.
-//! `cargo run --profile ci -p tessera-runtime --example streams -- MODEL.gguf [-s 4] [-n 64] [-t 2]`
+//! `cargo run --profile ci -p tessera-engine-dev --bin stream-steps -- MODEL.gguf [-s 4] [-n 64]
+//! [-t 2]`
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,8 +15,7 @@ use tessera_core::{Context, ContextParams, Model};
 use tessera_runtime::generate::{tokenize_prompt, GenerateParams, NoClock};
 use tessera_runtime::generation::{step_together, Generation, GenerationOptions, Step};
 
-#[path = "support/args.rs"]
-mod args;
+use tessera_engine_dev::{load_model, usize_flag};
 use tessera_testkit::RayonPool;
 
 const PROMPTS: [&str; 4] = [
@@ -30,12 +30,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = args
         .first()
         .ok_or("usage: streams MODEL.gguf [-s N] [-n N] [-t N]")?;
-    let opt = |flag: &str, default: usize| args::usize_flag(&args, flag, default);
+    let opt = |flag: &str, default: usize| usize_flag(&args, flag, default);
     let (n_streams, n_gen, threads) = (opt("-s", 4), opt("-n", 64), opt("-t", 2));
-    let model = Arc::new(Model::load(
-        Arc::new(tessera_gguf::GgufFile::open(path)?),
-        &mut |_| {},
-    )?);
+    let model = load_model(path)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()?;

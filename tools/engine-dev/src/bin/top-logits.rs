@@ -1,21 +1,19 @@
 //! Prints the top-10 log-probabilities after a prompt given as token ids:
-//! `cargo run --release -p tessera-runtime --example top_logits -- MODEL.gguf 504 3575 282`
+//! `cargo run --release -p tessera-engine-dev --bin top-logits -- MODEL.gguf 504 3575 282`
 //! (a debugging aid for comparing against other implementations). With `GEN=N` it then prints
 //! the next N greedy token ids.
 
 use std::sync::Arc;
+use tessera_engine_dev::{load_model, top_log_probs};
 
-use tessera_core::{Context, ContextParams, Model};
+use tessera_core::{Context, ContextParams};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let path = args.next().ok_or("usage: top_logits MODEL.gguf ID...")?;
     let ids: Vec<u32> = args.map(|a| a.parse()).collect::<Result<_, _>>()?;
     let n_gen: usize = std::env::var("GEN").map_or(Ok(0), |v| v.parse())?;
-    let model = Arc::new(Model::load(
-        Arc::new(tessera_gguf::GgufFile::open(&path)?),
-        &mut |_| {},
-    )?);
+    let model = load_model(&path)?;
     eprintln!("{:?}", model.hparams());
     let mut ctx = Context::new(
         model,
@@ -29,16 +27,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     ctx.decode(&ids, false)?;
     let logits = ctx.logits();
-    let m = logits.iter().cloned().fold(f32::NEG_INFINITY, f32::max) as f64;
-    let lz = m + logits
-        .iter()
-        .map(|&x| (x as f64 - m).exp())
-        .sum::<f64>()
-        .ln();
-    let mut idx: Vec<usize> = (0..logits.len()).collect();
-    idx.sort_by(|&a, &b| logits[b].total_cmp(&logits[a]));
-    for &i in &idx[..10] {
-        println!("{i}\t{:.6}\t{:.6}", logits[i], logits[i] as f64 - lz);
+    for (i, log_prob) in top_log_probs(logits, 10) {
+        println!("{i}\t{:.6}\t{:.6}", logits[i], log_prob);
     }
     if n_gen > 0 {
         let mut gen = Vec::with_capacity(n_gen);

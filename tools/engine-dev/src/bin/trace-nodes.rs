@@ -1,13 +1,14 @@
 //! Prints a summary (first values, sum of squares) of every node output for a prompt of token
-//! ids: `cargo run --release -p tessera-runtime --example trace_nodes -- MODEL.gguf MAX_NODES ID...`
+//! ids: `cargo run --release -p tessera-engine-dev --bin trace-nodes -- MODEL.gguf MAX_NODES ID...`
 //! A debugging aid for locating where two implementations part. With `DUMP_DIR=dir` set, every
 //! node's output is also written there as raw little-endian f32 (`NNNN_Op_ne0xne1.f32`), for
 //! comparing with another implementation's per-node dumps.
 
 use std::sync::Arc;
+use tessera_engine_dev::{load_model, top_log_probs};
 
 use tessera_backend_cpu::CpuBackend;
-use tessera_core::{Context, ContextParams, Model, SequentialPool};
+use tessera_core::{Context, ContextParams, SequentialPool};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -16,10 +17,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok_or("usage: trace_nodes MODEL.gguf MAX_NODES ID...")?;
     let max_nodes: usize = args.next().ok_or("MAX_NODES")?.parse()?;
     let ids: Vec<u32> = args.map(|a| a.parse()).collect::<Result<_, _>>()?;
-    let model = Arc::new(Model::load(
-        Arc::new(tessera_gguf::GgufFile::open(&path)?),
-        &mut |_| {},
-    )?);
+    let model = load_model(&path)?;
     let mut backend = CpuBackend::new(Arc::new(SequentialPool));
     backend.set_reference_matmul(std::env::var_os("REFERENCE_MATMUL").is_some());
     let dump = std::env::var_os("DUMP_DIR").map(std::path::PathBuf::from);
@@ -57,16 +55,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut ctx = Context::new(model, params, Box::new(backend))?;
     ctx.decode(&ids, false)?;
     let logits = ctx.logits();
-    let m = logits.iter().cloned().fold(f32::NEG_INFINITY, f32::max) as f64;
-    let lz = m + logits
-        .iter()
-        .map(|&x| (x as f64 - m).exp())
-        .sum::<f64>()
-        .ln();
-    let mut idx: Vec<usize> = (0..logits.len()).collect();
-    idx.sort_by(|&a, &b| logits[b].total_cmp(&logits[a]));
-    for &i in &idx[..10] {
-        println!("{i}\t{:.4}", logits[i] as f64 - lz);
+    for (i, log_prob) in top_log_probs(logits, 10) {
+        println!("{i}\t{:.4}", log_prob);
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! Quick speed check, llama-bench style: prompt processing of `-p` tokens and generation of
 //! `-n` tokens, on a rayon pool of `-t` threads.
-//! `cargo run --release -p tessera-runtime --example bench -- MODEL.gguf [-p 512] [-n 128] [-t 2] [-r 3]`
+//! `cargo run --release -p tessera-engine-dev --bin engine-bench -- MODEL.gguf [-p 512] [-n 128]
+//! [-t 2] [-r 3]`
 //! (The real `tessera bench` lives in the CLI; this is the engine-only measurement.)
 
 use std::sync::Arc;
@@ -12,8 +13,7 @@ use tessera_core::{Context, ContextParams, Model};
 /// Runs tasks on the rayon pool the caller is running in: the whole benchmark runs inside
 /// `pool.install`, so each op's tasks are picked up by already-running workers (no cross-thread
 /// wake-up of the caller per op).
-#[path = "support/args.rs"]
-mod args;
+use tessera_engine_dev::{load_model, usize_flag};
 use tessera_testkit::RayonPool;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -21,12 +21,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = args
         .first()
         .ok_or("usage: bench MODEL.gguf [-p N] [-n N] [-t N] [-r N]")?;
-    let opt = |flag: &str, default: usize| args::usize_flag(&args, flag, default);
+    let opt = |flag: &str, default: usize| usize_flag(&args, flag, default);
     let (n_p, n_g, threads, reps) = (opt("-p", 512), opt("-n", 128), opt("-t", 2), opt("-r", 3));
-    let model = Arc::new(Model::load(
-        Arc::new(tessera_gguf::GgufFile::open(path)?),
-        &mut |_| {},
-    )?);
+    let model = load_model(path)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()?;

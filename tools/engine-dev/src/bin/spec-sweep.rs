@@ -1,7 +1,7 @@
 //! Speculative-decoding parameter sweep without timing noise.
 //!
-//! `cargo run --release -p tessera-runtime --example spec_sweep -- MODEL.gguf PROMPT.txt [-n 512] [-t 2]
-//! [--chat] [--reps 5]`
+//! `cargo run --release -p tessera-engine-dev --bin spec-sweep -- MODEL.gguf PROMPT.txt [-n 512]
+//! [-t 2] [--chat] [--reps 5]`
 //!
 //! 1. Generates the plain greedy continuation of the prompt once with the real model (stopping at
 //!    end-of-generation like `tessera bench-spec`).
@@ -20,15 +20,14 @@ use std::time::Instant;
 
 use tessera_backend_cpu::CpuBackend;
 use tessera_core::sampling::SamplingParams;
-use tessera_core::{Context, ContextParams, Model};
+use tessera_core::{Context, ContextParams};
 use tessera_runtime::generate::{
     generate, tokenize_chat, tokenize_prompt, GenerateParams, NoClock,
 };
 use tessera_runtime::speculative::{SpecError, SpecParams, SpecType, SpeculatorChain};
 use tessera_tokenizer::chat_template::ChatMessage;
 
-#[path = "support/args.rs"]
-mod args;
+use tessera_engine_dev::{load_model, usize_flag};
 use tessera_testkit::RayonPool;
 
 /// What a replayed speculative generation did.
@@ -91,13 +90,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "usage: spec_sweep MODEL.gguf PROMPT.txt [-n N] [-t N] [--chat] [--reps N]".into(),
         );
     }
-    let opt = |flag: &str, default: usize| args::usize_flag(&args, flag, default);
+    let opt = |flag: &str, default: usize| usize_flag(&args, flag, default);
     let (n_predict, threads, reps) = (opt("-n", 512), opt("-t", 2), opt("--reps", 5));
     let chat = args.iter().any(|a| a == "--chat");
-    let model = Arc::new(Model::load(
-        Arc::new(tessera_gguf::GgufFile::open(&args[0])?),
-        &mut |_| {},
-    )?);
+    let model = load_model(&args[0])?;
     let text = std::fs::read_to_string(&args[1])?;
     let tok = model.tokenizer();
     let prompt = if chat {
