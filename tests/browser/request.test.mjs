@@ -50,7 +50,7 @@ describe('request bodies', () => {
   });
 
   test('unknown fields and a prompt that is not a string are refused on the page', () => {
-    for (const field of ['grammar', 'logit_bias_pairs']) {
+    for (const field of ['mirostat', 'logit_bias_pairs']) {
       rejects(() => generationPayload('chat', { messages: [], [field]: {} }), new RegExp(`'${field}' is not supported`));
     }
     rejects(() => generationPayload('text', { prompt: 1 }), /prompt must be a string/);

@@ -17,7 +17,8 @@ const GENERATION_KEYS = [
   'seed', 'stop', 'repeat_penalty', 'repeat_last_n', 'presence_penalty', 'frequency_penalty',
   'logit_bias', 'ignore_eos', 'speculative', 'parse_special_in_content',
   // Not implemented yet: refused by the engine unless they ask for nothing (`n: 1`, ...).
-  'n', 'response_format', 'tools', 'tool_choice', 'functions', 'logprobs', 'top_logprobs', 'n_probs',
+  'n', 'response_format', 'grammar', 'json_schema', 'tools', 'tool_choice', 'functions', 'logprobs',
+  'top_logprobs', 'n_probs',
 ];
 
 // Fields read here, or harmless to accept: `model` (openai-node always sends one; the engine

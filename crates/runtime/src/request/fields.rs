@@ -221,6 +221,18 @@ pub const RESPONSE_FORMAT: Field = field(
     },
     "Structured output (JSON mode, JSON schema).",
 );
+pub const GRAMMAR: Field = field(
+    "grammar",
+    "string",
+    Limit::Refused { neutral: "\"\"" },
+    "llama-server's constrained output: a GBNF grammar.",
+);
+pub const JSON_SCHEMA: Field = field(
+    "json_schema",
+    "object",
+    Limit::Refused { neutral: "null" },
+    "llama-server's constrained output: a JSON schema the answer must follow.",
+);
 pub const TOOLS: Field = field(
     "tools",
     "array",
@@ -282,6 +294,8 @@ pub const FIELDS: &[Field] = &[
     SPECULATIVE,
     N,
     RESPONSE_FORMAT,
+    GRAMMAR,
+    JSON_SCHEMA,
     TOOLS,
     FUNCTIONS,
     TOOL_CHOICE,

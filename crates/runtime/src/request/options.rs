@@ -82,11 +82,13 @@ pub struct Options {
     /// Draftless speculative decoding (the text stays the same).
     pub speculative: Option<SpeculativeOptions>,
     // Not implemented yet: refused rather than ignored, so that a client never silently gets
-    // something else than it asked for. Structured output reads `response_format`, tool
-    // calling `tools`, `tool_choice` and `functions`, log-probabilities `logprobs` and
-    // `top_logprobs`.
+    // something else than it asked for. Structured output reads `response_format` (llama.cpp's
+    // `grammar` and `json_schema`), tool calling `tools`, `tool_choice` and `functions`,
+    // log-probabilities `logprobs` and `top_logprobs`.
     pub n: Option<Asked>,
     pub response_format: Option<Asked>,
+    pub grammar: Option<Asked>,
+    pub json_schema: Option<Asked>,
     pub tools: Option<Asked>,
     pub tool_choice: Option<Asked>,
     pub functions: Option<Asked>,
@@ -102,6 +104,8 @@ impl Options {
         let refused = [
             (&fields::N, &self.n),
             (&fields::RESPONSE_FORMAT, &self.response_format),
+            (&fields::GRAMMAR, &self.grammar),
+            (&fields::JSON_SCHEMA, &self.json_schema),
             (&fields::TOOLS, &self.tools),
             (&fields::FUNCTIONS, &self.functions),
             (&fields::TOOL_CHOICE, &self.tool_choice),

@@ -37,6 +37,9 @@ fn ranges_are_checked_and_named() {
             r#"{"response_format": {"type": "json_object"}}"#,
             "response_format",
         ),
+        (r#"{"grammar": "root ::= \"yes\""}"#, "'grammar'"),
+        (r#"{"json_schema": {"type": "object"}}"#, "'json_schema'"),
+        (r#"{"json_schema": {}}"#, "'json_schema'"),
         (r#"{"speculative": {"type": "draft"}}"#, "speculative"),
         (r#"{"speculative": {"type": "nonsense"}}"#, "speculative"),
     ] {
@@ -65,7 +68,8 @@ fn options_become_generate_params() {
     let p = options(
         r#"{"temperature": 0, "max_tokens": 7, "stop": "\n", "seed": 3, "top_k": 1000,
             "logit_bias": {"5": -100, "2": 1}, "repeat_last_n": -1, "n": 1, "logprobs": false,
-            "response_format": {"type": "text"}, "tools": [], "tool_choice": "none"}"#,
+            "response_format": {"type": "text"}, "tools": [], "tool_choice": "none",
+            "grammar": "", "json_schema": null}"#,
     )
     .generate_params(&BOUNDS)
     .unwrap();

@@ -166,6 +166,8 @@ fn out_of_range_and_unsupported_fields_are_400s_naming_the_field() {
             "response_format",
         ),
         (json!({"logprobs": true}), "logprobs"),
+        (json!({"grammar": "root ::= \"yes\""}), "'grammar'"),
+        (json!({"json_schema": {"type": "object"}}), "'json_schema'"),
     ] {
         let r = post(addr, "/v1/chat/completions", &chat(extra.clone()));
         assert_eq!(r.status, 400, "{extra}: {}", r.body);
