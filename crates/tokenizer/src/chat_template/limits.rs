@@ -30,21 +30,26 @@ use minijinja::{Error, ErrorKind};
 /// is 17 KiB; anything far larger is garbage or an attack.
 pub const MAX_SOURCE_BYTES: usize = 1 << 20;
 
+/// Fuzz builds (cargo-fuzz's `cfg(fuzzing)`) divide the budgets of time and output by this: a
+/// hostile template then ends on the same checks ten times sooner, so the fuzzer tries ten
+/// times more of them, while real templates stay far under every budget.
+const FUZZ_DIVISOR: u64 = if cfg!(fuzzing) { 10 } else { 1 };
+
 /// Instructions any render may run, whatever the conversation (a few milliseconds). Real
 /// templates spend 150 to 1,200 on a five-message conversation.
-pub const FUEL_BASE: u64 = 250_000;
+pub const FUEL_BASE: u64 = 250_000 / FUZZ_DIVISOR;
 
 /// Instructions allowed per message on top of [`FUEL_BASE`], so that long conversations render:
 /// real templates spend 40 to 160 per message, and Gemma 4's looks back over the conversation
 /// at each message (622,000 for 400 messages; the allowance is 4.25 million).
-pub const FUEL_PER_MESSAGE: u64 = 10_000;
+pub const FUEL_PER_MESSAGE: u64 = 10_000 / FUZZ_DIVISOR;
 
 /// Recursion depth in minijinja's units. Real templates nest a few loops and conditions and
 /// at most a handful of macro calls (JSON-schema renderers); minijinja's own ceiling is 500.
 pub const RECURSION_LIMIT: usize = 200;
 
 /// Rendered bytes any render may write (1 MiB), whatever the conversation.
-pub const OUTPUT_BASE_BYTES: usize = 1 << 20;
+pub const OUTPUT_BASE_BYTES: usize = (1 << 20) / FUZZ_DIVISOR as usize;
 
 /// Rendered bytes allowed per byte of the messages' contents on top of [`OUTPUT_BASE_BYTES`]:
 /// templates write each message once, some twice (a system prompt repeated in a tool turn).
@@ -53,7 +58,7 @@ pub const OUTPUT_PER_CONTENT_BYTE: usize = 4;
 /// Bytes of work any render may do (8 MiB): every byte of a string it makes, reads, compares or
 /// writes, and every item of a container, counts ([`super::budget`]). llama.cpp's real
 /// templates spend 16 to 220 KiB on a five-message conversation of 5 KiB.
-pub const WORK_BASE_BYTES: u64 = 8 << 20;
+pub const WORK_BASE_BYTES: u64 = (8 << 20) / FUZZ_DIVISOR;
 
 /// Bytes of work allowed per byte of the messages' contents on top of [`WORK_BASE_BYTES`].
 pub const WORK_PER_CONTENT_BYTE: u64 = 64;
