@@ -26,6 +26,9 @@ pub(super) const MADE: &str = "tessera:made";
 pub(super) const RAW: &str = "tessera:raw";
 /// The checked slice ([`super::guards`]) that replaces minijinja's `Slice` instruction.
 pub(super) const SLICE: &str = "tessera:slice";
+/// The checks before a multiplication (`Mul`): the right operand, then the left one.
+pub(super) const MUL_RIGHT: &str = "tessera:mul_right";
+pub(super) const MUL_LEFT: &str = "tessera:mul_left";
 
 /// Deepest nesting of containers (lists, maps, namespaces) a made value may have. Dropping or
 /// formatting a value recurses once per level, so a namespace wrapped in itself a few tens of
@@ -40,6 +43,37 @@ pub(super) struct Budget {
     remaining: AtomicU64,
     total: u64,
     value_cap: u64,
+    /// The right operand of the multiplication being checked ([`Repeat`] as two words).
+    mul_right: [AtomicU64; 2],
+}
+
+/// What a multiplication's operand means for a repetition (`s * n`, `list * n`, either way
+/// round): its length when it is a string or a sequence, its value when it is a count; `NONE`
+/// where it is neither.
+#[derive(Clone, Copy)]
+struct Repeat {
+    len: u64,
+    count: u64,
+}
+
+const NONE: u64 = u64::MAX;
+
+impl Repeat {
+    fn of(value: &Value) -> Repeat {
+        let len = match value.kind() {
+            ValueKind::String => value.as_str().map(|s| s.len()),
+            ValueKind::Seq | ValueKind::Iterable => value.len(),
+            _ => None,
+        };
+        let count = match value.kind() {
+            ValueKind::Number => value.as_usize(),
+            _ => None,
+        };
+        Repeat {
+            len: len.map_or(NONE, |n| n as u64),
+            count: count.map_or(NONE, |n| n as u64),
+        }
+    }
 }
 
 impl Budget {
@@ -48,7 +82,28 @@ impl Budget {
             remaining: AtomicU64::new(total),
             total,
             value_cap,
+            mul_right: [AtomicU64::new(NONE), AtomicU64::new(NONE)],
         })
+    }
+
+    /// Refuses a repetition whose result passes the value cap, or whose count alone does:
+    /// minijinja repeats a sequence lazily, n times over even when it is empty, so `[] * n`
+    /// costs n steps that make nothing and no budget would see them.
+    fn check_repeat(&self, left: Repeat) -> Result<(), Error> {
+        let right = Repeat {
+            len: self.mul_right[0].load(Ordering::Relaxed),
+            count: self.mul_right[1].load(Ordering::Relaxed),
+        };
+        for (len, count) in [(left.len, right.count), (right.len, left.count)] {
+            if len != NONE && count != NONE && len.saturating_mul(count).max(count) > self.value_cap
+            {
+                return Err(limit_error(format!(
+                    "the template repeated a value {count} times (at most {} items or bytes)",
+                    self.value_cap
+                )));
+            }
+        }
+        Ok(())
     }
 
     pub fn value_cap(&self) -> u64 {
@@ -149,6 +204,9 @@ enum Charge {
     Compared,
     /// Before it: the raw text it writes.
     Raw,
+    /// Before it: the repetition its operands make ([`Budget::check_repeat`]); after it: the
+    /// value made.
+    Multiplied,
     /// Refused: the template reaches for other templates (only this one exists, uninstrumented).
     Refused,
 }
@@ -172,7 +230,8 @@ fn charge_of(instr: &Instruction) -> Charge {
         | I::CallMethod(..)
         | I::CallObject(_)
         | I::EndCapture => Charge::Made,
-        I::Add | I::Mul | I::StringConcat => Charge::Made,
+        I::Mul => Charge::Multiplied,
+        I::Add | I::StringConcat => Charge::Made,
         I::Eq
         | I::Ne
         | I::Gt
@@ -242,6 +301,7 @@ pub(super) fn instrument<'s>(instructions: &Instructions<'s>) -> Option<Instruct
             Charge::Loaded | Charge::Made | Charge::Written => 2,
             Charge::Raw => 4,
             Charge::Compared => 5,
+            Charge::Multiplied => 6,
         };
     }
     start.push(at);
@@ -268,6 +328,12 @@ pub(super) fn instrument<'s>(instructions: &Instructions<'s>) -> Option<Instruct
                 push(filter(MADE));
                 push(Instruction::Swap)
             }
+            Charge::Multiplied => {
+                push(filter(MUL_RIGHT));
+                push(Instruction::Swap);
+                push(filter(MUL_LEFT));
+                push(Instruction::Swap)
+            }
             _ => 0,
         };
         use Instruction as I;
@@ -284,7 +350,7 @@ pub(super) fn instrument<'s>(instructions: &Instructions<'s>) -> Option<Instruct
         });
         match charge {
             Charge::Loaded => push(filter(LOADED)),
-            Charge::Made => push(filter(MADE)),
+            Charge::Made | Charge::Multiplied => push(filter(MADE)),
             _ => 0,
         };
     }
@@ -299,4 +365,15 @@ pub(super) fn add_filters(env: &mut minijinja::Environment<'static>, budget: &Ar
     env.add_filter(MADE, move |v: Value| b.charge(&v, true).map(|_| v));
     let b = budget.clone();
     env.add_filter(RAW, move |len: u64| b.spend(len).map(|_| Value::UNDEFINED));
+    let b = budget.clone();
+    env.add_filter(MUL_RIGHT, move |v: Value| {
+        let r = Repeat::of(&v);
+        b.mul_right[0].store(r.len, Ordering::Relaxed);
+        b.mul_right[1].store(r.count, Ordering::Relaxed);
+        v
+    });
+    let b = budget.clone();
+    env.add_filter(MUL_LEFT, move |v: Value| {
+        b.check_repeat(Repeat::of(&v)).map(|_| v)
+    });
 }

@@ -79,6 +79,7 @@ struct Tag {
     int_sum: u64,
     multiplications: u32,
     powers: u32,
+    lists: u64,
 }
 
 impl Tag {
@@ -89,18 +90,25 @@ impl Tag {
             Token::String(s) => self.string_bytes += s.len() as u64,
             Token::Int(n) => self.int_sum = self.int_sum.saturating_add(*n),
             Token::Int128(_) => self.int_sum = u64::MAX,
+            // A float repeats as its integer (`'x' * 1e8` is `'x' * 100000000`); `as` saturates.
+            Token::Float(f) if *f > 0.0 => self.int_sum = self.int_sum.saturating_add(*f as u64),
+            // A list literal (or a subscript: counted alike, harmlessly) that a multiplication
+            // can repeat: folding `[] * n` makes a list minijinja steps through n times.
+            Token::BracketOpen => self.lists += 1,
             Token::Mul => self.multiplications += 1,
             Token::Pow => self.powers += 1,
             _ => {}
         }
     }
 
-    /// Strings grow only by repetition (`*`); concatenation and lists only add. A repeat count
-    /// is at most the sum of the tag's integers raised to its number of multiplications, and
-    /// anything once a power is involved.
+    /// Strings and lists grow only by repetition (`*`); concatenation only adds. A repeat
+    /// count is at most the sum of the tag's numbers raised to its number of multiplications,
+    /// and anything once a power is involved. A list counts one per literal, whatever it
+    /// holds: repeating even an empty one costs a step per repetition.
     fn folded_bound(&self) -> u64 {
-        let strings = self.string_bytes.max(1);
-        if self.multiplications + self.powers == 0 || self.string_bytes == 0 {
+        let repeatable = self.string_bytes.saturating_add(self.lists);
+        let strings = repeatable.max(1);
+        if self.multiplications + self.powers == 0 || repeatable == 0 {
             return strings;
         }
         if self.powers > 0 && self.int_sum > 1 {

@@ -61,6 +61,38 @@ fn endless_loops_run_out_of_fuel() {
         "{% for m in messages * 100000 %}{% endfor %}",
         "made a value of more than",
     );
+    // A list repeated 2.4e18 times makes nothing when it is empty, but minijinja steps through
+    // every repetition (found by fuzzing: a hang without end). Computed while rendering:
+    assert_limited(
+        "{% for m in messages * 2426047410323587072e0 %}{% endfor %}",
+        "repeated a value 2426047410323587072 times",
+    );
+    assert_limited(
+        "{% set e = [] %}{% for m in e * 2426047410323587072 %}{% endfor %}",
+        "repeated a value",
+    );
+    // Folded while compiling (constants), floats counted as their integers:
+    assert_limited(
+        "{% for m in [] * 2426047410323587072 %}{% endfor %}",
+        "constant expressions could make",
+    );
+    assert_limited("{{ (10**15 * []) | length }}", "constant expressions");
+    assert_limited("{{ 'x' * 1e8 }}", "constant expressions");
+}
+
+#[test]
+fn multiplications_within_the_limits_render() {
+    let t = ChatTemplate::new(
+        "{{ 'ab' * 3 }} {{ 2 * 'c' }} {{ ([1, 2] * 2) | length }} {{ (2 * messages) | length }} \
+         {{ 2 * 3 }} {{ 2.5 * 2 }} {{ '' * 1000 }}.",
+        "<s>",
+        "</s>",
+    )
+    .unwrap();
+    assert_eq!(
+        t.render(&conversation(), false).unwrap(),
+        "ababab cc 4 8 6 5.0 ."
+    );
 }
 
 #[test]
