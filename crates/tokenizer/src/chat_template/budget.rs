@@ -357,12 +357,29 @@ pub(super) fn instrument<'s>(instructions: &Instructions<'s>) -> Option<Instruct
     Some(out)
 }
 
+/// A lazily built sized sequence (minijinja's concatenation of lists, a slice of one) as a
+/// plain list. Iterating a lazy value iterates the values it was built from, so a template
+/// nesting them (a list sliced and concatenated with itself, level after level: found by
+/// fuzzing) made one iteration cost 2^levels steps; plain lists keep every level's cost its
+/// length. The charge has just walked the value, so the copy costs no more than that.
+fn materialized(value: Value) -> Value {
+    let lazy = matches!(value.kind(), ValueKind::Seq | ValueKind::Iterable)
+        && value.len().is_some()
+        && value.downcast_object_ref::<Vec<Value>>().is_none();
+    match value.try_iter() {
+        Ok(items) if lazy => Value::from(items.collect::<Vec<_>>()),
+        _ => value,
+    }
+}
+
 /// The filters the instrumented code calls, charging `budget`.
 pub(super) fn add_filters(env: &mut minijinja::Environment<'static>, budget: &Arc<Budget>) {
     let b = budget.clone();
     env.add_filter(LOADED, move |v: Value| b.charge(&v, false).map(|_| v));
     let b = budget.clone();
-    env.add_filter(MADE, move |v: Value| b.charge(&v, true).map(|_| v));
+    env.add_filter(MADE, move |v: Value| {
+        b.charge(&v, true).map(|_| materialized(v))
+    });
     let b = budget.clone();
     env.add_filter(RAW, move |len: u64| b.spend(len).map(|_| Value::UNDEFINED));
     let b = budget.clone();

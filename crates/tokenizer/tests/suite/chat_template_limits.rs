@@ -81,6 +81,26 @@ fn endless_loops_run_out_of_fuel() {
 }
 
 #[test]
+fn lazily_nested_sequences_cost_their_length() {
+    // Each level slices the list below and concatenates it with it: built lazily, iterating
+    // level n walked level n - 1 twice (found by fuzzing: 2^50 steps).
+    let start = Instant::now();
+    let t = ChatTemplate::new(
+        "{% macro r(n, s) %}{% if n < 30 %}{{ r(n + 1, s[::42] + s) }}{% else %}\
+         {{ s | length }}{% endif %}{% endmacro %}{{ r(0, messages) }}",
+        "<s>",
+        "</s>",
+    )
+    .unwrap();
+    assert_eq!(t.render(&conversation(), false).unwrap(), "34");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
 fn multiplications_within_the_limits_render() {
     let t = ChatTemplate::new(
         "{{ 'ab' * 3 }} {{ 2 * 'c' }} {{ ([1, 2] * 2) | length }} {{ (2 * messages) | length }} \
