@@ -31,7 +31,7 @@ pub fn devices(_args: DevicesArgs) -> anyhow::Result<()> {
 }
 
 fn cpu_lines() -> Vec<String> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = tessera_backend_cpu::available_threads();
     vec![format!(
         "0: CPU ({} kernels, {threads} threads)",
         tessera_quant::isa::level().name()

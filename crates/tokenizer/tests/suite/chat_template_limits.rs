@@ -20,6 +20,12 @@ fn conversation() -> Vec<ChatMessage> {
     ]
 }
 
+/// `source` rendered (no BOS or EOS text) after [`conversation`], without the generation prompt.
+fn rendered(source: &str) -> String {
+    let t = ChatTemplate::new(source, "", "").unwrap();
+    t.render(&conversation(), false).unwrap()
+}
+
 /// Renders `source` and expects a limit error (saying `says`) within a few seconds (unbounded,
 /// each of these runs for hours or until memory runs out).
 fn assert_limited(source: &str, says: &str) {
@@ -85,14 +91,13 @@ fn lazily_nested_sequences_cost_their_length() {
     // Each level slices the list below and concatenates it with it: built lazily, iterating
     // level n walked level n - 1 twice (found by fuzzing: 2^50 steps).
     let start = Instant::now();
-    let t = ChatTemplate::new(
-        "{% macro r(n, s) %}{% if n < 30 %}{{ r(n + 1, s[::42] + s) }}{% else %}\
-         {{ s | length }}{% endif %}{% endmacro %}{{ r(0, messages) }}",
-        "<s>",
-        "</s>",
-    )
-    .unwrap();
-    assert_eq!(t.render(&conversation(), false).unwrap(), "34");
+    assert_eq!(
+        rendered(
+            "{% macro r(n, s) %}{% if n < 30 %}{{ r(n + 1, s[::42] + s) }}{% else %}\
+         {{ s | length }}{% endif %}{% endmacro %}{{ r(0, messages) }}"
+        ),
+        "34"
+    );
     assert!(
         start.elapsed() < Duration::from_secs(5),
         "{:?}",
@@ -459,21 +464,20 @@ fn format_keys_outside_ascii_are_refused() {
             "{source}: {r:?}"
         );
     }
-    let t = ChatTemplate::new(
-        "{{ '{0[k]}|é|{{é}}'.format({'k': 1}) }}{{ '%(k)s é' | format({'k': 2}) }}",
-        "",
-        "",
-    )
-    .unwrap();
-    assert_eq!(t.render(&conversation(), false).unwrap(), "1|é|{é}2 é");
+    assert_eq!(
+        rendered("{{ '{0[k]}|é|{{é}}'.format({'k': 1}) }}{{ '%(k)s é' | format({'k': 2}) }}"),
+        "1|é|{é}2 é"
+    );
 }
 
 /// Builtins that hang or allocate without bound in minijinja(-contrib) 2.24: counting an empty
 /// string (an endless loop), `batch`/`slice` with a huge count (allocated at once).
 #[test]
 fn builtins_that_hang_or_allocate_at_once_are_bounded() {
-    let t = ChatTemplate::new("{{ 'abc'.count('') }}{{ 'abcb'.count('b') }}", "", "").unwrap();
-    assert_eq!(t.render(&conversation(), false).unwrap(), "42");
+    assert_eq!(
+        rendered("{{ 'abc'.count('') }}{{ 'abcb'.count('b') }}"),
+        "42"
+    );
     for source in [
         "{{ messages | batch(1000000000000) | list }}",
         "{{ messages | slice(1000000000000) | list }}",
@@ -481,13 +485,12 @@ fn builtins_that_hang_or_allocate_at_once_are_bounded() {
     ] {
         assert_limited(source, "count");
     }
-    let t = ChatTemplate::new(
-        "{{ messages | batch(3) | list | length }}{{ messages | slice(2) | list | length }}",
-        "",
-        "",
-    )
-    .unwrap();
-    assert_eq!(t.render(&conversation(), false).unwrap(), "22");
+    assert_eq!(
+        rendered(
+            "{{ messages | batch(3) | list | length }}{{ messages | slice(2) | list | length }}"
+        ),
+        "22"
+    );
 }
 
 /// Values nested in themselves in a loop: dropping or writing one recurses once per level, and
