@@ -41,6 +41,7 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<()> {
         sampling,
         stop: Vec::new(),
         ignore_eos: false,
+        grammar: None,
     };
     let clock = StdClock::new();
     let stdin = std::io::stdin();

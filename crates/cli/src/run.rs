@@ -59,6 +59,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         sampling,
         stop: args.stop.clone(),
         ignore_eos: args.ignore_eos,
+        grammar: None,
     };
     let mut stdout = std::io::stdout().lock();
     let mut write_err = None;
@@ -109,6 +110,7 @@ pub fn print_stats(s: &GenerateStats) {
         StopReason::MaxTokens => "token limit".into(),
         StopReason::ContextFull => "context full".into(),
         StopReason::Cancelled => "cancelled".into(),
+        StopReason::GrammarComplete => "the grammar is complete".into(),
     };
     eprintln!(
         "prompt: {} tokens in {:.3} s ({:.1} t/s) | generated: {} tokens in {:.3} s ({:.1} t/s) | stop: {stop}",

@@ -347,6 +347,18 @@ impl Sampler {
 
     /// Picks the next token from one position's logits (length = vocabulary size).
     pub fn sample(&mut self, logits: &[f32]) -> Result<u32, SamplingError> {
+        self.sample_allowed(logits, None)
+    }
+
+    /// [`Sampler::sample`] among the tokens `allowed` sets (a bit per token id, least
+    /// significant first: token `t` is bit `t % 32` of word `t / 32`; ids past its end are not
+    /// allowed), or among all with `None`. The others are masked before the chain (their logit
+    /// is -inf), as llama.cpp's grammar sampler does, so one draw picks among the allowed ones.
+    pub fn sample_allowed(
+        &mut self,
+        logits: &[f32],
+        allowed: Option<&[u32]>,
+    ) -> Result<u32, SamplingError> {
         if logits.is_empty() {
             return Err(SamplingError::EmptyLogits);
         }
@@ -354,7 +366,16 @@ impl Sampler {
         if p.temperature <= 0.0 && p.logit_bias.is_empty() && !p.penalties_active() {
             // Plain greedy: nothing changes the logits, so the arg-max of the row itself
             // (Gemma 3's 262144 candidates cost about a millisecond to build per token).
-            return greedy(logits);
+            return match allowed {
+                None => greedy(logits),
+                Some(mask) => argmax(
+                    logits
+                        .iter()
+                        .enumerate()
+                        .filter(|&(i, _)| is_allowed(mask, i))
+                        .map(|(i, &l)| (i, l)),
+                ),
+            };
         }
         if let Some(i) = logits.iter().position(|l| l.is_nan()) {
             return Err(SamplingError::NanLogit { token: i as u32 });
@@ -372,6 +393,13 @@ impl Sampler {
             }
         }
         self.apply_penalties();
+        if let Some(mask) = allowed {
+            for c in &mut self.candidates {
+                if !is_allowed(mask, c.id as usize) {
+                    c.logit = f32::NEG_INFINITY;
+                }
+            }
+        }
 
         if self.params.temperature <= 0.0 {
             return self.argmax();
@@ -533,6 +561,11 @@ fn greedy(logits: &[f32]) -> Result<u32, SamplingError> {
     Ok((chunk + within.unwrap_or(0)) as u32)
 }
 
+/// Whether token `id` is set in an allowed-token bit mask ([`Sampler::sample_allowed`]).
+fn is_allowed(mask: &[u32], id: usize) -> bool {
+    mask.get(id / 32).is_some_and(|w| w >> (id % 32) & 1 == 1)
+}
+
 /// The id of the largest logit, the lowest id on ties; `AllMasked` when every logit is -inf.
 fn argmax(logits: impl Iterator<Item = (usize, f32)>) -> Result<u32, SamplingError> {
     let mut best: Option<(usize, f32)> = None;
@@ -608,6 +641,37 @@ mod tests {
                 };
                 assert_eq!(greedy(row), want, "row {row:?}");
             }
+        }
+    }
+
+    #[test]
+    fn sample_allowed_picks_only_allowed_tokens() {
+        let logits: Vec<f32> = (0..70).map(|i| (i % 7) as f32).collect();
+        // Tokens 3, 40 and 65 (bits across three words).
+        let mask = [1u32 << 3, 1 << (40 - 32), 1 << (65 - 64)];
+        let mut greedy = Sampler::new(SamplingParams::greedy()).unwrap();
+        // Logits 3, 5 and 2: the largest allowed is token 40.
+        assert_eq!(greedy.sample_allowed(&logits, Some(&mask)), Ok(40));
+        assert_eq!(greedy.sample_allowed(&logits, None), Ok(6));
+        let none = [0u32; 3];
+        assert_eq!(
+            greedy.sample_allowed(&logits, Some(&none)),
+            Err(SamplingError::AllMasked)
+        );
+        for seed in 0..50 {
+            let params = SamplingParams {
+                temperature: 1.0,
+                top_k: 0,
+                top_p: 1.0,
+                min_p: 0.0,
+                seed,
+                logit_bias: vec![(41, 100.0)],
+                ..SamplingParams::default()
+            };
+            let mut s = Sampler::new(params).unwrap();
+            // A bias on a token the mask forbids does not bring it back.
+            let t = s.sample_allowed(&logits, Some(&mask)).unwrap();
+            assert!([3, 40, 65].contains(&t), "seed {seed}: {t}");
         }
     }
 }

@@ -10,6 +10,7 @@
 //! - [`generate`]: the one-call driver over it: prompt tokenization and
 //!   [`generate::generate`], a whole generation in one call.
 //! - [`stop`]: stop strings, matched across token boundaries.
+//! - [`constraint`]: constrained decoding (JSON schema, regular expression, Lark grammar).
 //! - [`speculative`]: speculative decoding (draft model, n-gram drafts) as llama.cpp does it.
 //! - [`perplexity`]: llama-perplexity's measurement.
 //! - `request` (feature `serde`): the OpenAI-shaped request the server and the browser take,
@@ -18,6 +19,7 @@
 //! The sampling chain itself is `tessera_core::sampling` (backends may run it on their device),
 //! re-exported here as [`sampling`].
 
+pub mod constraint;
 pub mod generate;
 pub mod generation;
 pub mod perplexity;

@@ -75,9 +75,10 @@ impl Meta {
 fn finish_reason(stop: StopReason) -> &'static str {
     match stop {
         StopReason::MaxTokens | StopReason::ContextFull => "length",
-        StopReason::EndOfGeneration(_) | StopReason::StopString(_) | StopReason::Cancelled => {
-            "stop"
-        }
+        StopReason::EndOfGeneration(_)
+        | StopReason::StopString(_)
+        | StopReason::Cancelled
+        | StopReason::GrammarComplete => "stop",
     }
 }
 

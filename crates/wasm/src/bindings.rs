@@ -333,6 +333,7 @@ impl Stats {
             StopReason::MaxTokens => ("length", "max_tokens".into()),
             StopReason::ContextFull => ("length", "context_full".into()),
             StopReason::Cancelled => ("abort", "cancelled".into()),
+            StopReason::GrammarComplete => ("stop", "grammar_complete".into()),
         };
         let stats = Stats {
             prompt_tokens: s.n_prompt,

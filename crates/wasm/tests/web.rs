@@ -66,6 +66,7 @@ async fn tokenizer_and_greedy_generation() {
         sampling: SamplingParams::greedy(),
         stop: vec![],
         ignore_eos: true,
+        grammar: None,
     };
     session
         .begin(vec![504, 3575, 282, 4649, 314], params, &NoClock)

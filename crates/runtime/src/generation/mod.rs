@@ -27,6 +27,7 @@ use tessera_core::error::EngineError;
 use tessera_core::model::Model;
 use tessera_core::sampling::{DeviceSampling, Sampler};
 
+use crate::constraint::{Constraint, GrammarEnv};
 use crate::speculative::SpeculatorChain;
 use crate::stop::StopMatcher;
 use decode::Picking;
@@ -139,6 +140,8 @@ pub struct Generation {
     seq: usize,
     /// Tokens of the step [`Generation::wants`] handed to a shared batch.
     planned: Option<usize>,
+    /// The grammar's state, when [`GenerateParams::grammar`] asks for one.
+    constraint: Option<Constraint>,
 }
 
 impl Generation {
@@ -157,7 +160,16 @@ impl Generation {
         check_sequence(ctx, &prompt)?;
         let model = ctx.model().clone();
         let sampler = prompt_sampler(&params, model.tokenizer(), &prompt)?;
-        let spec = match options.speculator {
+        let constraint = match &params.grammar {
+            Some(grammar) => {
+                let env = GrammarEnv::for_model(&model)?;
+                Some(Constraint::new(&env, grammar)?)
+            }
+            None => None,
+        };
+        // A grammar picks each token against its mask on the CPU, one at a time: no drafts
+        // (they would need the grammar's verdict on every drafted token first).
+        let spec = match options.speculator.filter(|_| constraint.is_none()) {
             Some(chain) => Some(Speculation::begin(chain, &prompt)?),
             None => None,
         };
@@ -171,7 +183,11 @@ impl Generation {
         ctx.truncate(kept);
         // On a backend that computes where it reads back (the CPU) the sampler picks from the
         // logits: nothing is saved by picking "on the device", and the sampler reports NaNs.
-        let on_device = options.device_sampling && ctx.picks_on_device() && spec.is_none();
+        // A grammar's mask is applied by the CPU sampler (the device chains take none yet).
+        let on_device = options.device_sampling
+            && ctx.picks_on_device()
+            && spec.is_none()
+            && constraint.is_none();
         let picking = Picking::choose(&params, on_device);
         let now = clock.now_s();
         Ok(Generation {
@@ -195,6 +211,7 @@ impl Generation {
             spec,
             seq: ctx.selected(),
             planned: None,
+            constraint,
         })
     }
 
@@ -262,6 +279,10 @@ impl Generation {
             }
             Phase::Prefill(from) => return self.prefill(ctx, from, clock),
             Phase::Decode(token) => {
+                if self.constraint.as_ref().is_some_and(Constraint::is_done) {
+                    // Nothing may follow: the token is not decoded.
+                    return Ok(self.done(StopReason::GrammarComplete, String::new(), clock));
+                }
                 if ctx.n_past() + 1 > ctx.n_ctx() {
                     match self.shift_keep {
                         // As llama.cpp: keep n_keep, drop half of what follows.
@@ -296,9 +317,15 @@ impl Generation {
         if self.max_tokens_reached() {
             return Ok(self.done(StopReason::MaxTokens, String::new(), clock));
         }
-        let token = match self.next.take() {
-            Some(t) => t,
-            None => self.sampler.sample(ctx.logits())?,
+        let token = match (self.next.take(), &mut self.constraint) {
+            (Some(t), _) => t,
+            (None, None) => self.sampler.sample(ctx.logits())?,
+            (None, Some(constraint)) => {
+                let allowed = constraint.allowed()?;
+                let token = self.sampler.sample_allowed(ctx.logits(), Some(&allowed))?;
+                constraint.commit(token)?;
+                token
+            }
         };
         self.sampler.accept(token);
         Ok(self.emit(token, clock))

@@ -10,6 +10,7 @@ use tessera_core::sampling::{Sampler, SamplingError, SamplingParams};
 use tessera_tokenizer::chat_template::ChatTemplateError;
 use tessera_tokenizer::Tokenizer;
 
+use crate::constraint::{ConstraintError, Grammar};
 use crate::speculative::SpecError;
 
 /// Seconds since some fixed point, from the host.
@@ -44,6 +45,10 @@ pub enum GenerateError {
     EmptyPrompt,
     #[error("the prompt has {n_prompt} tokens but the context holds {n_ctx}: use a larger context (-c) or a shorter prompt")]
     PromptTooLong { n_prompt: usize, n_ctx: usize },
+    /// The grammar cannot be compiled (a schema keyword not supported, a syntax error) or
+    /// followed (its engine failed mid-way).
+    #[error("grammar: {0}")]
+    Grammar(#[from] ConstraintError),
     /// The speculator failed (its engine and sampling errors are [`GenerateError::Engine`]
     /// and [`GenerateError::Sampling`]).
     #[error(transparent)]
@@ -69,6 +74,9 @@ pub struct GenerateParams {
     pub stop: Vec<String>,
     /// Never end at an end-of-generation token: like llama.cpp, such tokens are never sampled.
     pub ignore_eos: bool,
+    /// What the answer must follow (JSON schema, regular expression, Lark grammar): only the
+    /// tokens the grammar allows are sampled, and the generation ends where it is complete.
+    pub grammar: Option<Grammar>,
 }
 
 impl Default for GenerateParams {
@@ -78,6 +86,7 @@ impl Default for GenerateParams {
             sampling: SamplingParams::default(),
             stop: Vec::new(),
             ignore_eos: false,
+            grammar: None,
         }
     }
 }
@@ -95,6 +104,8 @@ pub enum StopReason {
     ContextFull,
     /// The host asked to stop (a callback's `false`, an abort).
     Cancelled,
+    /// The grammar is complete: nothing may follow.
+    GrammarComplete,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -176,6 +176,7 @@ impl Options {
             sampling,
             stop: self.stops()?,
             ignore_eos: self.ignore_eos,
+            grammar: None,
         })
     }
 

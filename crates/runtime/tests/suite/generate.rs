@@ -14,6 +14,7 @@ fn greedy(max: usize) -> GenerateParams {
         sampling: SamplingParams::greedy(),
         stop: vec![],
         ignore_eos: false,
+        grammar: None,
     }
 }
 
@@ -151,6 +152,7 @@ fn seeded_sampling_is_reproducible_and_callback_can_cancel() {
         },
         stop: vec![],
         ignore_eos: true,
+        grammar: None,
     };
     let mut ctx = context(&model, 256, 512, 2);
     let (a, sa) = run(&mut ctx, &prompt, &p(7));

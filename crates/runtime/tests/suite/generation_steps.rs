@@ -21,6 +21,7 @@ fn pending_steps_end_with_the_synchronous_generation() {
             sampling: SamplingParams::greedy(),
             stop: vec![],
             ignore_eos: false,
+            grammar: None,
         },
         GenerateParams {
             max_tokens: Some(10),
@@ -30,6 +31,7 @@ fn pending_steps_end_with_the_synchronous_generation() {
             },
             stop: vec![". ".into()],
             ignore_eos: true,
+            grammar: None,
         },
     ];
     for params in requests {
@@ -113,6 +115,7 @@ fn a_context_shift_lets_a_generation_go_past_a_full_context() {
         sampling: SamplingParams::greedy(),
         stop: vec![],
         ignore_eos: true,
+        grammar: None,
     };
     let run = |shift: Option<usize>| {
         let mut ctx = context(&model, 48, 16, 1);

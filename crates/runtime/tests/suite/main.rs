@@ -3,6 +3,7 @@
 //! tree, so one binary per crate keeps the suite's build short).
 
 mod chat_tokens;
+mod constraint;
 mod generate;
 mod generation_steps;
 mod nan_logits;

@@ -22,6 +22,7 @@ fn requests(model: &Model) -> Vec<(Vec<u32>, GenerateParams)> {
         sampling: SamplingParams::greedy(),
         stop: vec![],
         ignore_eos: false,
+        grammar: None,
     };
     let long = "Continuous batching lets a server decode the next token of every running \
                 request in one forward pass, reading the weights once per step instead of \
@@ -42,6 +43,7 @@ fn requests(model: &Model) -> Vec<(Vec<u32>, GenerateParams)> {
             },
             stop: vec![],
             ignore_eos: true,
+            grammar: None,
         },
         greedy(8),
         GenerateParams {

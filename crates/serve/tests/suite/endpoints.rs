@@ -21,6 +21,7 @@ fn runtime_answer(messages: &[ChatMessage], max_tokens: usize) -> String {
         sampling: SamplingParams::greedy(),
         stop: Vec::new(),
         ignore_eos: false,
+        grammar: None,
     };
     let mut text = String::new();
     generate(&mut ctx, &prompt, &params, &NoClock, &mut |t| {

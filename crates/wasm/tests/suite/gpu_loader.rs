@@ -57,6 +57,7 @@ fn greedy_tokens(s: &mut Session, gpu: &Gpu, prompt: Vec<u32>, n: usize) -> Vec<
         sampling: SamplingParams::greedy(),
         stop: vec![],
         ignore_eos: true,
+        grammar: None,
     };
     generated_tokens(s, gpu, prompt, params)
 }

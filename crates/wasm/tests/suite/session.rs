@@ -87,6 +87,7 @@ fn steps_match_engine_generate_and_fixture() {
         sampling: SamplingParams::greedy(),
         stop: vec![],
         ignore_eos: true,
+        grammar: None,
     };
     let mut s = session(&model);
     let (text, stats) = run_steps(&mut s, prompt.clone(), params.clone());
@@ -284,6 +285,7 @@ fn pending_steps_on_an_async_backend_give_the_same_generation() {
             sampling: SamplingParams::greedy(),
             stop: vec![],
             ignore_eos: true,
+            grammar: None,
         },
         // Plain greedy: with device_greedy only ids come back.
         GenerateParams {
@@ -291,6 +293,7 @@ fn pending_steps_on_an_async_backend_give_the_same_generation() {
             sampling: SamplingParams::greedy(),
             stop: vec![],
             ignore_eos: false,
+            grammar: None,
         },
         // Sampled with a seed.
         GenerateParams {
@@ -452,6 +455,7 @@ fn forced_decoding_in_slices_gives_the_engines_predictions() {
             sampling: SamplingParams::greedy(),
             stop: vec![],
             ignore_eos: false,
+            grammar: None,
         },
     );
     assert_eq!(predict_all(&mut s, &ids), (want.clone(), 0));

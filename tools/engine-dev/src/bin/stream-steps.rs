@@ -80,6 +80,7 @@ fn run(
         sampling: SamplingParams::greedy(),
         stop: vec![],
         ignore_eos: true,
+        grammar: None,
     };
     let t = Instant::now();
     let mut generations: Vec<(usize, Generation)> = (0..n_streams)

@@ -1,0 +1,144 @@
+//! Constrained decoding on SmolLM2 and Gemma 3: answers follow the JSON schema, regular
+//! expression or Lark grammar asked for, greedy and sampled; grammars that cannot be compiled
+//! are refused with a message naming why.
+
+use tessera_testkit::*;
+
+use serde_json::{json, Value};
+use tessera_core::sampling::SamplingParams;
+use tessera_runtime::constraint::Grammar;
+use tessera_runtime::generate::{
+    generate, tokenize_chat, GenerateError, GenerateParams, NoClock, StopReason,
+};
+use tessera_tokenizer::ChatMessage;
+
+fn params(grammar: Grammar, temperature: f32, seed: u64) -> GenerateParams {
+    GenerateParams {
+        max_tokens: Some(96),
+        sampling: SamplingParams {
+            temperature,
+            seed,
+            ..SamplingParams::default()
+        },
+        stop: vec![],
+        ignore_eos: false,
+        grammar: Some(grammar),
+    }
+}
+
+/// The answer to `question` under `p` on `model`, and why it ended.
+fn answer(model: &str, question: &str, p: &GenerateParams) -> (String, StopReason) {
+    let model = load_model(model);
+    let template = model.chat_template().unwrap().unwrap();
+    let chat = [ChatMessage::new("user", question)];
+    let prompt = tokenize_chat(model.tokenizer(), &template, &chat).unwrap();
+    let mut ctx = context(&model, 512, 512, 2);
+    let mut text = String::new();
+    let stats = generate(&mut ctx, &prompt, p, &NoClock, &mut |t| {
+        text.push_str(t);
+        true
+    })
+    .expect("generate");
+    (text, stats.stop)
+}
+
+fn person_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": 20},
+            "age": {"type": "integer", "minimum": 0, "maximum": 150},
+            "city": {"enum": ["Paris", "Berlin", "Rome"]}
+        },
+        "required": ["name", "age", "city"],
+        "additionalProperties": false
+    })
+}
+
+/// The checks of [`person_schema`], by hand (the complete answer is valid JSON of its shape).
+fn check_person(text: &str) {
+    let v: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text:?}"));
+    let o = v
+        .as_object()
+        .unwrap_or_else(|| panic!("not an object: {text:?}"));
+    assert_eq!(o.len(), 3, "{text:?}");
+    assert!(
+        o["name"].as_str().is_some_and(|s| s.chars().count() <= 20),
+        "{text:?}"
+    );
+    assert!(o["age"].as_u64().is_some_and(|a| a <= 150), "{text:?}");
+    assert!(
+        ["Paris", "Berlin", "Rome"].contains(&o["city"].as_str().unwrap()),
+        "{text:?}"
+    );
+}
+
+#[test]
+fn answers_follow_a_json_schema_greedy_and_sampled() {
+    let question = "Describe a person who lives in a capital city, as JSON.";
+    let mut complete = 0;
+    for model in [SMOLLM2, GEMMA3] {
+        for (temperature, seed) in [(0.0, 0), (1.0, 1), (1.0, 2), (1.0, 3)] {
+            let p = params(Grammar::JsonSchema(person_schema()), temperature, seed);
+            let (text, stop) = answer(model, question, &p);
+            // A sampled name may run to the token limit; a finished answer must be valid.
+            if stop == StopReason::MaxTokens {
+                continue;
+            }
+            assert!(
+                matches!(
+                    stop,
+                    StopReason::EndOfGeneration(_) | StopReason::GrammarComplete
+                ),
+                "{model} t={temperature}: {stop:?} {text:?}"
+            );
+            check_person(&text);
+            complete += 1;
+        }
+    }
+    assert!(complete >= 6, "only {complete} of 8 answers finished");
+}
+
+#[test]
+fn answers_follow_a_regex_and_a_lark_grammar() {
+    let p = params(Grammar::Regex("[0-9]{3}-[0-9]{4}".into()), 1.0, 7);
+    let (text, stop) = answer(SMOLLM2, "Give me a phone number.", &p);
+    assert_eq!(stop, StopReason::GrammarComplete, "{text:?}");
+    assert_eq!(text.len(), 8, "{text:?}");
+    assert!(text.chars().enumerate().all(|(i, c)| if i == 3 {
+        c == '-'
+    } else {
+        c.is_ascii_digit()
+    }));
+
+    let lark = r#"start: "The answer is " ANSWER "."
+ANSWER: "yes" | "no""#;
+    let p = params(Grammar::Lark(lark.into()), 0.0, 0);
+    let (text, _) = answer(SMOLLM2, "Is Paris in France?", &p);
+    assert!(
+        ["The answer is yes.", "The answer is no."].contains(&text.as_str()),
+        "{text:?}"
+    );
+}
+
+#[test]
+fn grammars_that_cannot_compile_are_refused_by_name() {
+    let model = load_model(SMOLLM2);
+    let mut ctx = context(&model, 64, 64, 1);
+    let prompt = model.tokenizer().encode("Hi", true, false);
+    let mut refuse = |grammar: Grammar| -> String {
+        let p = params(grammar, 0.0, 0);
+        match generate(&mut ctx, &prompt, &p, &NoClock, &mut |_| true) {
+            Err(GenerateError::Grammar(e)) => e.to_string(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let unsupported = json!({"type": "object", "dependentRequired": {"a": ["b"]}});
+    assert!(refuse(Grammar::JsonSchema(unsupported)).contains("dependentRequired"));
+    assert!(refuse(Grammar::JsonSchema(
+        json!({"type": "string", "format": "ipv9"})
+    ))
+    .contains("ipv9"));
+    assert!(!refuse(Grammar::Lark("start: (".into())).is_empty());
+    assert!(!refuse(Grammar::Regex("[a-".into())).is_empty());
+}
