@@ -148,7 +148,9 @@ impl From<GenerateError> for WasmError {
             GenerateError::Sampling(e) => e.into(),
             GenerateError::ChatTemplate(e) => e.into(),
             GenerateError::NoChatTemplate => WasmError::new(ErrorCode::ChatTemplate, e.to_string()),
-            GenerateError::EmptyPrompt | GenerateError::ControlTextInContent { .. } => {
+            GenerateError::EmptyPrompt
+            | GenerateError::ControlTextInContent { .. }
+            | GenerateError::Grammar(_) => {
                 WasmError::new(ErrorCode::InvalidArgument, e.to_string())
             }
             GenerateError::PromptTooLong { .. } => {

@@ -31,11 +31,18 @@ impl Asked {
 
 impl<'de> Deserialize<'de> for Asked {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Asked, D::Error> {
-        let budget = Cell::new(BUDGET);
-        Ok(Bounded(&budget)
-            .deserialize(d)?
-            .map_or(Asked::Large, Asked::Small))
+        Ok(bounded(d, BUDGET)?.map_or(Asked::Large, Asked::Small))
     }
+}
+
+/// A value kept whole while it has at most `budget` scalars, keys, elements and characters of
+/// strings; `None` past that (the rest is read and skipped, never built).
+pub(super) fn bounded<'de, D: Deserializer<'de>>(
+    d: D,
+    budget: usize,
+) -> Result<Option<Value>, D::Error> {
+    let budget = Cell::new(budget);
+    Bounded(&budget).deserialize(d)
 }
 
 /// Deserializes a value while `budget` lasts (`None` once it ran out; the rest is skipped).

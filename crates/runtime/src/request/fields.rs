@@ -216,22 +216,22 @@ pub const N: Field = field(
 pub const RESPONSE_FORMAT: Field = field(
     "response_format",
     "object",
-    Limit::Refused {
-        neutral: "{\"type\": \"text\"}",
-    },
-    "Structured output (JSON mode, JSON schema).",
+    Limit::Described(
+        "`{\"type\": \"text\"}`, `json_object` (llama-server: with an optional `schema`) or `json_schema` with `json_schema.schema`; a schema up to 64 KiB",
+    ),
+    "Structured output: the answer is JSON, following the schema when one is given.",
 );
 pub const GRAMMAR: Field = field(
     "grammar",
     "string",
-    Limit::Refused { neutral: "\"\"" },
-    "llama-server's constrained output: a GBNF grammar.",
+    Limit::Described("a Lark grammar (llguidance's syntax) up to 64 KiB; GBNF is refused"),
+    "llama-server's constrained output: the answer follows the grammar.",
 );
 pub const JSON_SCHEMA: Field = field(
     "json_schema",
     "object",
-    Limit::Refused { neutral: "null" },
-    "llama-server's constrained output: a JSON schema the answer must follow.",
+    Limit::Described("a JSON schema up to 64 KiB"),
+    "llama-server's constrained output: the answer is JSON following the schema.",
 );
 pub const TOOLS: Field = field(
     "tools",

@@ -13,6 +13,7 @@ mod asked;
 pub mod fields;
 pub mod messages;
 mod options;
+pub mod structured;
 
 pub use asked::Asked;
 pub use fields::{Field, FIELDS};

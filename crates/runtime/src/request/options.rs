@@ -9,6 +9,7 @@ use tessera_core::sampling::SamplingParams;
 
 use super::asked::Asked;
 use super::fields::{self, Bound, Field, Limit};
+use super::structured::{self, ResponseFormat, Schema};
 use super::RequestError;
 use crate::generation::GenerateParams;
 use crate::speculative::{SpecParams, SpecType, SpeculativeOptions};
@@ -81,14 +82,14 @@ pub struct Options {
     pub parse_special_in_content: bool,
     /// Draftless speculative decoding (the text stays the same).
     pub speculative: Option<SpeculativeOptions>,
+    /// Structured output ([`structured`]): OpenAI's, and llama-server's two fields.
+    pub response_format: Option<ResponseFormat>,
+    pub json_schema: Option<Schema>,
+    pub grammar: Option<String>,
     // Not implemented yet: refused rather than ignored, so that a client never silently gets
-    // something else than it asked for. Structured output reads `response_format` (llama.cpp's
-    // `grammar` and `json_schema`), tool calling `tools`, `tool_choice` and `functions`,
-    // log-probabilities `logprobs` and `top_logprobs`.
+    // something else than it asked for. Tool calling reads `tools`, `tool_choice` and
+    // `functions`, log-probabilities `logprobs` and `top_logprobs`.
     pub n: Option<Asked>,
-    pub response_format: Option<Asked>,
-    pub grammar: Option<Asked>,
-    pub json_schema: Option<Asked>,
     pub tools: Option<Asked>,
     pub tool_choice: Option<Asked>,
     pub functions: Option<Asked>,
@@ -99,13 +100,10 @@ pub struct Options {
 
 impl Options {
     /// Refuses the fields Tessera does not implement (a value that asks for nothing passes:
-    /// `n: 1`, `logprobs: false`, `response_format: {"type": "text"}`, empty `tools`).
+    /// `n: 1`, `logprobs: false`, empty `tools`).
     pub fn check_supported(&self) -> Result<(), RequestError> {
         let refused = [
             (&fields::N, &self.n),
-            (&fields::RESPONSE_FORMAT, &self.response_format),
-            (&fields::GRAMMAR, &self.grammar),
-            (&fields::JSON_SCHEMA, &self.json_schema),
             (&fields::TOOLS, &self.tools),
             (&fields::FUNCTIONS, &self.functions),
             (&fields::TOOL_CHOICE, &self.tool_choice),
@@ -176,7 +174,11 @@ impl Options {
             sampling,
             stop: self.stops()?,
             ignore_eos: self.ignore_eos,
-            grammar: None,
+            grammar: structured::grammar(
+                self.response_format.as_ref(),
+                self.json_schema.as_ref(),
+                self.grammar.as_deref(),
+            )?,
         })
     }
 

@@ -33,13 +33,19 @@ fn ranges_are_checked_and_named() {
         (r#"{"n": 2}"#, "'n'"),
         (r#"{"logprobs": true}"#, "'logprobs'"),
         (r#"{"tools": [{"type": "function"}]}"#, "tools"),
+        (r#"{"grammar": "root ::= \"yes\""}"#, "'grammar': GBNF"),
         (
-            r#"{"response_format": {"type": "json_object"}}"#,
-            "response_format",
+            r#"{"json_schema": 5}"#,
+            "'json_schema' must be a JSON schema",
         ),
-        (r#"{"grammar": "root ::= \"yes\""}"#, "'grammar'"),
-        (r#"{"json_schema": {"type": "object"}}"#, "'json_schema'"),
-        (r#"{"json_schema": {}}"#, "'json_schema'"),
+        (
+            r#"{"json_schema": {"type": "string"}, "grammar": "start: \"a\""}"#,
+            "'json_schema' and 'grammar' both",
+        ),
+        (
+            r#"{"response_format": {"type": "json_schema", "json_schema": {"name": "x"}}}"#,
+            "'response_format.json_schema.schema' is missing",
+        ),
         (r#"{"speculative": {"type": "draft"}}"#, "speculative"),
         (r#"{"speculative": {"type": "nonsense"}}"#, "speculative"),
     ] {
@@ -208,4 +214,47 @@ fn the_docs_carry_the_fields_table() {
             "docs/{doc} lacks the request fields table as FIELDS renders it:\n{table}"
         );
     }
+}
+
+#[test]
+fn structured_output_fields_become_the_grammar() {
+    use crate::constraint::Grammar;
+    let grammar = |json: &str| options(json).generate_params(&BOUNDS).unwrap().grammar;
+    let object = Some(Grammar::JsonSchema(serde_json::json!({"type": "object"})));
+    let schema = serde_json::json!({"type": "array", "maxItems": 2});
+    let follows = Some(Grammar::JsonSchema(schema.clone()));
+    assert_eq!(grammar(r#"{"response_format": {"type": "text"}}"#), None);
+    assert_eq!(grammar(r#"{"grammar": "", "json_schema": null}"#), None);
+    assert_eq!(
+        grammar(r#"{"response_format": {"type": "json_object"}}"#),
+        object
+    );
+    assert_eq!(grammar(r#"{"json_schema": {}}"#), object);
+    let s = &schema;
+    assert_eq!(grammar(&format!(r#"{{"json_schema": {s}}}"#)), follows);
+    assert_eq!(
+        grammar(&format!(
+            r#"{{"response_format": {{"type": "json_object", "schema": {s}}}}}"#
+        )),
+        follows
+    );
+    assert_eq!(
+        grammar(&format!(
+            r#"{{"response_format": {{"type": "json_schema",
+                "json_schema": {{"name": "pair", "strict": true, "schema": {s}}}}}}}"#
+        )),
+        follows
+    );
+    assert_eq!(
+        grammar(r#"{"grammar": "start: \"yes\" | \"no\""}"#),
+        Some(Grammar::Lark("start: \"yes\" | \"no\"".into()))
+    );
+    // A schema too large to build is refused without being built.
+    let huge = format!(
+        r#"{{"json_schema": {{"enum": [{}0]}}}}"#,
+        "0,".repeat(100_000)
+    );
+    let e = options(&huge).generate_params(&BOUNDS).unwrap_err();
+    assert_eq!(e.field, "json_schema");
+    assert!(e.message.contains("larger than"), "{}", e.message);
 }

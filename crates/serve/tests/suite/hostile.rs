@@ -162,12 +162,16 @@ fn out_of_range_and_unsupported_fields_are_400s_naming_the_field() {
             "tools",
         ),
         (
-            json!({"response_format": {"type": "json_object"}}),
+            json!({"response_format": {"type": "xml"}}),
             "response_format",
         ),
         (json!({"logprobs": true}), "logprobs"),
-        (json!({"grammar": "root ::= \"yes\""}), "'grammar'"),
-        (json!({"json_schema": {"type": "object"}}), "'json_schema'"),
+        (json!({"grammar": "root ::= \"yes\""}), "'grammar': GBNF"),
+        (json!({"json_schema": 5}), "'json_schema'"),
+        (
+            json!({"json_schema": {"dependentRequired": {}}}),
+            "dependentRequired",
+        ),
     ] {
         let r = post(addr, "/v1/chat/completions", &chat(extra.clone()));
         assert_eq!(r.status, 400, "{extra}: {}", r.body);
