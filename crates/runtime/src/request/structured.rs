@@ -100,7 +100,7 @@ pub fn grammar(
     let mut names = asked.iter().flatten();
     if let (Some(a), Some(b)) = (names.next(), names.next()) {
         return Err(RequestError::new(
-            b,
+            *b,
             format!("'{a}' and '{b}' both constrain the answer: give one"),
         ));
     }
