@@ -185,6 +185,8 @@ pub struct RunArgs {
     #[arg(long = "stop", short = 'r', alias = "reverse-prompt")]
     pub stop: Vec<String>,
     #[command(flatten)]
+    pub grammar: crate::grammar_args::GrammarArgs,
+    #[command(flatten)]
     pub compute: ComputeArgs,
     #[command(flatten)]
     pub sampling: SamplingArgs,
@@ -202,6 +204,8 @@ pub struct ChatArgs {
     /// Most tokens per answer (-1: until end of turn or a full context).
     #[arg(short = 'n', long = "n-predict", default_value_t = -1, allow_negative_numbers = true)]
     pub n_predict: i64,
+    #[command(flatten)]
+    pub grammar: crate::grammar_args::GrammarArgs,
     #[command(flatten)]
     pub compute: ComputeArgs,
     #[command(flatten)]

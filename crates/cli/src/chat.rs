@@ -17,6 +17,7 @@ use crate::run::print_stats;
 pub fn chat(args: ChatArgs) -> anyhow::Result<()> {
     let sampling = args.sampling.params();
     sampling.validate()?;
+    let grammar = args.grammar.grammar()?;
     let path = model_path::resolve(args.model.model.as_deref())?;
     let model = load_model(&path)?;
     let tokenizer = model.tokenizer();
@@ -41,7 +42,7 @@ pub fn chat(args: ChatArgs) -> anyhow::Result<()> {
         sampling,
         stop: Vec::new(),
         ignore_eos: false,
-        grammar: None,
+        grammar,
     };
     let clock = StdClock::new();
     let stdin = std::io::stdin();

@@ -8,6 +8,7 @@ mod bench;
 mod chat;
 mod clock;
 mod devices;
+mod grammar_args;
 mod inspect;
 mod load;
 mod load_test;

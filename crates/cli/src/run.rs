@@ -28,6 +28,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     // Options are checked before the (slower) model load.
     sampling.validate()?;
     args.spec.params()?;
+    let grammar = args.grammar.grammar()?;
     let path = model_path::resolve(args.model.model.as_deref())?;
     let model = load_model(&path)?;
     let tokenizer = model.tokenizer();
@@ -59,7 +60,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         sampling,
         stop: args.stop.clone(),
         ignore_eos: args.ignore_eos,
-        grammar: None,
+        grammar,
     };
     let mut stdout = std::io::stdout().lock();
     let mut write_err = None;

@@ -288,6 +288,46 @@ fn corrupt_file_is_one_line_error() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `-j` constrains the answer to a JSON schema; `--grammar` to a Lark grammar; a schema with a
+/// keyword the engine does not implement is refused by name.
+#[test]
+fn run_follows_json_schema_and_grammar_flags() {
+    let m = model(SMOLLM2);
+    let m = m.to_str().unwrap();
+    let schema = r#"{"type": "object", "properties": {"city": {"type": "string", "maxLength": 20},
+        "population": {"type": "integer", "minimum": 0, "maximum": 99999999}},
+        "required": ["city", "population"], "additionalProperties": false}"#;
+    let prompt = "Give the largest city of France and its population as JSON.";
+    let common = [
+        "run", "-m", m, "--chat", "-p", prompt, "-n", "64", "--temp", "0", "-t", "2",
+    ];
+    let o = tessera(&[&common[..], &["-j", schema]].concat());
+    let out = stdout(&o);
+    let v: serde_json::Value = serde_json::from_str(out.trim_end()).expect(&out);
+    assert!(v["city"].is_string() && v["population"].is_u64(), "{v}");
+    assert_eq!(v.as_object().unwrap().len(), 2, "{v}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("the grammar is complete"));
+
+    let o = tessera(&[&common[..], &["--grammar", r#"start: "yes" | "no""#]].concat());
+    let out = stdout(&o);
+    assert!(["yes", "no"].contains(&out.trim_end()), "{out:?}");
+
+    // Compiled against the model's vocabulary: refused once it is loaded, before any text.
+    let bad = r#"{"type": "object", "dependentRequired": {"a": ["b"]}}"#;
+    let o = tessera(&[&common[..], &["-j", bad]].concat());
+    assert!(!o.status.success() && o.stdout.is_empty());
+    let err = String::from_utf8_lossy(&o.stderr);
+    let last = err.trim_end().lines().last().unwrap();
+    assert!(
+        last.starts_with("error: grammar: ") && last.contains("dependentRequired"),
+        "{err}"
+    );
+    assert_one_line_error(
+        &tessera(&[&common[..], &["-j", "{oops"]].concat()),
+        "--json-schema",
+    );
+}
+
 #[test]
 fn bad_sampling_option_is_one_line_error() {
     let m = model(SMOLLM2);
