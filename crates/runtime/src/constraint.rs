@@ -123,6 +123,12 @@ fn token_bytes(tokenizer: &Tokenizer, id: u32) -> Vec<u8> {
     marked
 }
 
+/// Whether `grammar` compiles over `model`'s vocabulary (what a host checks before it queues a
+/// request, so that a bad grammar is the client's error, not a failed generation).
+pub fn check(model: &Arc<Model>, grammar: &Grammar) -> Result<(), ConstraintError> {
+    Constraint::new(&*GrammarEnv::for_model(model)?, grammar).map(drop)
+}
+
 /// One generation's grammar state.
 pub struct Constraint {
     matcher: Matcher,

@@ -63,7 +63,7 @@ fn is_over_limit(e: &axum::Error) -> bool {
 
 /// Runs `work` on a blocking thread, at most [`App::cpu_work`] at once. The permit goes with
 /// the work: a request whose client left still holds it until its work ends.
-async fn cpu<T: Send + 'static>(
+pub(crate) async fn cpu<T: Send + 'static>(
     app: &App,
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, ApiError> {

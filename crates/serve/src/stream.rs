@@ -9,6 +9,7 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
+use tessera_runtime::constraint;
 use tessera_runtime::generate::{GenerateStats, StopReason};
 use tessera_runtime::generation::SpecReport;
 use tessera_runtime::request::Bounds;
@@ -18,7 +19,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use crate::error::ApiError;
 use crate::models::Loaded;
 use crate::request::Options;
-use crate::routes::next_number;
+use crate::routes::{cpu, next_number};
 use crate::slots::{Event, Job, EVENT_BUFFER};
 use crate::App;
 
@@ -148,6 +149,12 @@ pub async fn run(
         return Err(ApiError::invalid(format!(
             "prompt token {id} is not below the vocabulary size {n_vocab}"
         )));
+    }
+    if let Some(grammar) = params.grammar.clone() {
+        let model = loaded.model.clone();
+        cpu(app, move || constraint::check(&model, &grammar))
+            .await?
+            .map_err(|e| ApiError::invalid(format!("grammar: {e}")))?;
     }
     let spec = options.spec_params()?;
     let (events, mut rx) = mpsc::channel(EVENT_BUFFER);

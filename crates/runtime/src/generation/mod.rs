@@ -279,7 +279,7 @@ impl Generation {
             }
             Phase::Prefill(from) => return self.prefill(ctx, from, clock),
             Phase::Decode(token) => {
-                if self.constraint.as_ref().is_some_and(Constraint::is_done) {
+                if self.grammar_complete() {
                     // Nothing may follow: the token is not decoded.
                     return Ok(self.done(StopReason::GrammarComplete, String::new(), clock));
                 }
@@ -329,6 +329,11 @@ impl Generation {
         };
         self.sampler.accept(token);
         Ok(self.emit(token, clock))
+    }
+
+    /// Whether the grammar allows nothing more (the generation ends without another token).
+    fn grammar_complete(&self) -> bool {
+        self.constraint.as_ref().is_some_and(Constraint::is_done)
     }
 
     fn max_tokens_reached(&self) -> bool {

@@ -41,16 +41,20 @@ impl Generation {
     }
 
     /// Whether the next step decodes tokens that a shared batch can take: a prompt slice or
-    /// a decode token whose logits the sampler reads. A full context (which ends the
-    /// generation), a speculative draft (verified in its own batch), picking on the device,
-    /// and handing out a verified draft's tokens are left to [`Generation::step`].
+    /// a decode token whose logits the sampler reads. A full context or a complete grammar
+    /// (which end the generation), a speculative draft (verified in its own batch), picking on
+    /// the device, and handing out a verified draft's tokens are left to [`Generation::step`].
     fn shares_batches(&self, ctx: &Context) -> bool {
         if self.picking != Picking::Cpu || !self.verified.is_empty() {
             return false;
         }
         match self.phase {
             Phase::Prefill(_) => true,
-            Phase::Decode(_) => self.spec.is_none() && ctx.seq_tokens(self.seq).len() < ctx.n_ctx(),
+            Phase::Decode(_) => {
+                self.spec.is_none()
+                    && !self.grammar_complete()
+                    && ctx.seq_tokens(self.seq).len() < ctx.n_ctx()
+            }
             _ => false,
         }
     }

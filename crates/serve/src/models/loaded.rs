@@ -3,6 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use tessera_core::model::Model;
+use tessera_runtime::constraint::GrammarEnv;
 use tessera_tokenizer::chat_template::ChatTemplate;
 use tokio::sync::mpsc::WeakSender;
 
@@ -54,6 +55,10 @@ impl Slots {
 /// name files and carry the host's own messages).
 pub(super) fn load(host: &dyn ModelHost, spec: &ModelSpec, queue: usize) -> Result<Loaded, String> {
     let model = host.load(spec)?;
+    // The grammar engine's view of the vocabulary takes a fraction of a second to build (a
+    // second for 262k tokens): built beside the first requests, not in a structured one's way.
+    let warm = model.clone();
+    std::thread::spawn(move || drop(GrammarEnv::for_model(&warm)));
     let template = model
         .chat_template()
         .map_err(|e| format!("chat template: {e}"))?;

@@ -8,6 +8,7 @@ mod limits;
 mod models;
 mod presets;
 mod slots;
+mod structured;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
