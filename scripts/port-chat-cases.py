@@ -284,7 +284,7 @@ def to_msg(v, line):
 
 
 def split_statements(toks, p, end):
-    """Yields ("for", header_tokens) and ("stmt", tokens) in source order; block braces are dropped."""
+    """Yields ("for" | "cond", header_tokens) and ("stmt", tokens) in source order; block braces are dropped."""
     while p < end:
         t = toks[p]
         if t.val in ("{", "}", ";"):
