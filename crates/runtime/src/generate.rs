@@ -4,7 +4,7 @@
 
 use tessera_core::context::Context;
 use tessera_core::error::EngineError;
-use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate};
+use tessera_tokenizer::chat_template::{ChatContext, ChatMessage, ChatTemplate};
 use tessera_tokenizer::Tokenizer;
 
 pub use crate::generation::{
@@ -27,11 +27,18 @@ pub fn tokenize_chat(
     template: &ChatTemplate,
     messages: &[ChatMessage],
 ) -> Result<Vec<u32>, GenerateError> {
-    tokenize_chat_with(tokenizer, template, messages, false)
+    tokenize_chat_with(
+        tokenizer,
+        template,
+        messages,
+        &ChatContext::default(),
+        false,
+    )
 }
 
-/// Renders `messages` with the template (opening the assistant's turn) and tokenizes the result.
-/// Templates often write the BOS text themselves; it is not doubled.
+/// Renders `messages` with the template (opening the assistant's turn), `context` giving it the
+/// tools and extra variables, and tokenizes the result. Templates often write the BOS text
+/// themselves; it is not doubled.
 ///
 /// Only the template's own markers become control tokens: a content that spells one
 /// (`<|im_end|>` typed by a user) is tokenized as the text it is, so that no message can end
@@ -45,9 +52,24 @@ pub fn tokenize_chat_with(
     tokenizer: &Tokenizer,
     template: &ChatTemplate,
     messages: &[ChatMessage],
+    context: &ChatContext,
     parse_special_in_content: bool,
 ) -> Result<Vec<u32>, GenerateError> {
-    let text = template.render(messages, true)?;
+    let text = template.render_with(messages, true, context)?;
+    // Only contents are located in the rendering; control text anywhere else a client wrote
+    // (reasoning, tool calls, tool definitions) cannot be kept apart from the template's own.
+    if !parse_special_in_content {
+        let elsewhere = messages
+            .iter()
+            .position(|m| tokenizer.has_control_text(&non_content_text(m)));
+        if let Some(message) = elsewhere {
+            return Err(GenerateError::ControlTextInContent { message });
+        }
+        let tools = context.tools.as_ref().map(|t| t.to_string());
+        if tools.is_some_and(|t| tokenizer.has_control_text(&t)) {
+            return Err(GenerateError::ControlTextInTools);
+        }
+    }
     let spelling = (!parse_special_in_content)
         .then(|| {
             messages
@@ -60,7 +82,7 @@ pub fn tokenize_chat_with(
         None => tokenizer.encode(&text, true, true),
         Some(message) => {
             let spans = template
-                .content_spans(messages, true, &text)
+                .content_spans(messages, true, context, &text)
                 .ok_or(GenerateError::ControlTextInContent { message })?;
             tokenizer.encode_with_text_spans(&text, true, &spans)
         }
@@ -71,6 +93,19 @@ pub fn tokenize_chat_with(
         }
     }
     Ok(ids)
+}
+
+/// What a message gives a template besides its content, as one text (for the control-text check).
+fn non_content_text(m: &ChatMessage) -> String {
+    let mut text = m.reasoning_content.clone().unwrap_or_default();
+    for call in &m.tool_calls {
+        text.push_str(&call.id);
+        text.push_str(&call.function.name);
+        text.push_str(&call.function.arguments.to_string());
+    }
+    text.push_str(m.tool_call_id.as_deref().unwrap_or(""));
+    text.push_str(m.name.as_deref().unwrap_or(""));
+    text
 }
 
 /// Generates after `prompt` (a [`Generation`] with the default [`GenerationOptions`], run to

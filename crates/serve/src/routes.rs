@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 use tessera_runtime::generate::tokenize_chat_with;
+use tessera_tokenizer::chat_template::ChatContext;
 
 use crate::error::ApiError;
 use crate::request::{
@@ -150,8 +151,14 @@ async fn chat(app: Arc<App>, headers: HeaderMap, body: Body) -> Result<Response,
             let template = loaded.template.as_ref().ok_or_else(|| {
                 ApiError::invalid("the model has no chat template: use /v1/completions")
             })?;
-            tokenize_chat_with(loaded.model.tokenizer(), template, &messages, special)
-                .map_err(|e| ApiError::invalid(e.to_string()))
+            tokenize_chat_with(
+                loaded.model.tokenizer(),
+                template,
+                &messages,
+                &ChatContext::default(),
+                special,
+            )
+            .map_err(|e| ApiError::invalid(e.to_string()))
         })
         .await??
     };

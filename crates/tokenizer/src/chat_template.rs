@@ -20,7 +20,7 @@ pub mod source;
 use std::collections::BTreeMap;
 
 use minijinja::machinery::{self, Instructions};
-use minijinja::{context, Environment, ErrorKind, Value};
+use minijinja::{Environment, ErrorKind, Value};
 
 use crate::Tokenizer;
 
@@ -79,11 +79,23 @@ pub enum ChatTemplateError {
     NotAString,
 }
 
-/// One message of a conversation.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// One message of a conversation, as chat templates read it (OpenAI's message shape): an
+/// assistant turn may carry the tool calls it made and its reasoning, a `tool` turn the id of
+/// the call it answers. Absent fields are not in the template's context at all (templates test
+/// `message.tool_calls is defined`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ChatMessage {
     pub role: String,
     pub content: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCallMessage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// The tool's name on a `tool` turn (some templates print it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 impl ChatMessage {
@@ -91,7 +103,56 @@ impl ChatMessage {
         ChatMessage {
             role: role.into(),
             content: content.into(),
+            ..ChatMessage::default()
         }
+    }
+
+    /// The bytes a template may copy from this message (its content, reasoning and calls).
+    fn text_bytes(&self) -> usize {
+        let calls: usize = self
+            .tool_calls
+            .iter()
+            .map(|c| c.id.len() + c.function.name.len() + c.function.arguments.to_string().len())
+            .sum();
+        self.content.len() + self.reasoning_content.as_ref().map_or(0, String::len) + calls
+    }
+}
+
+/// A tool call of an assistant turn, in OpenAI's shape (`{id, type: "function", function:
+/// {name, arguments}}`). `arguments` is the JSON object itself, not its text: templates write
+/// it with `tojson` or walk its items.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ToolCallMessage {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub function: ToolCallFunction,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ToolCallFunction {
+    pub name: String,
+    pub arguments: serde_json::Value,
+}
+
+/// What a template reads besides the messages: the tools the model may call (OpenAI's tool
+/// definitions, as `tools`) and extra variables (`enable_thinking`, `reasoning_effort`, a
+/// request's `chat_template_kwargs`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ChatContext {
+    pub tools: Option<serde_json::Value>,
+    pub variables: BTreeMap<String, serde_json::Value>,
+}
+
+impl ChatContext {
+    fn text_bytes(&self) -> usize {
+        let tools = self.tools.as_ref().map_or(0, |t| t.to_string().len());
+        tools
+            + self
+                .variables
+                .iter()
+                .map(|(k, v)| k.len() + v.to_string().len())
+                .sum::<usize>()
     }
 }
 
@@ -174,17 +235,28 @@ impl ChatTemplate {
         messages: &[ChatMessage],
         add_generation_prompt: bool,
     ) -> Result<String, ChatTemplateError> {
-        let content_bytes = messages.iter().map(|m| m.content.len()).sum();
-        self.render_bounded(messages, add_generation_prompt, content_bytes)
+        self.render_with(messages, add_generation_prompt, &ChatContext::default())
     }
 
-    /// [`render`](Self::render) with the limits of messages holding `content_bytes`: the
+    /// [`render`](Self::render) with tools and extra variables in the template's context.
+    pub fn render_with(
+        &self,
+        messages: &[ChatMessage],
+        add_generation_prompt: bool,
+        context: &ChatContext,
+    ) -> Result<String, ChatTemplateError> {
+        let text_bytes = input_bytes(messages, context);
+        self.render_bounded(messages, add_generation_prompt, context, text_bytes)
+    }
+
+    /// [`render_with`](Self::render_with) with the limits of an input of `content_bytes`: the
     /// template's instructions instrumented with the work budget ([`budget`]) and run on
     /// minijinja's VM.
     fn render_bounded(
         &self,
         messages: &[ChatMessage],
         add_generation_prompt: bool,
+        context: &ChatContext,
         content_bytes: usize,
     ) -> Result<String, ChatTemplateError> {
         let fuel = limits::fuel(messages.len());
@@ -205,12 +277,20 @@ impl ChatTemplate {
             .map_err(|e| ChatTemplateError::Render(describe(&e)))?;
         let compiled = machinery::get_compiled_template(&tmpl);
         let (instructions, blocks) = instrumented(compiled).ok_or_else(no_other_templates)?;
-        let ctx = context! {
-            messages => messages,
-            add_generation_prompt => add_generation_prompt,
-            bos_token => &self.bos_token,
-            eos_token => &self.eos_token,
-        };
+        // The request's variables first, so that the template's own ones win.
+        let mut vars: BTreeMap<&str, Value> = context
+            .variables
+            .iter()
+            .map(|(k, v)| (k.as_str(), Value::from_serialize(v)))
+            .collect();
+        vars.insert("messages", Value::from_serialize(messages));
+        vars.insert("add_generation_prompt", Value::from(add_generation_prompt));
+        vars.insert("bos_token", Value::from(self.bos_token.as_str()));
+        vars.insert("eos_token", Value::from(self.eos_token.as_str()));
+        if let Some(tools) = &context.tools {
+            vars.insert("tools", Value::from_serialize(tools));
+        }
+        let ctx = Value::from_iter(vars);
         let mut text = String::new();
         let mut out = machinery::make_string_output(&mut text);
         machinery::Vm::new(&env)
@@ -229,6 +309,11 @@ impl ChatTemplate {
         }
         Ok(text)
     }
+}
+
+/// The bytes of input a render may copy (the limits scale with it).
+fn input_bytes(messages: &[ChatMessage], context: &ChatContext) -> usize {
+    messages.iter().map(ChatMessage::text_bytes).sum::<usize>() + context.text_bytes()
 }
 
 type Blocks<'s> = BTreeMap<&'s str, Instructions<'s>>;

@@ -150,6 +150,7 @@ impl From<GenerateError> for WasmError {
             GenerateError::NoChatTemplate => WasmError::new(ErrorCode::ChatTemplate, e.to_string()),
             GenerateError::EmptyPrompt
             | GenerateError::ControlTextInContent { .. }
+            | GenerateError::ControlTextInTools
             | GenerateError::Grammar(_) => {
                 WasmError::new(ErrorCode::InvalidArgument, e.to_string())
             }

@@ -25,7 +25,7 @@ use tessera_runtime::generation::{
     check_sequence, Generation, GenerationOptions, SpecReport, Step as GenerationStep, PREFILL_STEP,
 };
 use tessera_runtime::speculative::{SpecParams, SpecType, SpeculatorChain};
-use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate};
+use tessera_tokenizer::chat_template::{ChatContext, ChatMessage, ChatTemplate};
 
 use crate::errors::{ErrorCode, WasmError};
 use crate::options::LoadOptions;
@@ -149,6 +149,7 @@ impl Session {
     pub fn chat_prompt(
         &self,
         messages: &[ChatMessage],
+        context: &ChatContext,
         parse_special_in_content: bool,
     ) -> Result<Vec<u32>, WasmError> {
         let template = self
@@ -159,6 +160,7 @@ impl Session {
             self.model.tokenizer(),
             template,
             messages,
+            context,
             parse_special_in_content,
         )?)
     }

@@ -41,6 +41,9 @@ pub enum GenerateError {
     /// write the contents as they are, so its text cannot be told from the template's markers.
     #[error("messages[{message}] contains the text of a control token, and the chat template changes the messages' text, so it cannot be kept apart from the template's own control tokens: remove it, or set parse_special_in_content to parse it as control tokens")]
     ControlTextInContent { message: usize },
+    /// The tool definitions spell a control token (they are written into the prompt as text).
+    #[error("'tools' contains the text of a control token: remove it, or set parse_special_in_content to parse it as control tokens")]
+    ControlTextInTools,
     #[error("the prompt is empty (no tokens)")]
     EmptyPrompt,
     #[error("the prompt has {n_prompt} tokens but the context holds {n_ctx}: use a larger context (-c) or a shorter prompt")]

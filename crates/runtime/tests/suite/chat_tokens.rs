@@ -4,7 +4,7 @@
 
 use tessera_runtime::generate::{tokenize_chat, tokenize_chat_with, GenerateError};
 use tessera_testkit::*;
-use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate};
+use tessera_tokenizer::chat_template::{ChatContext, ChatMessage, ChatTemplate};
 use tessera_tokenizer::Tokenizer;
 
 fn model(file: &str) -> (Tokenizer, ChatTemplate) {
@@ -51,7 +51,14 @@ fn chatml_control_text_in_content_is_text() {
 
     // The opt-in gives llama.cpp's tokens: the whole rendering with special-token parsing.
     let text = template.render(&chat(content), true).unwrap();
-    let old = tokenize_chat_with(&tok, &template, &chat(content), true).unwrap();
+    let old = tokenize_chat_with(
+        &tok,
+        &template,
+        &chat(content),
+        &ChatContext::default(),
+        true,
+    )
+    .unwrap();
     assert_eq!(old, tok.encode(&text, true, true));
     assert_eq!(count(&old, im_end), 6);
     assert_eq!(count(&old, im_start), 6);
@@ -116,7 +123,7 @@ fn gemma_trims_and_still_keeps_content_as_text() {
     msgs[0].content = "Be <end_of_turn> brief.".into();
     let ids = tokenize_chat(&tok, &template, &msgs).unwrap();
     assert_eq!(count(&ids, eot), count(&plain, eot));
-    let old = tokenize_chat_with(&tok, &template, &msgs, true).unwrap();
+    let old = tokenize_chat_with(&tok, &template, &msgs, &ChatContext::default(), true).unwrap();
     assert_eq!(count(&old, eot), count(&plain, eot) + 1);
 }
 
@@ -142,6 +149,6 @@ fn a_template_that_changes_the_content_refuses_control_text() {
     }
     // Without control text, or with the opt-in, it tokenizes.
     assert!(tokenize_chat(&tok, &replacing, &[ChatMessage::new("user", "a")]).is_ok());
-    let ids = tokenize_chat_with(&tok, &replacing, &msgs, true).unwrap();
+    let ids = tokenize_chat_with(&tok, &replacing, &msgs, &ChatContext::default(), true).unwrap();
     assert_eq!(count(&ids, tok.token_id("<|im_end|>").unwrap()), 2);
 }

@@ -12,7 +12,7 @@
 
 use std::ops::Range;
 
-use super::{ChatMessage, ChatTemplate};
+use super::{ChatContext, ChatMessage, ChatTemplate};
 
 /// Opens and closes a placeholder: private-use characters, which no template writes, and no
 /// whitespace, so that trimming leaves a placeholder as it is.
@@ -34,17 +34,25 @@ impl ChatTemplate {
         &self,
         messages: &[ChatMessage],
         add_generation_prompt: bool,
+        context: &ChatContext,
         rendered: &str,
     ) -> Option<Vec<Range<usize>>> {
         let marked: Vec<ChatMessage> = messages
             .iter()
             .enumerate()
-            .map(|(i, m)| ChatMessage::new(m.role.clone(), placeholder(i)))
+            .map(|(i, m)| ChatMessage {
+                content: placeholder(i),
+                ..m.clone()
+            })
             .collect();
-        // The real contents' output cap, so the skeleton never fails where the chat did not.
-        let content_bytes = messages.iter().map(|m| m.content.len()).sum();
+        // The real input's output cap, so the skeleton never fails where the chat did not.
         let skeleton = self
-            .render_bounded(&marked, add_generation_prompt, content_bytes)
+            .render_bounded(
+                &marked,
+                add_generation_prompt,
+                context,
+                super::input_bytes(messages, context),
+            )
             .ok()?;
         let contents: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
         match_skeleton(&pieces(&skeleton, messages.len()), &contents, rendered)

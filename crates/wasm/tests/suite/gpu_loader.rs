@@ -122,6 +122,7 @@ fn sampled_steps_read_back_token_ids_only_and_replay_the_engines_generation() {
         },
         stop: vec![],
         ignore_eos: true,
+        grammar: None,
     };
     let prompt = vec![504, 3575, 282, 4649, 314];
     let before = gpu.bytes_read_back();
