@@ -19,6 +19,7 @@
 //! The sampling chain itself is `tessera_core::sampling` (backends may run it on their device),
 //! re-exported here as [`sampling`].
 
+pub mod chat_output;
 pub mod constraint;
 pub mod generate;
 pub mod generation;
