@@ -35,9 +35,13 @@ impl OutputFormat {
             open: "<think>".into(),
             close: "</think>".into(),
         });
-        let tools = if has("<tool_call>") {
+        // Templates that write calls in syntaxes not read yet (Qwen3.5's XML `<function=`,
+        // DeepSeek's `<｜tool▁calls▁begin｜>`) are told apart from Hermes first.
+        let tools = if has("<function=") || has("tool▁calls▁begin") {
+            ToolSyntax::Unknown
+        } else if has("<tool_call>") {
             ToolSyntax::Hermes
-        } else if !has("tools") {
+        } else if !has("tool") {
             ToolSyntax::Generic
         } else {
             ToolSyntax::Unknown

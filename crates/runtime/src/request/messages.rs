@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 use serde_json::Value;
-use tessera_tokenizer::chat_template::ChatMessage;
+use tessera_tokenizer::chat_template::{ChatMessage, ToolCallFunction, ToolCallMessage};
 
 use super::RequestError;
 
@@ -18,12 +18,34 @@ pub enum Prompt {
 #[derive(Deserialize, Debug, Clone)]
 pub struct Message {
     pub role: String,
-    /// `null` or absent for an assistant turn that only called tools (refused anyway).
+    /// `null` or absent for an assistant turn that only called tools.
     pub content: Option<Content>,
-    // Tool calling's fields: refused until the engine calls tools (the tools issue reads them).
-    pub tool_calls: Option<Value>,
-    pub tool_call_id: Option<Value>,
+    /// The calls an assistant turn made.
+    pub tool_calls: Option<Vec<ToolCallIn>>,
+    /// The call a `tool` turn answers.
+    pub tool_call_id: Option<String>,
+    /// The tool's name on a `tool` turn (older clients), or a participant's name.
+    pub name: Option<String>,
+    /// An assistant turn's thinking (templates that keep it in the history print it).
+    pub reasoning_content: Option<String>,
+    /// OpenAI's deprecated single call: refused (clients send `tool_calls`).
     pub function_call: Option<Value>,
+}
+
+/// A tool call in the history, as OpenAI sends it back: `arguments` is the JSON text.
+#[derive(Deserialize, Debug, Clone)]
+pub struct ToolCallIn {
+    pub id: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub function: FunctionCallIn,
+}
+
+#[derive(Deserialize, Debug, Clone)]
+pub struct FunctionCallIn {
+    pub name: String,
+    /// JSON text (OpenAI), or the object itself (some clients).
+    pub arguments: Option<Value>,
 }
 
 #[derive(Deserialize, Debug, Clone)]
@@ -41,8 +63,9 @@ pub struct Part {
 }
 
 /// The conversation as chat-template messages: roles system (or OpenAI's newer `developer`),
-/// user and assistant; content a string or text parts, joined with newlines (as llama.cpp's
-/// server does for templates that take plain text).
+/// user, assistant (with the tool calls it made) and tool (a call's result); content a string
+/// or text parts, joined with newlines (as llama.cpp's server does for templates that take
+/// plain text).
 pub fn chat_messages(messages: &[Message]) -> Result<Vec<ChatMessage>, RequestError> {
     if messages.is_empty() {
         return Err(RequestError::new("messages", "'messages' is empty"));
@@ -56,31 +79,21 @@ pub fn chat_messages(messages: &[Message]) -> Result<Vec<ChatMessage>, RequestEr
 
 fn chat_message(i: usize, m: &Message) -> Result<ChatMessage, RequestError> {
     let at = format!("messages[{i}]");
-    let tool_fields = [
-        ("tool_calls", &m.tool_calls),
-        ("tool_call_id", &m.tool_call_id),
-        ("function_call", &m.function_call),
-    ];
-    // `null` and `[]` ask for nothing (clients send `tool_calls: []` on plain turns).
-    let asks = |v: &Option<Value>| match v {
-        None | Some(Value::Null) => false,
-        Some(Value::Array(a)) => !a.is_empty(),
-        Some(_) => true,
-    };
-    if let Some((name, _)) = tool_fields.iter().find(|(_, v)| asks(v)) {
+    if m.function_call.as_ref().is_some_and(|v| !v.is_null()) {
         return Err(RequestError::new(
-            format!("{at}.{name}"),
-            format!("{at}.{name} is not supported (no tool calling)"),
+            format!("{at}.function_call"),
+            format!("{at}.function_call is not supported: send tool_calls"),
         ));
     }
     let role = match m.role.as_str() {
         "system" | "developer" => "system",
         "user" => "user",
         "assistant" => "assistant",
+        "tool" => "tool",
         other => {
             return Err(RequestError::new(
                 format!("{at}.role"),
-                format!("{at}: unknown role {other:?} (system, user, assistant)"),
+                format!("{at}: unknown role {other:?} (system, user, assistant, tool)"),
             ))
         }
     };
@@ -105,5 +118,61 @@ fn chat_message(i: usize, m: &Message) -> Result<ChatMessage, RequestError> {
             texts.collect::<Result<Vec<_>, _>>()?.join("\n")
         }
     };
-    Ok(ChatMessage::new(role, content))
+    let calls = m.tool_calls.as_deref().unwrap_or_default();
+    if !calls.is_empty() && role != "assistant" {
+        return Err(RequestError::new(
+            format!("{at}.tool_calls"),
+            format!("{at}: only assistant turns carry tool_calls"),
+        ));
+    }
+    let tool_calls = calls
+        .iter()
+        .enumerate()
+        .map(|(j, c)| tool_call(&format!("{at}.tool_calls[{j}]"), i, j, c))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ChatMessage {
+        tool_calls,
+        tool_call_id: m.tool_call_id.clone(),
+        name: m.name.clone(),
+        reasoning_content: m.reasoning_content.clone(),
+        ..ChatMessage::new(role, content)
+    })
+}
+
+/// A call of the history as templates take it: the arguments as a JSON object (templates
+/// write them with `tojson` or walk their items), an id where the client gave none.
+fn tool_call(
+    at: &str,
+    message: usize,
+    index: usize,
+    c: &ToolCallIn,
+) -> Result<ToolCallMessage, RequestError> {
+    if c.kind.as_deref().is_some_and(|k| k != "function") {
+        return Err(RequestError::new(
+            format!("{at}.type"),
+            format!("{at}: only function calls are supported"),
+        ));
+    }
+    let arguments = match &c.function.arguments {
+        None | Some(Value::Null) => Value::Object(Default::default()),
+        Some(Value::String(text)) if text.trim().is_empty() => Value::Object(Default::default()),
+        Some(Value::String(text)) => serde_json::from_str(text).map_err(|e| {
+            RequestError::new(
+                format!("{at}.function.arguments"),
+                format!("{at}.function.arguments is not JSON: {e}"),
+            )
+        })?,
+        Some(v) => v.clone(),
+    };
+    Ok(ToolCallMessage {
+        id: c
+            .id
+            .clone()
+            .unwrap_or_else(|| format!("call_{message}_{index}")),
+        kind: "function".into(),
+        function: ToolCallFunction {
+            name: c.function.name.clone(),
+            arguments,
+        },
+    })
 }

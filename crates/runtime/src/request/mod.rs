@@ -17,7 +17,7 @@ pub mod structured;
 
 pub use asked::Asked;
 pub use fields::{Field, FIELDS};
-pub use messages::{chat_messages, Content, Message, Part, Prompt};
+pub use messages::{chat_messages, Content, FunctionCallIn, Message, Part, Prompt, ToolCallIn};
 pub use options::{Bounds, LogitBias, Options, Stop, StreamOptions};
 
 /// A request Tessera refuses: the field at fault (a path such as `messages[0].content`, empty

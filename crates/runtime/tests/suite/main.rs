@@ -2,6 +2,7 @@
 //! The crate's integration tests, one binary (each test binary links the whole dependency
 //! tree, so one binary per crate keeps the suite's build short).
 
+mod chat_output;
 mod chat_tokens;
 mod constraint;
 mod generate;
