@@ -81,8 +81,8 @@ const fn field(name: &'static str, kind: &'static str, limit: Limit, doc: &'stat
 pub const MESSAGES: Field = field(
     "messages",
     "array",
-    Limit::Described("at least one; roles system (or developer), user, assistant; content a string or text parts"),
-    "Chat completions: the conversation. Text parts are joined with newlines; other parts and tool calls are refused.",
+    Limit::Described("at least one; roles system (or developer), user, assistant, tool; content a string or text parts"),
+    "Chat completions: the conversation, with assistant turns' `tool_calls` (and `reasoning_content`) and `tool` turns' results (`tool_call_id`). Text parts are joined with newlines; other parts are refused.",
 );
 pub const PARSE_SPECIAL_IN_CONTENT: Field = field(
     "parse_special_in_content",
@@ -236,22 +236,50 @@ pub const JSON_SCHEMA: Field = field(
 pub const TOOLS: Field = field(
     "tools",
     "array",
-    Limit::Refused { neutral: "[]" },
-    "Tool calling (also `functions`).",
+    Limit::Described("at most 128 `{\"type\": \"function\", \"function\": {name, description, parameters}}`; names of 1 to 64 letters, digits, `_`, `-`, `.`; each `parameters` schema up to 64 KiB"),
+    "Chat: functions the model may call; its calls come back as `tool_calls` (finish reason `tool_calls`).",
+);
+pub const TOOL_CHOICE: Field = field(
+    "tool_choice",
+    "string or object",
+    Limit::Described("`auto` (default), `none`, `required`, or `{\"type\": \"function\", \"function\": {\"name\": ...}}`"),
+    "Whether the model may, must, or must not call tools, or which one it calls (required and named calls follow the tools' schemas).",
+);
+pub const PARALLEL_TOOL_CALLS: Field = field(
+    "parallel_tool_calls",
+    "boolean",
+    Limit::Any,
+    "Several calls in one answer. Default false (llama-server's).",
+);
+pub const REASONING_FORMAT: Field = field(
+    "reasoning_format",
+    "string",
+    Limit::Described("`auto` (default), `deepseek`, `deepseek-legacy` or `none`"),
+    "Chat: where a thinking model's thinking goes: `reasoning_content` (auto, deepseek), or left in `content` (none).",
+);
+pub const CHAT_TEMPLATE_KWARGS: Field = field(
+    "chat_template_kwargs",
+    "object",
+    Limit::Described("up to 4096 scalars, keys and characters"),
+    "Chat: extra variables for the model's chat template (e.g. `{\"enable_thinking\": false}`).",
+);
+pub const ENABLE_THINKING: Field = field(
+    "enable_thinking",
+    "boolean",
+    Limit::Any,
+    "Chat: the thinking switch of templates that have one (Qwen3, SmolLM3).",
+);
+pub const REASONING_EFFORT: Field = field(
+    "reasoning_effort",
+    "string",
+    Limit::Any,
+    "Chat: `low`, `medium` or `high`, for templates that read it (gpt-oss).",
 );
 pub const FUNCTIONS: Field = field(
     "functions",
     "array",
     Limit::Refused { neutral: "[]" },
     "The older form of `tools`.",
-);
-pub const TOOL_CHOICE: Field = field(
-    "tool_choice",
-    "string or object",
-    Limit::Refused {
-        neutral: "\"none\"",
-    },
-    "Which tool to call.",
 );
 pub const LOGPROBS: Field = field(
     "logprobs",
@@ -297,8 +325,13 @@ pub const FIELDS: &[Field] = &[
     GRAMMAR,
     JSON_SCHEMA,
     TOOLS,
-    FUNCTIONS,
     TOOL_CHOICE,
+    PARALLEL_TOOL_CALLS,
+    REASONING_FORMAT,
+    CHAT_TEMPLATE_KWARGS,
+    ENABLE_THINKING,
+    REASONING_EFFORT,
+    FUNCTIONS,
     LOGPROBS,
     TOP_LOGPROBS,
     N_PROBS,

@@ -14,11 +14,13 @@ pub mod fields;
 pub mod messages;
 mod options;
 pub mod structured;
+pub mod tools;
 
 pub use asked::Asked;
 pub use fields::{Field, FIELDS};
 pub use messages::{chat_messages, Content, FunctionCallIn, Message, Part, Prompt, ToolCallIn};
 pub use options::{Bounds, LogitBias, Options, Stop, StreamOptions};
+pub use tools::{prepare_chat, PrepareError, PreparedChat, Tool, ToolChoice};
 
 /// A request Tessera refuses: the field at fault (a path such as `messages[0].content`, empty
 /// when the body as a whole is malformed) and why.

@@ -10,7 +10,9 @@ use tessera_core::sampling::SamplingParams;
 use super::asked::Asked;
 use super::fields::{self, Bound, Field, Limit};
 use super::structured::{self, ResponseFormat, Schema};
+use super::tools::{TemplateKwargs, Tool, ToolChoice};
 use super::RequestError;
+use crate::chat_output::ReasoningFormat;
 use crate::generation::GenerateParams;
 use crate::speculative::{SpecParams, SpecType, SpeculativeOptions};
 
@@ -86,12 +88,17 @@ pub struct Options {
     pub response_format: Option<ResponseFormat>,
     pub json_schema: Option<Schema>,
     pub grammar: Option<String>,
-    // Not implemented yet: refused rather than ignored, so that a client never silently gets
-    // something else than it asked for. Tool calling reads `tools`, `tool_choice` and
-    // `functions`, log-probabilities `logprobs` and `top_logprobs`.
+    /// Tool calling and thinking ([`tools`](super::tools)), read by chat requests.
+    pub tools: Option<Vec<Tool>>,
+    pub tool_choice: Option<ToolChoice>,
+    pub parallel_tool_calls: Option<bool>,
+    pub reasoning_format: Option<ReasoningFormat>,
+    pub chat_template_kwargs: Option<TemplateKwargs>,
+    pub enable_thinking: Option<bool>,
+    pub reasoning_effort: Option<String>,
+    // Not implemented: refused rather than ignored, so that a client never silently gets
+    // something else than it asked for. Log-probabilities read `logprobs` and `top_logprobs`.
     pub n: Option<Asked>,
-    pub tools: Option<Asked>,
-    pub tool_choice: Option<Asked>,
     pub functions: Option<Asked>,
     pub logprobs: Option<Asked>,
     pub top_logprobs: Option<Asked>,
@@ -104,9 +111,7 @@ impl Options {
     pub fn check_supported(&self) -> Result<(), RequestError> {
         let refused = [
             (&fields::N, &self.n),
-            (&fields::TOOLS, &self.tools),
             (&fields::FUNCTIONS, &self.functions),
-            (&fields::TOOL_CHOICE, &self.tool_choice),
             (&fields::LOGPROBS, &self.logprobs),
             (&fields::TOP_LOGPROBS, &self.top_logprobs),
             (&fields::N_PROBS, &self.n_probs),

@@ -32,7 +32,6 @@ fn ranges_are_checked_and_named() {
         (r#"{"stop": ["x", ""]}"#, "stop[1]"),
         (r#"{"n": 2}"#, "'n'"),
         (r#"{"logprobs": true}"#, "'logprobs'"),
-        (r#"{"tools": [{"type": "function"}]}"#, "tools"),
         (r#"{"grammar": "root ::= \"yes\""}"#, "'grammar': GBNF"),
         (
             r#"{"json_schema": 5}"#,
@@ -166,14 +165,24 @@ fn content_parts_are_joined_and_other_parts_refused() {
             "image_url",
         ),
         (
-            r#"[{"role": "tool", "content": "x"}]"#,
+            r#"[{"role": "robot", "content": "x"}]"#,
             "messages[0].role",
-            "tool",
+            "unknown role",
         ),
         (
-            r#"[{"role": "assistant", "content": null, "tool_calls": [{"id": "1"}]}]"#,
+            r#"[{"role": "user", "content": "x", "tool_calls": [{"function": {"name": "f"}}]}]"#,
             "messages[0].tool_calls",
-            "no tool calling",
+            "only assistant turns",
+        ),
+        (
+            r#"[{"role": "assistant", "content": null, "tool_calls": [{"function": {"name": "f", "arguments": "{oops"}}]}]"#,
+            "messages[0].tool_calls[0].function.arguments",
+            "not JSON",
+        ),
+        (
+            r#"[{"role": "assistant", "content": null, "function_call": {"name": "f"}}]"#,
+            "messages[0].function_call",
+            "send tool_calls",
         ),
         (
             r#"[{"role": "user", "content": 7}]"#,
