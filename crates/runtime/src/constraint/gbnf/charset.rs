@@ -77,16 +77,30 @@ impl CharSet {
         CharSet::from_ranges(&out)
     }
 
-    /// Adds `other`'s values; whether the set grew.
+    /// Adds `other`'s values (a merge of the two sorted lists); whether the set grew.
     pub fn add(&mut self, other: &CharSet) -> bool {
         if other.ranges.is_empty() {
             return false;
         }
-        let before = self.ranges.len();
-        let old = (before > 0).then(|| self.ranges.clone());
-        self.ranges.extend_from_slice(&other.ranges);
-        self.normalize();
-        old.is_none_or(|old| old != self.ranges)
+        let (a, b) = (&self.ranges, &other.ranges);
+        let mut out: Vec<(u32, u32)> = Vec::with_capacity(a.len() + b.len());
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() || j < b.len() {
+            let next = if j == b.len() || (i < a.len() && a[i].0 <= b[j].0) {
+                i += 1;
+                a[i - 1]
+            } else {
+                j += 1;
+                b[j - 1]
+            };
+            match out.last_mut() {
+                Some(last) if next.0 <= last.1.saturating_add(1) => last.1 = last.1.max(next.1),
+                _ => out.push(next),
+            }
+        }
+        let grew = out != self.ranges;
+        self.ranges = out;
+        grew
     }
 
     pub fn intersects(&self, other: &CharSet) -> bool {

@@ -16,6 +16,7 @@
 //! Groups nest in parentheses up to [`MAX_LARK_NESTING`] deep (the Lark reader allows 30);
 //! deeper ones become rules of their own.
 
+use std::cell::Cell;
 use std::collections::HashSet;
 
 use super::charset::CharSet;
@@ -24,12 +25,20 @@ use super::{Alternatives, Grammar, Item, TokenRef};
 /// Deepest parenthesized group written inline; deeper groups become rules.
 const MAX_LARK_NESTING: usize = 20;
 
-/// Passes the first/follow computation may take; past them (only a contrived grammar needs
-/// more), no repetition becomes a single lexeme, which is exact, only slower.
+/// Passes the first/follow computation may take, and work (items visited and ranges merged)
+/// it may do: past either (only a contrived grammar needs more), no repetition becomes a
+/// single lexeme, which is exact, only slower.
 const MAX_ANALYSIS_PASSES: usize = 64;
+const MAX_ANALYSIS_WORK: u64 = 10_000_000;
 
-/// How deep a repeated rule's definition is followed to see whether it is a character set.
+/// How deep a repeated rule's definition is followed to see whether it is a character set,
+/// and how many ranges such a set may have (it is written out wherever the rule is repeated).
 const MAX_SET_DEPTH: usize = 8;
+const MAX_INLINE_RANGES: usize = 32;
+
+/// Most text the runs made single lexemes may take in all (a rule's set written out at each of
+/// its repetitions could otherwise make the output many times the input).
+const MAX_RUN_BYTES: usize = 256 << 10;
 
 pub fn emit(grammar: &Grammar) -> String {
     let mut used = HashSet::new();
@@ -46,6 +55,8 @@ pub fn emit(grammar: &Grammar) -> String {
         names,
         used,
         lifted: Vec::new(),
+        rule_sets: vec![RuleSet::Unknown; grammar.rules.len()],
+        run_bytes: 0,
     };
     let mut out = String::new();
     let order = std::iter::once(grammar.root)
@@ -94,20 +105,26 @@ fn unique(used: &mut HashSet<String>, base: &str) -> String {
 struct Sets {
     first: Vec<(CharSet, bool)>,
     follow: Vec<CharSet>,
+    /// Work done so far (see [`MAX_ANALYSIS_WORK`]).
+    work: Cell<u64>,
 }
 
 impl Sets {
-    /// None if the sets did not settle within [`MAX_ANALYSIS_PASSES`].
+    /// None if the sets did not settle within [`MAX_ANALYSIS_PASSES`] and
+    /// [`MAX_ANALYSIS_WORK`].
     fn compute(grammar: &Grammar) -> Option<Sets> {
         let n = grammar.rules.len();
         let mut sets = Sets {
             first: vec![(CharSet::empty(), false); n],
             follow: vec![CharSet::empty(); n],
+            work: Cell::new(0),
         };
+        let within_budget = |sets: &Sets| sets.work.get() <= MAX_ANALYSIS_WORK;
         let settled = (0..MAX_ANALYSIS_PASSES).any(|_| {
             let mut changed = false;
             for i in 0..n {
                 let (set, nullable) = sets.first_of(&grammar.rules[i].body);
+                sets.charge(&set);
                 let entry = &mut sets.first[i];
                 changed |= entry.0.add(&set);
                 if nullable && !entry.1 {
@@ -115,9 +132,9 @@ impl Sets {
                     changed = true;
                 }
             }
-            !changed
+            !changed || !within_budget(&sets)
         });
-        if !settled {
+        if !settled || !within_budget(&sets) {
             return None;
         }
         let settled = (0..MAX_ANALYSIS_PASSES).any(|_| {
@@ -127,9 +144,26 @@ impl Sets {
             }
             let changed = follow != sets.follow;
             sets.follow = follow;
-            !changed
+            !changed || !within_budget(&sets)
         });
-        settled.then_some(sets)
+        (settled && within_budget(&sets)).then_some(sets)
+    }
+
+    /// Counts the work of merging `set` into another.
+    fn charge(&self, set: &CharSet) {
+        self.work
+            .set(self.work.get() + 1 + set.ranges().len() as u64);
+    }
+
+    /// Adds `other` to `set`, counting the work (past the budget, the sets are given up, so
+    /// nothing more is merged).
+    fn add(&self, set: &mut CharSet, other: &CharSet) {
+        if self.work.get() > MAX_ANALYSIS_WORK {
+            return;
+        }
+        self.charge(set);
+        self.charge(other);
+        set.add(other);
     }
 
     fn first_of(&self, alternatives: &Alternatives) -> (CharSet, bool) {
@@ -137,7 +171,7 @@ impl Sets {
         let mut nullable = false;
         for sequence in alternatives {
             let (s, n) = self.first_of_sequence(sequence);
-            set.add(&s);
+            self.add(&mut set, &s);
             nullable |= n;
         }
         (set, nullable)
@@ -147,7 +181,7 @@ impl Sets {
         let mut set = CharSet::empty();
         for item in items {
             let (s, nullable) = self.first_of_item(item);
-            set.add(&s);
+            self.add(&mut set, &s);
             if !nullable {
                 return (set, false);
             }
@@ -156,6 +190,7 @@ impl Sets {
     }
 
     fn first_of_item(&self, item: &Item) -> (CharSet, bool) {
+        self.work.set(self.work.get() + 1);
         match item {
             Item::Char(set) => (set.clone(), false),
             Item::Literal(chars) => match chars.first() {
@@ -195,7 +230,7 @@ impl Sets {
     fn follow_item(&self, item: &Item, after: &CharSet, out: &mut [CharSet]) {
         match item {
             Item::Rule(r) => {
-                out[*r].add(after);
+                self.add(&mut out[*r], after);
             }
             Item::Group(alternatives) => self.follow_alternatives(alternatives, after, out),
             Item::Repeat { item, .. } => {
@@ -210,7 +245,7 @@ impl Sets {
     fn after_item(&self, item: &Item, mut after: CharSet) -> CharSet {
         let (first, nullable) = self.first_of_item(item);
         if nullable {
-            after.add(&first);
+            self.add(&mut after, &first);
             after
         } else {
             first
@@ -220,7 +255,7 @@ impl Sets {
     /// What may follow one repetition of `item` (another repetition, or what follows all).
     fn after_repeated(&self, item: &Item, after: &CharSet) -> CharSet {
         let mut inner = after.clone();
-        inner.add(&self.first_of_item(item).0);
+        self.add(&mut inner, &self.first_of_item(item).0);
         inner
     }
 }
@@ -233,6 +268,9 @@ struct Emitter<'g> {
     used: HashSet<String>,
     /// Rules made of groups nested too deep to write inline.
     lifted: Vec<(String, String)>,
+    rule_sets: Vec<RuleSet>,
+    /// Text written so far for runs made single lexemes (see [`MAX_RUN_BYTES`]).
+    run_bytes: usize,
 }
 
 /// Where a part of a rule is written.
@@ -335,11 +373,17 @@ impl Emitter<'_> {
         if max == Some(0) {
             return (String::new(), true);
         }
-        if let (Some(follow), Some(set)) = (at.follow, self.char_set(item, 0)) {
-            if !set.is_empty() && (max == Some(min) || !set.intersects(follow)) && max != Some(1) {
-                let lexeme = run_lexeme(&set, min, max);
-                let atom = !lexeme.ends_with('?');
-                return (lexeme, atom);
+        if let (Some(follow), true) = (at.follow, max != Some(1)) {
+            if let Some(set) = self.char_set(item, 0) {
+                if !set.is_empty()
+                    && (max == Some(min) || !set.intersects(follow))
+                    && self.run_bytes < MAX_RUN_BYTES
+                {
+                    let lexeme = run_lexeme(&set, min, max);
+                    self.run_bytes += lexeme.len();
+                    let atom = !lexeme.ends_with('?');
+                    return (lexeme, atom);
+                }
             }
         }
         let inner_follow = match (&self.sets, at.follow) {
@@ -401,17 +445,16 @@ impl Emitter<'_> {
         name
     }
 
-    /// The characters `item` matches if it matches exactly one character.
-    fn char_set(&self, item: &Item, depth: usize) -> Option<CharSet> {
+    /// The characters `item` matches if it matches exactly one character (of a set small
+    /// enough to write out wherever the rule is repeated).
+    fn char_set(&mut self, item: &Item, depth: usize) -> Option<CharSet> {
         match item {
             Item::Char(set) => Some(set.clone()),
             Item::Literal(chars) => match chars[..] {
                 [c] => Some(CharSet::single(c)),
                 _ => None,
             },
-            Item::Rule(r) if depth < MAX_SET_DEPTH => {
-                self.alternatives_char_set(&self.grammar.rules[*r].body, depth + 1)
-            }
+            Item::Rule(r) => self.rule_char_set(*r, depth),
             Item::Group(alternatives) if depth < MAX_SET_DEPTH => {
                 self.alternatives_char_set(alternatives, depth + 1)
             }
@@ -419,7 +462,28 @@ impl Emitter<'_> {
         }
     }
 
-    fn alternatives_char_set(&self, alternatives: &Alternatives, depth: usize) -> Option<CharSet> {
+    /// [`Emitter::char_set`] of rule `r`, worked out once.
+    fn rule_char_set(&mut self, r: usize, depth: usize) -> Option<CharSet> {
+        match &self.rule_sets[r] {
+            RuleSet::Known(set) => return set.clone(),
+            RuleSet::Pending => return None,
+            RuleSet::Unknown if depth >= MAX_SET_DEPTH => return None,
+            RuleSet::Unknown => {}
+        }
+        self.rule_sets[r] = RuleSet::Pending;
+        let grammar = self.grammar;
+        let set = self
+            .alternatives_char_set(&grammar.rules[r].body, depth + 1)
+            .filter(|set| set.ranges().len() <= MAX_INLINE_RANGES);
+        self.rule_sets[r] = RuleSet::Known(set.clone());
+        set
+    }
+
+    fn alternatives_char_set(
+        &mut self,
+        alternatives: &Alternatives,
+        depth: usize,
+    ) -> Option<CharSet> {
         let mut set = CharSet::empty();
         for sequence in alternatives {
             let [only] = &sequence[..] else {
@@ -429,6 +493,15 @@ impl Emitter<'_> {
         }
         Some(set)
     }
+}
+
+/// Whether a rule matches one character of a set, as far as worked out.
+#[derive(Clone)]
+enum RuleSet {
+    Unknown,
+    /// Being worked out (a rule reached again through itself is not a set).
+    Pending,
+    Known(Option<CharSet>),
 }
 
 /// One character of `set`.

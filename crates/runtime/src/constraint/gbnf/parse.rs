@@ -244,6 +244,10 @@ impl<'a> Parser<'a> {
         if negated {
             self.pos += 1;
         }
+        if self.peek() == Some(']') {
+            // llama.cpp reads `[]` as nothing at all, which it then cannot repeat.
+            return Err(self.error_at(start, "empty character class"));
+        }
         let mut ranges = Vec::new();
         loop {
             match self.peek() {

@@ -244,6 +244,8 @@ x ::= "x""#, vec!["abab1xx", "abab123xxx--"], vec!["ab1xx", "abab1234xx", "abab1
         ("run followed by its own characters", r#"root ::= [a-z]* "x" | [0-9]+ [0-9]"#, vec!["abcx", "x", "12"], vec!["abc", "1"], false),
         ("run then what it cannot hold", r#"root ::= [^\n]+ "\n" [a-z]{0,3} "!""#, vec!["hi there\nab!", "x\n!"], vec!["\n!", "x\nabcd!"], false),
         ("runs through rules", "root ::= ws \"a\" ws\nws ::= ([ \\t] | nl)*\nnl ::= \"\\n\"", vec!["a", " \t\na\n "], vec!["a a"], false),
+        // A rule defined twice: the last definition counts, as in llama.cpp.
+        ("redefined", "root ::= a\na ::= \"x\"\na ::= \"y\"", vec!["y"], vec!["x"], false),
         // Empty alternatives and literals.
         ("empty", "root ::= \"\" | \"a\" ( | \"b\")", vec!["", "a", "ab"], vec!["b"], false),
         // Tokens by id and by text, and negated.
@@ -298,6 +300,7 @@ fn errors_say_where_and_why() {
         ("root ::= \"abc", 1, 10, "unterminated string"),
         ("root ::= [abc", 1, 10, "unterminated character class"),
         ("root ::= [a-", 1, 10, "unterminated character class"),
+        ("root ::= \"a\" [^]", 1, 14, "empty character class"),
         ("root ::= \"\\q\"", 1, 11, "unknown escape"),
         ("root ::= \"\\x4\"", 1, 11, "exactly 2 hexadecimal"),
         ("root ::= \"\\uD800\"", 1, 11, "not a character"),
@@ -343,6 +346,44 @@ fn nesting_is_bounded() {
     let lark = gbnf_to_lark(&format!("root ::= (\"a\" \"b\"){} \"c\"", "+".repeat(200))).unwrap();
     assert!(matches(&factory, &lark, "ababc", false));
     assert!(!matches(&factory, &lark, "abac", false));
+}
+
+#[test]
+fn contrived_grammars_convert_quickly() {
+    // A class of 4,000 ranges, optional 8,000 times: its first/follow sets would take long to
+    // merge, so the conversion gives them up (every lexeme stays one character).
+    let class: String = (0..4000u32)
+        .map(|i| format!("\\u{:04X}", 0x100 + 2 * i))
+        .collect();
+    let refs = "x? ".repeat(8000);
+    let src = format!("root ::= {refs}\nx ::= [{class}]");
+    assert!(src.len() < 64 << 10);
+    let start = std::time::Instant::now();
+    let lark = gbnf_to_lark(&src).unwrap();
+    assert!(start.elapsed().as_secs() < 5, "{:?}", start.elapsed());
+    assert!(!lark.contains("+/"));
+    assert!(lark.len() < 4 * src.len(), "{} bytes", lark.len());
+    // A small set written out at each of 20,000 repetitions: only up to a bound.
+    let src = format!(
+        "root ::= {}\nx ::= [a-z] | [A-Z] | [0-9] | \"_\" | \"-\"",
+        "x* \"!\" ".repeat(6000)
+    );
+    let lark = gbnf_to_lark(&src).unwrap();
+    assert!(
+        lark.contains("/[\\x{2D}0-9A-Z\\x{5F}a-z]+/?"),
+        "{}",
+        &lark[..200]
+    );
+    assert!(lark.len() < 8 * src.len(), "{} bytes", lark.len());
+    // Deep groups, each with an item: visited once per level, within the bound.
+    let deep = format!(
+        "root ::= {}\"a\"{}",
+        "(\"x\" ".repeat(250),
+        ")*".repeat(250)
+    );
+    let start = std::time::Instant::now();
+    gbnf_to_lark(&deep).unwrap();
+    assert!(start.elapsed().as_secs() < 5, "{:?}", start.elapsed());
 }
 
 #[test]
