@@ -217,6 +217,7 @@ fn constructs_match_as_in_llama_cpp() {
         ("escapes", r#"root ::= "\x41\u00e9\U0001F600\t\r\n\\\"\[\]\-""#, vec!["Aé😀\t\r\n\\\"[]-"], vec!["A"], false),
         ("class escapes", r#"root ::= [\x00-\x1F\]\-]+"#, vec!["\u{1}]-", "\u{0}"], vec!["a", ""], false),
         ("negated class", r#"root ::= [^a-z\n]+"#, vec!["ABC 12é"], vec!["aB", "A\n"], false),
+        ("class of nothing", r#"root ::= "a" | [\uD800] "b" | [^\x00-\U0010FFFF]"#, vec!["a"], vec!["b", ""], false),
         ("dash at the end of a class", r#"root ::= [a-]+"#, vec!["a-a"], vec!["b"], false),
         ("any character", "root ::= . . .", vec!["a\né", "😀😀😀"], vec!["ab", "abcd"], false),
         // Names with '-', digits, capitals; a rule named start; lowercase collisions.
