@@ -224,7 +224,9 @@ pub const RESPONSE_FORMAT: Field = field(
 pub const GRAMMAR: Field = field(
     "grammar",
     "string",
-    Limit::Described("a Lark grammar (llguidance's syntax) up to 64 KiB; GBNF is refused"),
+    Limit::Described(
+        "up to 64 KiB: llama.cpp's GBNF (`root ::= ...`, converted) or a Lark grammar (llguidance's syntax, `start: ...`)",
+    ),
     "llama-server's constrained output: the answer follows the grammar.",
 );
 pub const JSON_SCHEMA: Field = field(

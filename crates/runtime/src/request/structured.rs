@@ -1,6 +1,9 @@
 //! Structured output in a request: OpenAI's `response_format` and llama-server's `json_schema`
 //! and `grammar`, turned into the one [`Grammar`] a generation follows.
 //!
+//! A `grammar` is Lark (llguidance's dialect) or llama.cpp's GBNF, converted to Lark
+//! ([`crate::constraint::gbnf_to_lark`]).
+//!
 //! A schema or grammar is code from the client: a schema is built only while it stays under
 //! [`MAX_GRAMMAR_BYTES`] (a larger one is read and skipped, then refused), and compiling it is
 //! bounded by the grammar engine's own limits ([`crate::constraint`]).
@@ -11,7 +14,7 @@ use serde_json::Value;
 use super::asked::bounded;
 use super::fields;
 use super::RequestError;
-use crate::constraint::Grammar;
+use crate::constraint::{gbnf_to_lark, looks_like_gbnf, Grammar};
 
 /// Largest schema (scalars, keys, elements and characters of its strings) or grammar text
 /// (bytes): 64 Ki. Real schemas are a few kilobytes, and the grammar engine's compile time and
@@ -134,8 +137,8 @@ fn schema_value(field: &str, schema: &Schema) -> Result<Value, RequestError> {
     }
 }
 
-/// `grammar` as a Lark grammar; llama.cpp's GBNF (`rule ::= ...`) is refused until it is
-/// converted.
+/// `grammar` as a Lark grammar: Lark (llguidance's dialect, `start: ...`, or anything starting
+/// with `%llguidance`) as it is, llama.cpp's GBNF (`root ::= ...`) converted.
 fn lark(text: &str) -> Result<Grammar, RequestError> {
     let name = fields::GRAMMAR.name;
     if text.len() > MAX_GRAMMAR_BYTES {
@@ -144,11 +147,11 @@ fn lark(text: &str) -> Result<Grammar, RequestError> {
             format!("'{name}' is longer than {MAX_GRAMMAR_BYTES} bytes"),
         ));
     }
-    if text.contains("::=") {
-        return Err(RequestError::new(
-            name,
-            format!("'{name}': GBNF grammars (rule ::= ...) are not supported yet; write it in Lark (start: ...) or give a JSON schema"),
-        ));
+    // `%llguidance {...}` and Lark's `start: ...` are not GBNF's `name ::=`.
+    if !looks_like_gbnf(text) {
+        return Ok(Grammar::Lark(text.to_owned()));
     }
-    Ok(Grammar::Lark(text.to_owned()))
+    gbnf_to_lark(text)
+        .map(Grammar::Lark)
+        .map_err(|e| RequestError::new(name, format!("'{name}': {e}")))
 }

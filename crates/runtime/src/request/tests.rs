@@ -32,7 +32,14 @@ fn ranges_are_checked_and_named() {
         (r#"{"stop": ["x", ""]}"#, "stop[1]"),
         (r#"{"n": 2}"#, "'n'"),
         (r#"{"logprobs": true}"#, "'logprobs'"),
-        (r#"{"grammar": "root ::= \"yes\""}"#, "'grammar': GBNF"),
+        (
+            r#"{"grammar": "root ::= \"yes\"\nno ::= \"no"}"#,
+            "'grammar': GBNF line 2, column 8: unterminated string literal",
+        ),
+        (
+            r#"{"grammar": "root ::= yes"}"#,
+            "'grammar': GBNF line 1, column 10: rule 'yes' is used but never defined",
+        ),
         (
             r#"{"json_schema": 5}"#,
             "'json_schema' must be a JSON schema",
@@ -257,6 +264,21 @@ fn structured_output_fields_become_the_grammar() {
     assert_eq!(
         grammar(r#"{"grammar": "start: \"yes\" | \"no\""}"#),
         Some(Grammar::Lark("start: \"yes\" | \"no\"".into()))
+    );
+    // llama.cpp's GBNF is converted; Lark that mentions `::=` stays Lark.
+    assert_eq!(
+        grammar(r##"{"grammar": "# yes or no\nroot ::= \"yes\" | \"no\""}"##),
+        Some(Grammar::Lark(
+            "start: \"y\" \"e\" \"s\" | \"n\" \"o\"\n".into()
+        ))
+    );
+    assert_eq!(
+        grammar(r#"{"grammar": "%llguidance {}\nroot ::= \"x\""}"#),
+        Some(Grammar::Lark("%llguidance {}\nroot ::= \"x\"".into()))
+    );
+    assert_eq!(
+        grammar(r#"{"grammar": "start: \"a ::= b\""}"#),
+        Some(Grammar::Lark("start: \"a ::= b\"".into()))
     );
     // A schema too large to build is refused without being built.
     let huge = format!(

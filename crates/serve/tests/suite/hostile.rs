@@ -166,7 +166,7 @@ fn out_of_range_and_unsupported_fields_are_400s_naming_the_field() {
             "response_format",
         ),
         (json!({"logprobs": true}), "logprobs"),
-        (json!({"grammar": "root ::= \"yes\""}), "'grammar': GBNF"),
+        (json!({"grammar": "root ::= yes"}), "'grammar': GBNF line 1"),
         (json!({"json_schema": 5}), "'json_schema'"),
         (
             json!({"json_schema": {"dependentRequired": {}}}),

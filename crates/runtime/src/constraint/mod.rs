@@ -12,6 +12,8 @@
 //! An end-of-generation token is allowed exactly where the grammar may end; once nothing may
 //! follow, the generation ends without asking the model for another token.
 
+mod gbnf;
+
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use llguidance::api::TopLevelGrammar;
@@ -19,6 +21,8 @@ use llguidance::toktrie::{ApproximateTokEnv, TokEnv, TokRxInfo, TokTrie};
 use llguidance::{Matcher, ParserFactory};
 use tessera_core::Model;
 use tessera_tokenizer::Tokenizer;
+
+pub use gbnf::{gbnf_to_lark, looks_like_gbnf, GbnfError};
 
 /// What the answer must follow.
 #[derive(Clone, Debug, PartialEq)]
