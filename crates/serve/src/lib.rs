@@ -11,7 +11,8 @@
 //! - [`routes`]: the endpoints; [`stream`] runs one generation as a JSON answer or SSE chunks.
 //! - [`preset`]: llama-server's `--models-preset` INI format.
 
-pub mod error;
+pub mod answer;
+mod error;
 pub mod listen;
 pub mod models;
 pub mod preset;

@@ -13,9 +13,9 @@ use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
-use tessera_runtime::generate::tokenize_chat_with;
-use tessera_tokenizer::chat_template::ChatContext;
+use tessera_runtime::request::prepare_chat;
 
+use crate::answer::ChatPlan;
 use crate::error::ApiError;
 use crate::request::{
     self, ChatRequest, CompletionRequest, DetokenizeRequest, Prompt, TokenizeRequest,
@@ -143,27 +143,26 @@ async fn chat(app: Arc<App>, headers: HeaderMap, body: Body) -> Result<Response,
     })
     .await??;
     let loaded = app.registry.get(req.model.as_deref()).await?;
-    let prompt = {
+    let (prompt, plan) = {
         let loaded = loaded.clone();
-        let special = options.parse_special_in_content;
+        let options = options.clone();
         cpu(&app, move || {
             let messages = request::chat_messages(&req.messages)?;
             let template = loaded.template.as_ref().ok_or_else(|| {
                 ApiError::invalid("the model has no chat template: use /v1/completions")
             })?;
-            tokenize_chat_with(
-                loaded.model.tokenizer(),
-                template,
-                &messages,
-                &ChatContext::default(),
-                special,
-            )
-            .map_err(|e| ApiError::invalid(e.to_string()))
+            let prepared = prepare_chat(&options, loaded.model.tokenizer(), template, messages)
+                .map_err(|e| ApiError::invalid(e.to_string()))?;
+            let plan = ChatPlan {
+                grammar: prepared.grammar,
+                output: prepared.output,
+            };
+            Ok::<_, ApiError>((prepared.prompt, plan))
         })
         .await??
     };
     let caller = caller(&app, &headers);
-    stream::run(&app, &loaded, prompt, &options, Kind::Chat, caller).await
+    stream::run(&app, &loaded, prompt, &options, Kind::Chat, caller, plan).await
 }
 
 pub async fn completions(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
@@ -190,7 +189,16 @@ async fn completion(app: Arc<App>, headers: HeaderMap, body: Body) -> Result<Res
         Prompt::Tokens(ids) => ids,
     };
     let caller = caller(&app, &headers);
-    stream::run(&app, &loaded, prompt, &options, Kind::Completion, caller).await
+    stream::run(
+        &app,
+        &loaded,
+        prompt,
+        &options,
+        Kind::Completion,
+        caller,
+        ChatPlan::default(),
+    )
+    .await
 }
 
 pub async fn tokenize(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {

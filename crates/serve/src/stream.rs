@@ -8,14 +8,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use tessera_runtime::constraint;
-use tessera_runtime::generate::{GenerateStats, StopReason};
+use tessera_runtime::generate::GenerateStats;
 use tessera_runtime::generation::SpecReport;
 use tessera_runtime::request::Bounds;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
+use crate::answer::{self, ChatPlan, Reading};
 use crate::error::ApiError;
 use crate::models::Loaded;
 use crate::request::Options;
@@ -48,21 +49,34 @@ impl Meta {
 
     /// A streamed chunk: `text` as the chat delta (or completion text), and the finish reason.
     fn chunk(&self, text: Option<&str>, first: bool, finish: Option<&str>) -> Value {
-        let choice = match self.kind {
+        match self.kind {
             Kind::Chat => {
-                let mut delta = serde_json::Map::new();
-                if first {
-                    delta.insert("role".into(), json!("assistant"));
-                }
+                let mut delta = Map::new();
                 if let Some(t) = text {
                     delta.insert("content".into(), json!(t));
                 }
-                json!({"index": 0, "delta": delta, "finish_reason": finish})
+                self.delta_chunk(delta, first, finish)
             }
-            Kind::Completion => {
-                json!({"index": 0, "text": text.unwrap_or(""), "finish_reason": finish})
-            }
-        };
+            Kind::Completion => self.with_choice(
+                json!({"index": 0, "text": text.unwrap_or(""), "finish_reason": finish}),
+            ),
+        }
+    }
+
+    /// A streamed chat chunk with the delta's fields (the role in the first).
+    fn delta_chunk(
+        &self,
+        mut delta: Map<String, Value>,
+        first: bool,
+        finish: Option<&str>,
+    ) -> Value {
+        if first {
+            delta.insert("role".into(), json!("assistant"));
+        }
+        self.with_choice(json!({"index": 0, "delta": delta, "finish_reason": finish}))
+    }
+
+    fn with_choice(&self, choice: Value) -> Value {
         json!({
             "id": self.id,
             "object": self.object(true),
@@ -70,16 +84,6 @@ impl Meta {
             "model": self.model,
             "choices": [choice],
         })
-    }
-}
-
-fn finish_reason(stop: StopReason) -> &'static str {
-    match stop {
-        StopReason::MaxTokens | StopReason::ContextFull => "length",
-        StopReason::EndOfGeneration(_)
-        | StopReason::StopString(_)
-        | StopReason::Cancelled
-        | StopReason::GrammarComplete => "stop",
     }
 }
 
@@ -123,6 +127,7 @@ pub async fn run(
     options: &Options,
     kind: Kind,
     caller: String,
+    plan: ChatPlan,
 ) -> Result<Response, ApiError> {
     let n = next_number(app);
     let clock_seed = SystemTime::now()
@@ -138,6 +143,15 @@ pub async fn run(
         default_max_tokens: Some(cap),
     })?;
     params.max_tokens = Some(params.max_tokens.map_or(cap, |n| n.min(cap)));
+    if plan.grammar.is_some() {
+        // The request model refuses tools beside structured output: one grammar at most.
+        params.grammar = plan.grammar;
+    }
+    let reading = plan.output.map(|(format, options)| Reading {
+        format,
+        options,
+        number: n,
+    });
     if prompt.is_empty() {
         return Err(ApiError::invalid("the prompt is empty"));
     }
@@ -187,6 +201,7 @@ pub async fn run(
         return Ok(sse(
             meta,
             rx,
+            reading,
             include_usage,
             app.settings.limits.write_timeout,
         ));
@@ -198,13 +213,16 @@ pub async fn run(
             Some(Event::Started { slot: s, .. }) => slot = Some(s),
             Some(Event::Text(t)) => text.push_str(&t),
             Some(Event::Done(stats, spec)) => {
-                let reason = finish_reason(stats.stop);
+                let (message, called) = match &reading {
+                    Some(r) => {
+                        let out = r.whole(&text);
+                        (answer::message(&out), !out.tool_calls.is_empty())
+                    }
+                    None => (json!({"role": "assistant", "content": text}), false),
+                };
+                let reason = answer::finish_reason(stats.stop, called);
                 let choice = match kind {
-                    Kind::Chat => json!({
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "finish_reason": reason,
-                    }),
+                    Kind::Chat => json!({"index": 0, "message": message, "finish_reason": reason}),
                     Kind::Completion => json!({"index": 0, "text": text, "finish_reason": reason}),
                 };
                 return Ok(Json(json!({
@@ -236,6 +254,7 @@ pub async fn run(
 fn sse(
     meta: Meta,
     mut rx: mpsc::Receiver<Event>,
+    reading: Option<Reading>,
     include_usage: bool,
     write_timeout: Duration,
 ) -> Response {
@@ -252,6 +271,7 @@ fn sse(
             }
         };
         let mut first = true;
+        let mut parser = reading.as_ref().map(Reading::stream);
         loop {
             let event = tokio::select! {
                 e = rx.recv() => e,
@@ -260,13 +280,34 @@ fn sse(
             let Some(event) = event else { return };
             let ok = match event {
                 Event::Started { .. } => true,
-                Event::Text(t) => {
-                    let ok = send(meta.chunk(Some(&t), first, None)).await;
-                    first = false;
-                    ok
-                }
+                Event::Text(t) => match &mut parser {
+                    None => {
+                        let ok = send(meta.chunk(Some(&t), first, None)).await;
+                        first = false;
+                        ok
+                    }
+                    Some(p) => {
+                        let d = p.push(&t);
+                        let ok = d.is_empty()
+                            || send(meta.delta_chunk(answer::delta(&d), first, None)).await;
+                        first &= d.is_empty();
+                        ok
+                    }
+                },
                 Event::Done(stats, spec) => {
-                    let mut last = meta.chunk(None, first, Some(finish_reason(stats.stop)));
+                    let (tail, called) = match parser.take() {
+                        Some(p) => {
+                            let (out, d) = p.finish();
+                            (Some(d), !out.tool_calls.is_empty())
+                        }
+                        None => (None, false),
+                    };
+                    let reason = answer::finish_reason(stats.stop, called);
+                    if let Some(d) = tail.filter(|d| !d.is_empty()) {
+                        send(meta.delta_chunk(answer::delta(&d), first, None)).await;
+                        first = false;
+                    }
+                    let mut last = meta.chunk(None, first, Some(reason));
                     last["timings"] = timings(&stats, spec.as_ref());
                     if include_usage {
                         send(last).await;

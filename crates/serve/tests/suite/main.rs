@@ -9,6 +9,7 @@ mod models;
 mod presets;
 mod slots;
 mod structured;
+mod tools;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
