@@ -158,9 +158,11 @@ fn out_of_range_and_unsupported_fields_are_400s_naming_the_field() {
         (json!({"stop": vec!["x"; 100]}), "stop"),
         (json!({"n": 3}), "'n'"),
         (
-            json!({"tools": [{"type": "function", "function": {"name": "f"}}]}),
-            "tools",
+            json!({"tools": [{"type": "function", "function": {"name": "f g"}}]}),
+            "tools[0].function.name",
         ),
+        (json!({"tool_choice": "sometimes"}), "tool_choice"),
+        (json!({"functions": [{"name": "f"}]}), "functions"),
         (
             json!({"response_format": {"type": "xml"}}),
             "response_format",
