@@ -119,7 +119,27 @@ export interface SamplingOptions {
   speculative?: SpeculativeOptions;
   /** Add the generated token ids as `choices[0].token_ids` (on the last chunk when streaming). */
   return_token_ids?: boolean;
+  /** Structured output: any JSON object, or JSON following a schema (the draft 2020-12 subset
+   * the grammar engine implements; other keywords reject naming them). */
+  response_format?: { type: 'text' } | { type: 'json_object'; schema?: object }
+    | { type: 'json_schema'; json_schema: { name?: string; schema: object; strict?: boolean } };
+  /** llama-server's names: a JSON schema, or a grammar (Lark, or llama.cpp's GBNF). */
+  json_schema?: object;
+  grammar?: string;
   signal?: AbortSignal;
+}
+
+/** A function the model may call (OpenAI's shape). */
+export interface Tool {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: object; strict?: boolean };
+}
+
+export interface ToolCall { id: string; type: 'function'; function: { name: string; arguments: string } }
+
+/** A streamed piece of a tool call: id, type and name in its first piece, then argument text. */
+export interface ToolCallDelta {
+  index: number; id?: string; type?: 'function'; function: { name?: string; arguments: string };
 }
 
 /** llama.cpp's `--spec-type` and options; absent fields take its defaults. */
@@ -143,15 +163,26 @@ export interface SpeculativeOptions {
 export interface TextContentPart { type: 'text'; text: string }
 
 export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant' | string;
+  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
   /** A string, or text parts (joined with newlines). */
   content: string | TextContentPart[] | null;
+  /** An assistant turn's calls (as the answer gave them). */
+  tool_calls?: ToolCall[];
+  /** A `tool` turn: the call it answers. */
+  tool_call_id?: string;
+  /** An assistant turn's thinking (templates that keep it print it). */
+  reasoning_content?: string;
+}
+
+/** The answer: `content` null when it only calls tools; a thinking model's thinking apart. */
+export interface AssistantMessage {
+  role: 'assistant'; content: string | null; reasoning_content?: string; tool_calls?: ToolCall[];
 }
 
 /** The second argument of `create`, as in openai-node. */
 export interface RequestOptions { signal?: AbortSignal }
 
-export type FinishReason = 'stop' | 'length';
+export type FinishReason = 'stop' | 'length' | 'tool_calls';
 
 export interface Usage { prompt_tokens: number; completion_tokens: number; total_tokens: number }
 
@@ -170,13 +201,17 @@ export interface Timings {
 
 export interface ChatCompletion {
   id: string; object: 'chat.completion'; created: number; model: string;
-  choices: [{ index: 0; message: { role: 'assistant'; content: string }; finish_reason: FinishReason; token_ids?: number[] }];
+  choices: [{ index: 0; message: AssistantMessage; finish_reason: FinishReason; token_ids?: number[] }];
   usage: Usage; timings: Timings;
 }
 
 export interface ChatCompletionChunk {
   id: string; object: 'chat.completion.chunk'; created: number; model: string;
-  choices: [{ index: 0; delta: { role?: 'assistant'; content: string }; finish_reason: FinishReason | null; token_ids?: number[] }];
+  choices: [{
+    index: 0;
+    delta: { role?: 'assistant'; content?: string; reasoning_content?: string; tool_calls?: ToolCallDelta[] };
+    finish_reason: FinishReason | null; token_ids?: number[];
+  }];
   /** On the last chunk only. */
   usage?: Usage; timings?: Timings;
 }
@@ -187,7 +222,23 @@ export interface Completion {
   usage?: Usage; timings?: Timings;
 }
 
-export interface ChatCompletionRequest extends SamplingOptions { messages: ChatMessage[]; stream?: boolean }
+export interface ChatCompletionRequest extends SamplingOptions {
+  messages: ChatMessage[];
+  stream?: boolean;
+  /** Functions the model may call; calls come back in `message.tool_calls`. */
+  tools?: Tool[];
+  tool_choice?: 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
+  /** Several calls in one answer. Default false. */
+  parallel_tool_calls?: boolean;
+  /** Where a thinking model's thinking goes: `reasoning_content` ('auto', 'deepseek'), or `content` ('none'). */
+  reasoning_format?: 'auto' | 'deepseek' | 'deepseek-legacy' | 'none';
+  /** The thinking switch of templates that have one (Qwen3, SmolLM3). */
+  enable_thinking?: boolean;
+  /** For templates that read it (gpt-oss). */
+  reasoning_effort?: 'low' | 'medium' | 'high';
+  /** Extra variables for the model's chat template. */
+  chat_template_kwargs?: Record<string, unknown>;
+}
 export interface CompletionRequest extends SamplingOptions { prompt: string; stream?: boolean }
 
 export interface EngineInfo {

@@ -195,7 +195,7 @@ class Engine {
     if (!req.stream) {
       return this._client.call('generate', payload, { signal }).then((r) => {
         const choice = kind === 'chat'
-          ? { index: 0, message: { role: 'assistant', content: r.text }, finish_reason: r.finish_reason }
+          ? { index: 0, message: r.message ?? { role: 'assistant', content: r.text }, finish_reason: r.finish_reason }
           : { index: 0, text: r.text, finish_reason: r.finish_reason };
         if (req.return_token_ids) choice.token_ids = r.stats.tokens;
         return {
@@ -216,9 +216,11 @@ class Engine {
     const object = kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
     const model = this._model;
     let first = true;
-    const chunk = (text, finish_reason) => {
+    // `delta`: a chat answer read into parts (content, reasoning_content, tool_calls).
+    const chunk = (text, finish_reason, delta) => {
+      const parts = delta ?? { content: text };
       const choice = kind === 'chat'
-        ? { index: 0, delta: first ? { role: 'assistant', content: text } : { content: text }, finish_reason }
+        ? { index: 0, delta: first ? { role: 'assistant', ...parts } : parts, finish_reason }
         : { index: 0, text, finish_reason };
       first = false;
       return { id, object, created, model, choices: [choice] };
@@ -226,7 +228,7 @@ class Engine {
     this._client
       .call('generate', payload, {
         signal: controller.signal,
-        onMessage: (m) => m.type === 'chunk' && chunks.push(chunk(m.text, null)),
+        onMessage: (m) => m.type === 'chunk' && chunks.push(chunk(m.text, null, m.delta)),
       })
       .then((r) => {
         const last = chunk('', r.finish_reason);

@@ -201,12 +201,17 @@ async function generate(id, { prompt, messages, options, stream }) {
       await e.readBack();
       continue;
     }
-    if (step.text) {
-      text += step.text;
-      if (stream) post({ id, type: 'chunk', text: step.text });
+    if (step.text) text += step.text;
+    // A chat answer read into parts (tools offered, or a thinking model) streams OpenAI deltas.
+    const delta = step.delta && Object.keys(step.delta).length > 0 ? step.delta : undefined;
+    if (stream && (delta || (step.text && !step.delta))) {
+      post({ id, type: 'chunk', text: step.text, delta });
     }
     if (step.done) {
-      return { text, finish_reason: step.finish_reason, stats: step.stats, speculative: step.speculative };
+      return {
+        text, message: step.message, finish_reason: step.finish_reason, stats: step.stats,
+        speculative: step.speculative,
+      };
     }
     await yieldToEvents();
   }

@@ -90,7 +90,8 @@ mod tests {
         let e = ApiError::from(options.generate_params(&bounds).unwrap_err());
         assert_eq!(e.status, 400);
         assert!(e.message.contains("'temperature'"), "{}", e.message);
-        let r: ChatRequest = parse(br#"{"messages": [{"role": "robot", "content": "x"}]}"#).unwrap();
+        let r: ChatRequest =
+            parse(br#"{"messages": [{"role": "robot", "content": "x"}]}"#).unwrap();
         let e = chat_messages(&r.messages).unwrap_err();
         assert_eq!(e.status, 400);
         assert!(e.message.contains("robot"), "{}", e.message);

@@ -216,7 +216,7 @@ pub async fn run(
                 let (message, called) = match &reading {
                     Some(r) => {
                         let out = r.whole(&text);
-                        (answer::message(&out), !out.tool_calls.is_empty())
+                        (out.to_openai(), !out.tool_calls.is_empty())
                     }
                     None => (json!({"role": "assistant", "content": text}), false),
                 };
@@ -289,7 +289,7 @@ fn sse(
                     Some(p) => {
                         let d = p.push(&t);
                         let ok = d.is_empty()
-                            || send(meta.delta_chunk(answer::delta(&d), first, None)).await;
+                            || send(meta.delta_chunk(d.to_openai(), first, None)).await;
                         first &= d.is_empty();
                         ok
                     }
@@ -304,7 +304,7 @@ fn sse(
                     };
                     let reason = answer::finish_reason(stats.stop, called);
                     if let Some(d) = tail.filter(|d| !d.is_empty()) {
-                        send(meta.delta_chunk(answer::delta(&d), first, None)).await;
+                        send(meta.delta_chunk(d.to_openai(), first, None)).await;
                         first = false;
                     }
                     let mut last = meta.chunk(None, first, Some(reason));

@@ -4,11 +4,14 @@
 use std::sync::Arc;
 
 use serde::Serialize;
+use serde_json::Value;
 use tessera_core::{Model, ThreadPool};
+use tessera_runtime::chat_output::ChatOutput;
 use tessera_runtime::generate::{Clock, GenerateStats, StopReason};
 use tessera_runtime::request::{self, Message};
 use wasm_bindgen::prelude::*;
 
+use crate::chat::ChatReading;
 use crate::errors::{ErrorCode, WasmError};
 use crate::loader::ModelLoader;
 use crate::options::{generation_params, LoadOptions};
@@ -182,6 +185,7 @@ impl JsModelLoader {
                 Ok(Engine {
                     session,
                     backend: Backend::Cpu,
+                    chat: ChatReading::default(),
                 })
             }
             #[cfg(feature = "webgpu")]
@@ -195,6 +199,7 @@ impl JsModelLoader {
                         signal: gpu.read_back_signal(),
                         adapter: gpu.describe(),
                     },
+                    chat: ChatReading::default(),
                 })
             }
         }
@@ -258,6 +263,7 @@ fn thread_pool() -> Result<Arc<dyn ThreadPool>, JsValue> {
 pub struct Engine {
     session: Session,
     backend: Backend,
+    chat: ChatReading,
 }
 
 enum Backend {
@@ -301,6 +307,11 @@ struct StepResult {
     pending: bool,
     /// With `done`, when the generation was speculative.
     speculative: Option<SpeculativeStats>,
+    /// A chat answer read into parts (tools offered, or a thinking model): what this step
+    /// added, in OpenAI's delta shape (`content`, `reasoning_content`, `tool_calls`).
+    delta: Option<Value>,
+    /// With `done`, the whole assistant message of such an answer.
+    message: Option<Value>,
 }
 
 #[derive(Serialize)]
@@ -420,10 +431,15 @@ impl Engine {
     }
 
     /// Renders `messages` (OpenAI's, checked by the runtime's request model) with the model's
-    /// chat template and tokenizes it; `options` are the request's generation fields, of which
-    /// this reads `parse_special_in_content`.
+    /// chat template and tokenizes it; `options` are the request's fields (tools, thinking
+    /// switches, `parse_special_in_content`). The next `begin` of these ids follows the
+    /// request's tool-call grammar and reads its answer into parts.
     #[wasm_bindgen(js_name = chatPrompt)]
-    pub fn chat_prompt(&self, messages: JsValue, options: JsValue) -> Result<Vec<u32>, JsValue> {
+    pub fn chat_prompt(
+        &mut self,
+        messages: JsValue,
+        options: JsValue,
+    ) -> Result<Vec<u32>, JsValue> {
         let messages: Vec<Message> = request::deserialize_field(
             "messages",
             serde_wasm_bindgen::Deserializer::from(messages),
@@ -431,9 +447,12 @@ impl Engine {
         .map_err(|e| js_error(e.into()))?;
         let messages = request::chat_messages(&messages).map_err(|e| js_error(e.into()))?;
         let options = request_options(options)?;
-        self.session
-            .chat_prompt(&messages, options.parse_special_in_content)
-            .map_err(js_error)
+        options.check_supported().map_err(|e| js_error(e.into()))?;
+        let prepared = self
+            .session
+            .chat_prompt(messages, &options)
+            .map_err(js_error)?;
+        Ok(self.chat.plan(prepared))
     }
 
     /// Starts a generation after the prompt `ids` with a request's generation fields (checked
@@ -441,8 +460,9 @@ impl Engine {
     pub fn begin(&mut self, ids: Vec<u32>, options: JsValue) -> Result<(), JsValue> {
         let options = request_options(options)?;
         let model = self.session.model();
-        let (params, spec) =
+        let (mut params, spec) =
             generation_params(&options, model.n_vocab(), self.session.n_ctx()).map_err(js_error)?;
+        self.chat.begin(&ids, &mut params);
         self.session
             .begin_with(ids, params, spec, &PerformanceClock)
             .map_err(js_error)
@@ -460,19 +480,39 @@ impl Engine {
         self.session.predict_chunk(&ids, from).map_err(js_error)
     }
 
-    /// One slice of prompt or one token: `{ text, done, finish_reason, stats }`.
+    /// One slice of prompt or one token: `{ text, done, finish_reason, stats }` (and `delta`,
+    /// `message` for a chat answer read into parts).
     pub fn step(&mut self) -> Result<JsValue, JsValue> {
         let step = self.session.step(&PerformanceClock).map_err(js_error)?;
+        let done = step.finished.is_some();
+        let read = match step.pending {
+            true => None,
+            false => Some(self.chat.read(&step.text, done)),
+        };
+        let message = read.as_ref().and_then(|r| r.message.as_ref());
+        let called = message.is_some_and(|m| !m.tool_calls.is_empty());
         let (stats, finish_reason) = match &step.finished {
             Some(s) => {
                 let (stats, reason) = Stats::new(s);
-                (Some(stats), Some(reason))
+                (
+                    Some(stats),
+                    Some(if called && reason == "stop" {
+                        "tool_calls"
+                    } else {
+                        reason
+                    }),
+                )
             }
             None => (None, None),
         };
         to_js(&StepResult {
+            delta: read
+                .as_ref()
+                .and_then(|r| r.delta.as_ref())
+                .map(|d| Value::Object(d.to_openai())),
+            message: message.map(ChatOutput::to_openai),
             text: step.text,
-            done: step.finished.is_some(),
+            done,
             finish_reason,
             stats,
             pending: step.pending,

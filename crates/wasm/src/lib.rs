@@ -7,6 +7,7 @@
 //! (wasm32 only) exports them to JS; with the `threads` feature the kernels run on a
 //! wasm-bindgen-rayon pool.
 
+pub mod chat;
 pub mod errors;
 #[cfg(feature = "webgpu")]
 pub mod gpu_loader;

@@ -18,14 +18,13 @@ use std::task::Poll;
 use tessera_backend_cpu::CpuBackend;
 use tessera_core::backend::Backend;
 use tessera_core::{Context, ContextParams, Model, ThreadPool};
-use tessera_runtime::generate::{
-    tokenize_chat_with, Clock, GenerateError, GenerateParams, GenerateStats,
-};
+use tessera_runtime::generate::{Clock, GenerateError, GenerateParams, GenerateStats};
 use tessera_runtime::generation::{
     check_sequence, Generation, GenerationOptions, SpecReport, Step as GenerationStep, PREFILL_STEP,
 };
+use tessera_runtime::request::{prepare_chat, Options, PrepareError, PreparedChat};
 use tessera_runtime::speculative::{SpecParams, SpecType, SpeculatorChain};
-use tessera_tokenizer::chat_template::{ChatContext, ChatMessage, ChatTemplate};
+use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate};
 
 use crate::errors::{ErrorCode, WasmError};
 use crate::options::LoadOptions;
@@ -143,26 +142,22 @@ impl Session {
         self.active.is_some()
     }
 
-    /// Renders and tokenizes a conversation with the model's chat template: the messages'
-    /// control-token text stays text unless `parse_special_in_content` (see
-    /// `tokenize_chat_with`).
+    /// Renders and tokenizes a conversation with the model's chat template for a request's
+    /// `options` (its tools, thinking switches, `parse_special_in_content`): the prompt, and the
+    /// grammar and reading of its answer (see `tessera_runtime::request::prepare_chat`).
     pub fn chat_prompt(
         &self,
-        messages: &[ChatMessage],
-        context: &ChatContext,
-        parse_special_in_content: bool,
-    ) -> Result<Vec<u32>, WasmError> {
+        messages: Vec<ChatMessage>,
+        options: &Options,
+    ) -> Result<PreparedChat, WasmError> {
         let template = self
             .template
             .as_ref()
             .ok_or_else(|| WasmError::from(GenerateError::NoChatTemplate))?;
-        Ok(tokenize_chat_with(
-            self.model.tokenizer(),
-            template,
-            messages,
-            context,
-            parse_special_in_content,
-        )?)
+        prepare_chat(options, self.model.tokenizer(), template, messages).map_err(|e| match e {
+            PrepareError::Request(e) => e.into(),
+            PrepareError::Generate(e) => e.into(),
+        })
     }
 
     /// Starts generating after `prompt` (replacing a generation in progress). The longest

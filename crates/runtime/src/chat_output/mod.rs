@@ -12,6 +12,7 @@ mod format;
 mod generic;
 mod hermes;
 mod json_scan;
+mod openai;
 mod reasoning;
 mod stream;
 

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::{parse, ChatOutput, OutputFormat, ParseOptions, ToolCall};
+use super::{parse, ChatOutput, OutputFormat, ParseOptions};
 
 /// What one step added to the message (OpenAI's `delta`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -149,15 +149,4 @@ pub fn whole(
         }
     }
     out
-}
-
-impl ToolCall {
-    /// OpenAI's `{id, type: "function", function: {name, arguments}}`.
-    pub fn to_openai(&self) -> serde_json::Value {
-        serde_json::json!({
-            "id": self.id,
-            "type": "function",
-            "function": {"name": self.name, "arguments": self.arguments},
-        })
-    }
 }
