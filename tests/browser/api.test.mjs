@@ -85,12 +85,56 @@ describe('requests', () => {
     assert.match(image.message, /image_url/);
   });
 
-  test('unsupported fields reject with INVALID_ARGUMENT naming the field', async () => {
-    for (const [field, value] of [['tools', [{ type: 'function', function: { name: 'f' } }]], ['response_format', { type: 'json_object' }], ['n', 2], ['logprobs', true]]) {
+  test('unsupported and malformed fields reject with INVALID_ARGUMENT naming the field', async () => {
+    for (const [field, value] of [['tool_choice', 'sometimes'], ['response_format', { type: 'xml' }], ['n', 2], ['logprobs', true]]) {
       const r = await code(({ field, value }) => window.engine.chat.completions.create({ messages: [{ role: 'user', content: 'x' }], [field]: value }), { field, value });
       assert.equal(r.code, 'INVALID_ARGUMENT', field);
       assert.match(r.message, new RegExp(`'${field}'`));
     }
+    const schema = await code(() => window.engine.chat.completions.create({
+      messages: [{ role: 'user', content: 'x' }], json_schema: { type: 'object', dependentRequired: {} },
+    }));
+    assert.equal(schema.code, 'INVALID_ARGUMENT');
+    assert.match(schema.message, /dependentRequired/);
+  });
+
+  test('structured output and tool calls, whole and streamed', async () => {
+    const r = await page.evaluate(async () => {
+      const schema = {
+        type: 'object', additionalProperties: false, required: ['name', 'age'],
+        properties: { name: { type: 'string', maxLength: 20 }, age: { type: 'integer', minimum: 0, maximum: 120 } },
+      };
+      const create = (req) => window.engine.chat.completions.create({ temperature: 0, max_tokens: 64, ...req });
+      const json = await create({
+        messages: [{ role: 'user', content: 'Describe a person as JSON.' }],
+        response_format: { type: 'json_schema', json_schema: { name: 'person', schema } },
+      });
+      const tools = [{ type: 'function', function: { name: 'get_weather', parameters: {
+        type: 'object', properties: { city: { type: 'string', maxLength: 30 } }, required: ['city'], additionalProperties: false,
+      } } }];
+      const ask = { messages: [{ role: 'user', content: 'Weather in Paris?' }], tools, tool_choice: 'required' };
+      const whole = await create(ask);
+      const calls = [];
+      let finish;
+      for await (const chunk of await create({ ...ask, stream: true })) {
+        const choice = chunk.choices[0];
+        finish = choice.finish_reason ?? finish;
+        for (const c of choice.delta.tool_calls ?? []) {
+          if (c.index === calls.length) calls.push({ id: c.id, name: c.function.name, arguments: '' });
+          calls[c.index].arguments += c.function.arguments;
+        }
+      }
+      return { json: json.choices[0], whole: whole.choices[0], calls, finish };
+    });
+    const person = JSON.parse(r.json.message.content);
+    assert.ok(typeof person.name === 'string' && Number.isInteger(person.age), r.json.message.content);
+    assert.equal(r.whole.finish_reason, 'tool_calls');
+    assert.equal(r.whole.message.content, null);
+    const [call] = r.whole.message.tool_calls;
+    assert.equal(call.function.name, 'get_weather');
+    assert.equal(typeof JSON.parse(call.function.arguments).city, 'string');
+    assert.equal(r.finish, 'tool_calls');
+    assert.deepEqual(r.calls.map((c) => [c.name, c.arguments]), [[call.function.name, call.function.arguments]]);
   });
 
   test('logit_bias steers greedy decoding; a token the model lacks is refused', async () => {

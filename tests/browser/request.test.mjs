@@ -38,8 +38,8 @@ describe('request bodies', () => {
     structuredClone(p);
     const deep = [];
     let at = deep;
-    for (let i = 0; i < 20; i++) at = at[0] = [];
-    rejects(() => generationPayload('chat', { messages: deep }), /nests deeper than 16 levels/);
+    for (let i = 0; i < 70; i++) at = at[0] = [];
+    rejects(() => generationPayload('chat', { messages: deep }), /nests deeper than 64 levels/);
   });
 
   test('stream and return_token_ids must be booleans', () => {

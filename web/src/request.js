@@ -16,9 +16,11 @@ const GENERATION_KEYS = [
   'max_tokens', 'max_completion_tokens', 'n_predict', 'temperature', 'top_p', 'top_k', 'min_p',
   'seed', 'stop', 'repeat_penalty', 'repeat_last_n', 'presence_penalty', 'frequency_penalty',
   'logit_bias', 'ignore_eos', 'speculative', 'parse_special_in_content',
+  // Structured output, tool calling, thinking.
+  'response_format', 'grammar', 'json_schema', 'tools', 'tool_choice', 'parallel_tool_calls',
+  'reasoning_format', 'chat_template_kwargs', 'enable_thinking', 'reasoning_effort',
   // Not implemented yet: refused by the engine unless they ask for nothing (`n: 1`, ...).
-  'n', 'response_format', 'grammar', 'json_schema', 'tools', 'tool_choice', 'functions', 'logprobs',
-  'top_logprobs', 'n_probs',
+  'n', 'functions', 'logprobs', 'top_logprobs', 'n_probs',
 ];
 
 // Fields read here, or harmless to accept: `model` (openai-node always sends one; the engine
@@ -37,8 +39,8 @@ export function checkFields(req) {
   }
 }
 
-// The deepest nesting of request data copied for the worker (messages, their content parts).
-const MAX_DEPTH = 16;
+// The deepest nesting of request data copied for the worker (messages, tools, JSON schemas).
+const MAX_DEPTH = 64;
 
 // A plain copy of request data for postMessage, which cannot clone framework proxies (Vue,
 // MobX), class instances or functions. Functions and symbols become undefined (the engine then
