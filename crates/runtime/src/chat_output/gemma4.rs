@@ -77,7 +77,7 @@ pub fn parse(options: &ParseOptions, text: &str, partial: bool) -> ChatOutput {
                         None => break,
                     }
                 }
-                None if partial => break,
+                None if partial && may_become_call(&text[pos..]) => break,
                 None => out.content.push_str(CALL_OPEN),
             },
         }
@@ -87,6 +87,14 @@ pub fn parse(options: &ParseOptions, text: &str, partial: bool) -> ChatOutput {
     }
     out.reasoning_content = out.reasoning_content.trim().to_owned();
     out
+}
+
+/// Whether the text after `<|tool_call>` may still become `call:NAME{`.
+fn may_become_call(rest: &str) -> bool {
+    CALL_PREFIX.starts_with(rest)
+        || rest
+            .strip_prefix(CALL_PREFIX)
+            .is_some_and(|name| !name.contains(['{', '<', '\n']))
 }
 
 fn push_thought(reasoning: &mut String, thought: &str) {

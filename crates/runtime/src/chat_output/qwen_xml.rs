@@ -81,7 +81,8 @@ enum Read {
 fn call(text: &str, at: usize, tools: &[Value], partial: bool) -> Read {
     let name_from = at + FUNCTION_OPEN.len();
     let Some(name_len) = text[name_from..].find('>') else {
-        return if partial {
+        let name_so_far = !text[name_from..].contains(['<', '\n']);
+        return if partial && name_so_far {
             Read::Pending
         } else {
             Read::NotACall
