@@ -12,8 +12,15 @@ pub struct Split {
 }
 
 /// Splits `text` into its thinking and the rest, for a format whose thinking is marked by
-/// `tags` (none: all of it is the rest).
-pub fn split(tags: Option<&ThinkTags>, options: &ParseOptions, text: &str, partial: bool) -> Split {
+/// `tags` (none: all of it is the rest). `ended_by`, when given, is a marker that also ends
+/// the thinking (a call made from it); the rest then starts with it.
+pub fn split(
+    tags: Option<&ThinkTags>,
+    ended_by: Option<&str>,
+    options: &ParseOptions,
+    text: &str,
+    partial: bool,
+) -> Split {
     let plain = |rest: &str| Split {
         reasoning: String::new(),
         rest: rest.to_owned(),
@@ -42,13 +49,18 @@ pub fn split(tags: Option<&ThinkTags>, options: &ParseOptions, text: &str, parti
             }
         }
     };
-    let (reasoning, rest) = match body.find(tags.close.as_str()) {
-        Some(i) => (&body[..i], &body[i + tags.close.len()..]),
-        None if partial => (
-            &body[..body.len() - partial_marker_len(body, &tags.close)],
-            "",
-        ),
-        None => (body, ""),
+    let close = body.find(tags.close.as_str());
+    let call = ended_by.and_then(|marker| body.find(marker));
+    let (reasoning, rest) = match (close, call) {
+        (Some(i), Some(c)) if c < i => (&body[..c], &body[c..]),
+        (Some(i), _) => (&body[..i], &body[i + tags.close.len()..]),
+        (None, Some(c)) => (&body[..c], &body[c..]),
+        (None, None) if partial => {
+            let hold = partial_marker_len(body, &tags.close)
+                .max(ended_by.map_or(0, |marker| partial_marker_len(body, marker)));
+            (&body[..body.len() - hold], "")
+        }
+        (None, None) => (body, ""),
     };
     Split {
         reasoning: reasoning.trim().to_owned(),

@@ -114,3 +114,195 @@ fn partial_markers_are_held_back() {
     let out = parse(&hermes_think(), &options(true), "<thi", true);
     assert_eq!(out, ChatOutput::default());
 }
+
+fn format(think: Option<(&str, &str)>, tools: ToolSyntax) -> OutputFormat {
+    OutputFormat {
+        think: think.map(|(open, close)| ThinkTags {
+            open: open.into(),
+            close: close.into(),
+        }),
+        tools,
+    }
+}
+
+fn reading(reasoning: ReasoningFormat) -> ParseOptions {
+    ParseOptions {
+        reasoning,
+        tool_calls: true,
+        tools: vec![
+            serde_json::json!({"type": "function", "function": {"name": "f",
+            "parameters": {"type": "object", "properties": {
+                "n": {"type": "integer"}, "s": {"type": "string"}}}}}),
+        ],
+        ..ParseOptions::default()
+    }
+}
+
+/// Each syntax with an answer that uses all of it.
+fn samples() -> Vec<(OutputFormat, &'static str)> {
+    let think = Some(("<think>", "</think>"));
+    vec![
+        (
+            format(think, ToolSyntax::QwenXml),
+            "<think>\nhm\n</think>\n\nOk.\n<tool_call>\n<function=f>\n<parameter=s>\na \"q\"\n\n</parameter>\n<parameter=n>\n4\n</parameter>\n</function>\n</tool_call>\n<function=f>\n</function>",
+        ),
+        (
+            format(think, ToolSyntax::DeepSeek),
+            "hm</think>Ok.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{\"n\": 1}\n```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>f<｜tool▁sep｜>{\"s\": \"x\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+        ),
+        (
+            format(Some(("[THINK]", "[/THINK]")), ToolSyntax::Mistral),
+            "[THINK]hm[/THINK]Ok.[TOOL_CALLS]f[CALL_ID]abc123456[ARGS]{\"n\": 1}[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"s\": \"]\"}, \"id\": \"x1\"}]",
+        ),
+        (
+            format(None, ToolSyntax::Llama3),
+            "<|python_tag|>{\"name\": \"f\", \"parameters\": {\"n\": 1}}; {\"type\": \"function\", \"name\": \"f\", \"parameters\": {}}",
+        ),
+        (
+            format(None, ToolSyntax::GptOss),
+            "<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{\"n\": 1}<|call|><|start|>assistant to=python<|channel|>commentary<|message|>x<|end|><|start|>assistant<|channel|>final<|message|>Ok <|return|>",
+        ),
+        (
+            format(
+                Some((gemma4::THOUGHT, gemma4::CHANNEL_CLOSE)),
+                ToolSyntax::Gemma4,
+            ),
+            "<|channel>thought\nhm<channel|>Ok.<|tool_call>call:f{s:<|\"|>a, \"b\"<|\"|>,n:-2,o:{k:[1,<|\"|>x<|\"|>,true]},w:maybe}<tool_call|><channel|>",
+        ),
+    ]
+}
+
+/// Each prefix's parse extends the one before: what a stream sends is never taken back.
+fn assert_grows(format: &OutputFormat, options: &ParseOptions, text: &str) {
+    let mut before = ChatOutput::default();
+    let ends = text
+        .char_indices()
+        .map(|(i, c)| (i + c.len_utf8(), true))
+        .chain([(text.len(), false)]);
+    for (end, partial) in ends {
+        let now = parse(format, options, &text[..end], partial);
+        let cut = &text[..end];
+        assert!(
+            now.content.starts_with(&before.content),
+            "{cut:?}: {now:?} after {before:?}"
+        );
+        assert!(
+            now.reasoning_content.starts_with(&before.reasoning_content),
+            "{cut:?}: {now:?} after {before:?}"
+        );
+        assert!(now.tool_calls.len() >= before.tool_calls.len(), "{cut:?}");
+        for (n, b) in now.tool_calls.iter().zip(&before.tool_calls) {
+            assert_eq!((&n.name, &n.id), (&b.name, &b.id), "{cut:?}");
+            assert!(
+                n.arguments.starts_with(&b.arguments),
+                "{cut:?}: {now:?} after {before:?}"
+            );
+        }
+        before = now;
+    }
+}
+
+#[test]
+fn every_syntax_only_grows_while_streaming() {
+    for (format, text) in samples() {
+        let whole = parse(&format, &reading(ReasoningFormat::Auto), text, false);
+        assert!(!whole.tool_calls.is_empty(), "{format:?}: {whole:?}");
+        for call in &whole.tool_calls {
+            serde_json::from_str::<serde_json::Value>(&call.arguments)
+                .unwrap_or_else(|e| panic!("{format:?}: {call:?}: {e}"));
+        }
+        assert_grows(&format, &reading(ReasoningFormat::Auto), text);
+        assert_grows(&format, &reading(ReasoningFormat::None), text);
+    }
+}
+
+#[test]
+fn every_syntax_reads_garbage_without_panicking() {
+    // Pieces of every syntax's markers, shuffled by a fixed generator: any input reads.
+    let pieces = [
+        "<tool_call>",
+        "<function=f>",
+        "<parameter=n>",
+        "</parameter>",
+        "</function>",
+        "\n",
+        "<｜tool▁calls▁begin｜>",
+        "<｜tool▁call▁begin｜>",
+        "<｜tool▁sep｜>",
+        "```json",
+        "[TOOL_CALLS]",
+        "[ARGS]",
+        "[CALL_ID]",
+        "[",
+        "{",
+        "}",
+        "\"",
+        ":",
+        ",",
+        "<|\"|>",
+        "<|channel|>",
+        "<|message|>",
+        "<|start|>",
+        "<|end|>",
+        " to=functions.f",
+        "analysis",
+        "<|channel>",
+        "<channel|>",
+        "<|tool_call>",
+        "call:f",
+        "<think>",
+        "</think>",
+        "é",
+        "1",
+        "<|python_tag|>",
+        "\"name\"",
+        "x",
+    ];
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    for _ in 0..300 {
+        let mut text = String::new();
+        for _ in 0..12 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            text.push_str(pieces[(seed % pieces.len() as u64) as usize]);
+        }
+        for (format, _) in samples() {
+            for reasoning in [ReasoningFormat::Auto, ReasoningFormat::None] {
+                let options = reading(reasoning);
+                parse(&format, &options, &text, false);
+                for (i, _) in text.char_indices() {
+                    parse(&format, &options, &text[..i], true);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn fenced_json_answers_are_unwrapped() {
+    let options = ParseOptions {
+        json_response: true,
+        ..ParseOptions::default()
+    };
+    let plain = format(None, ToolSyntax::Generic);
+    let text = "```json\n{\"a\": 1}\n```";
+    assert_eq!(parse(&plain, &options, text, false).content, "{\"a\": 1}");
+    assert_grows(&plain, &options, text);
+    assert_eq!(
+        parse(&plain, &options, "{\"a\": 1}", false).content,
+        "{\"a\": 1}"
+    );
+}
+
+#[test]
+fn templates_without_tools_stay_generic() {
+    // SmolLM2 and Gemma 3 style: no tools, no thinking.
+    let smol = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+    let gemma3 = "{{ bos_token }}{%- for message in messages -%}{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}{%- endfor -%}{%- if add_generation_prompt -%}{{'<start_of_turn>model\\n'}}{%- endif -%}";
+    for source in [smol, gemma3] {
+        let format = OutputFormat::detect(source);
+        assert_eq!(format.tools, ToolSyntax::Generic);
+        assert_eq!(format.think, None);
+    }
+}

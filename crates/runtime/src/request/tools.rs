@@ -10,7 +10,7 @@ use tessera_tokenizer::chat_template::{ChatContext, ChatMessage, ChatTemplate};
 use tessera_tokenizer::Tokenizer;
 
 use super::asked::bounded;
-use super::structured::{Schema, MAX_GRAMMAR_BYTES};
+use super::structured::{ResponseFormat, Schema, MAX_GRAMMAR_BYTES};
 use super::{Options, RequestError};
 use crate::chat_output::{answer_schema, system_prompt, OutputFormat, ParseOptions, ToolSyntax};
 use crate::constraint::Grammar;
@@ -164,6 +164,13 @@ pub fn prepare_chat(
                     .opened_reasoning(template, &messages, &context)
                     .map_err(GenerateError::from)?,
                 tool_calls: offer.is_some(),
+                tools: offer
+                    .as_ref()
+                    .map_or(Vec::new(), |o| o.tools.iter().map(|t| tool_json(t)).collect()),
+                json_response: matches!(
+                    options.response_format,
+                    Some(ResponseFormat::JsonObject { .. } | ResponseFormat::JsonSchema { .. })
+                ),
             };
             Some((format, parse))
         }

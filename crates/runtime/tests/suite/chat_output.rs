@@ -13,7 +13,18 @@ use tessera_tokenizer::chat_template::{
 };
 
 /// The families whose every case runs; the others' cases run where their syntax is read.
-const FAMILIES: &[&str] = &["hermes", "qwen2.5", "qwq"];
+const FAMILIES: &[&str] = &[
+    "hermes",
+    "qwen2.5",
+    "qwq",
+    "qwen3.5",
+    "qwen3-coder",
+    "gpt-oss",
+    "deepseek-r1",
+    "mistral",
+    "llama3",
+    "gemma",
+];
 
 fn cases() -> Value {
     let path = concat!(
@@ -162,6 +173,8 @@ fn llama_cpp_parser_cases() {
                 .opened_reasoning(template, &messages, &context)
                 .unwrap(),
             tool_calls: !tools.is_empty() && get("tool_choice") != "none",
+            tools: tools.clone(),
+            json_response: case["options"].get("json_schema").is_some(),
         };
         let input = case["input"].as_str().unwrap();
         let want = expected(&case["expect"]);
@@ -191,5 +204,112 @@ fn llama_cpp_parser_cases() {
             ran.contains_key(family) && !skipped.contains_key(family),
             "{family}: {ran:?} {skipped:?}"
         );
+    }
+}
+
+/// Each template the cases use is told as its family's format, and templates of other
+/// families that share a marker are not taken for them.
+#[test]
+fn formats_detected_from_templates() {
+    let expect = [
+        ("Qwen3.5-4B.jinja", ToolSyntax::QwenXml, Some("<think>")),
+        ("Qwen3-Coder.jinja", ToolSyntax::QwenXml, None),
+        ("Qwen-Qwen2.5-7B-Instruct.jinja", ToolSyntax::Hermes, None),
+        ("Qwen-QwQ-32B.jinja", ToolSyntax::Hermes, Some("<think>")),
+        (
+            "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja",
+            ToolSyntax::Hermes,
+            None,
+        ),
+        (
+            "NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja",
+            ToolSyntax::Hermes,
+            None,
+        ),
+        ("openai-gpt-oss-120b.jinja", ToolSyntax::GptOss, None),
+        (
+            "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja",
+            ToolSyntax::DeepSeek,
+            Some("<think>"),
+        ),
+        (
+            "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja",
+            ToolSyntax::DeepSeek,
+            Some("<think>"),
+        ),
+        (
+            "llama-cpp-deepseek-r1.jinja",
+            ToolSyntax::DeepSeek,
+            Some("<think>"),
+        ),
+        (
+            "mistralai-Ministral-3-14B-Reasoning-2512.jinja",
+            ToolSyntax::Mistral,
+            Some("[THINK]"),
+        ),
+        (
+            "mistralai-Mistral-Nemo-Instruct-2407.jinja",
+            ToolSyntax::Mistral,
+            None,
+        ),
+        (
+            "Mistral-Small-3.2-24B-Instruct-2506.jinja",
+            ToolSyntax::Mistral,
+            None,
+        ),
+        (
+            "unsloth-mistral-Devstral-Small-2507.jinja",
+            ToolSyntax::Mistral,
+            None,
+        ),
+        (
+            "meta-llama-Llama-3.1-8B-Instruct.jinja",
+            ToolSyntax::Llama3,
+            None,
+        ),
+        (
+            "meta-llama-Llama-3.2-3B-Instruct.jinja",
+            ToolSyntax::Llama3,
+            None,
+        ),
+        (
+            "meta-llama-Llama-3.3-70B-Instruct.jinja",
+            ToolSyntax::Llama3,
+            None,
+        ),
+        (
+            "google-gemma-4-31B-it.jinja",
+            ToolSyntax::Gemma4,
+            Some("<|channel>thought"),
+        ),
+        ("google-gemma-2-2b-it.jinja", ToolSyntax::Generic, None),
+        // Same markers, other syntaxes: Seed-OSS's own call tag, functionary's JSON after
+        // `<function=`, FireFunction's `functools`.
+        ("ByteDance-Seed-OSS.jinja", ToolSyntax::Unknown, None),
+        (
+            "meetkai-functionary-medium-v3.1.jinja",
+            ToolSyntax::Unknown,
+            None,
+        ),
+        (
+            "fireworks-ai-llama-3-firefunction-v2.jinja",
+            ToolSyntax::Unknown,
+            None,
+        ),
+    ];
+    let data = cases();
+    for case in data["cases"].as_array().unwrap() {
+        let file = case["template"].as_str().unwrap();
+        assert!(
+            expect.iter().any(|(f, _, _)| *f == file),
+            "{file}: no expected format"
+        );
+    }
+    for (file, tools, think) in expect {
+        let path = tessera_testkit::models_dir().join("templates").join(file);
+        let source = std::fs::read_to_string(&path).unwrap();
+        let format = OutputFormat::detect(&source);
+        assert_eq!(format.tools, tools, "{file}");
+        assert_eq!(format.think.map(|t| t.open).as_deref(), think, "{file}");
     }
 }
