@@ -164,9 +164,9 @@ pub fn prepare_chat(
                     .opened_reasoning(template, &messages, &context)
                     .map_err(GenerateError::from)?,
                 tool_calls: offer.is_some(),
-                tools: offer
-                    .as_ref()
-                    .map_or(Vec::new(), |o| o.tools.iter().map(|t| tool_json(t)).collect()),
+                tools: offer.as_ref().map_or(Vec::new(), |o| {
+                    o.tools.iter().map(|t| tool_json(t)).collect()
+                }),
                 json_response: matches!(
                     options.response_format,
                     Some(ResponseFormat::JsonObject { .. } | ResponseFormat::JsonSchema { .. })

@@ -13,3 +13,4 @@ mod sampling;
 mod shared_batch;
 mod speculative_models;
 mod speculative_parts;
+mod structured_suite;
