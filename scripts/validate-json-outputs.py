@@ -6,7 +6,7 @@
       invalid_example does not, with format checking on; every format the suite uses has a checker.
   validate-json-outputs.py validate OUTPUTS.jsonl [--suite SUITE]
       Each line is {"id": <schema id>, "output": <generated text>, ...}; the output must parse as
-      JSON and validate against that schema. Prints a summary per kind (and per model when lines
+      JSON (no repeated keys, no NaN or Infinity) and validate against that schema. Prints a summary per kind (and per model when lines
       have "model") and exits 1 listing every failure.
 
 SUITE defaults to crates/runtime/tests/data/structured_suite.json in this repository.
