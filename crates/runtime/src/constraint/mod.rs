@@ -39,11 +39,23 @@ pub enum Grammar {
 impl Grammar {
     fn top_level(&self) -> TopLevelGrammar {
         match self {
-            Grammar::JsonSchema(schema) => TopLevelGrammar::from_json_schema(schema.clone()),
+            Grammar::JsonSchema(schema) => TopLevelGrammar::from_json_schema(compact(schema)),
             Grammar::Regex(rx) => TopLevelGrammar::from_regex(rx),
             Grammar::Lark(lark) => TopLevelGrammar::from_lark(lark.clone()),
         }
     }
+}
+
+/// `schema` with compact JSON asked for unless it says otherwise (its `x-guidance` options):
+/// the grammar engine's default allows any whitespace between tokens, and small models then
+/// loop on newlines where nothing bounds them.
+pub fn compact(schema: &serde_json::Value) -> serde_json::Value {
+    let mut schema = schema.clone();
+    if let Some(map) = schema.as_object_mut() {
+        map.entry("x-guidance")
+            .or_insert_with(|| serde_json::json!({"whitespace_flexible": false}));
+    }
+    schema
 }
 
 /// A grammar that cannot be compiled or followed; the message says why (for a schema, the

@@ -342,7 +342,7 @@ fn required_calls(syntax: ToolSyntax, tools: &[&Tool], parallel: bool) -> Option
             })
         })
         .collect();
-    let call_schema = json!({"anyOf": calls});
+    let call_schema = crate::constraint::compact(&json!({"anyOf": calls}));
     match syntax {
         ToolSyntax::Hermes => {
             let repeat = if parallel { "+" } else { "" };

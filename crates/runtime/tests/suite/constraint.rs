@@ -6,7 +6,7 @@ use tessera_testkit::*;
 
 use serde_json::{json, Value};
 use tessera_core::sampling::SamplingParams;
-use tessera_runtime::constraint::{gbnf_to_lark, Grammar};
+use tessera_runtime::constraint::{gbnf_to_lark, Constraint, Grammar, GrammarEnv};
 use tessera_runtime::generate::{
     generate, tokenize_chat, GenerateError, GenerateParams, NoClock, StopReason,
 };
@@ -177,4 +177,40 @@ answer ::= "yes" | "no""#;
     let p = params(gbnf("list.gbnf"), 1.0, 5);
     let (text, _) = answer(GEMMA3, "List three fruits.", &p);
     assert!(text.starts_with("- "), "{text:?}");
+}
+
+/// llama.cpp's JSON-schema cases (its tests/test-json-schema-to-grammar.cpp, as data): each
+/// schema compiles, or is refused with a message naming what is not supported, as recorded
+/// (the cases where llguidance and llama.cpp differ say why in the data).
+#[test]
+fn llama_cpp_schema_cases_are_accepted_or_refused_as_recorded() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/json_schema_peer_cases.json"
+    );
+    let data: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let model = load_model(SMOLLM2);
+    let env = GrammarEnv::for_model(&model).unwrap();
+    let cases = data["cases"].as_array().unwrap();
+    assert!(cases.len() >= 80, "{} cases", cases.len());
+    let mut wrong = Vec::new();
+    for case in cases {
+        let line = &case["line"];
+        let got = Constraint::new(&env, &Grammar::JsonSchema(case["schema"].clone()));
+        let want = case["llguidance"].as_str().unwrap();
+        match (&got, want) {
+            (Ok(_), "accepted") => {}
+            (Err(e), w) if w.starts_with("refused") => {
+                let names = case["refusal_names"].as_str().unwrap_or("");
+                if !e.0.contains(names) {
+                    wrong.push(format!("line {line}: {e} does not name {names:?}"));
+                }
+            }
+            (got, want) => wrong.push(format!(
+                "line {line}: got {:?}, recorded {want}",
+                got.as_ref().err()
+            )),
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

@@ -26,9 +26,14 @@ const MAX_TOKENS: usize = 256;
 fn every_answer_follows_its_schema() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let suite_path = root.join("tests/data/structured_suite.json");
-    let suite: Value = serde_json::from_str(&std::fs::read_to_string(&suite_path).unwrap()).unwrap();
+    let suite: Value =
+        serde_json::from_str(&std::fs::read_to_string(&suite_path).unwrap()).unwrap();
     let schemas = suite["schemas"].as_array().unwrap();
-    assert!(schemas.len() >= 50, "the suite has {} schemas", schemas.len());
+    assert!(
+        schemas.len() >= 50,
+        "the suite has {} schemas",
+        schemas.len()
+    );
     let mut lines = Vec::new();
     let mut unfinished = Vec::new();
     for file in [SMOLLM2, GEMMA3] {
@@ -84,7 +89,14 @@ fn every_answer_follows_its_schema() {
         String::from_utf8_lossy(&run.stderr)
     );
     eprintln!("{report}");
-    assert!(run.status.success(), "answers that do not validate:\n{report}");
-    assert!(unfinished.is_empty(), "answers cut by the token limit:\n{}", unfinished.join("\n"));
+    assert!(
+        run.status.success(),
+        "answers that do not validate:\n{report}"
+    );
+    assert!(
+        unfinished.is_empty(),
+        "answers cut by the token limit:\n{}",
+        unfinished.join("\n")
+    );
     std::fs::remove_file(&out).ok();
 }

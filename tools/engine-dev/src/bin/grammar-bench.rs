@@ -21,20 +21,28 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(path), Some(suite)) = (args.first(), args.get(1)) else {
-        return Err("usage: grammar-bench MODEL.gguf SUITE.json [-n TOKENS] [-t THREADS] [-s SCHEMAS]".into());
+        return Err(
+            "usage: grammar-bench MODEL.gguf SUITE.json [-n TOKENS] [-t THREADS] [-s SCHEMAS]"
+                .into(),
+        );
     };
     let n_tokens = usize_flag(&args, "-n", 64);
     let threads = usize_flag(&args, "-t", 2);
     let model = load_model(path)?;
     let suite: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(suite)?)?;
-    let schemas = suite["schemas"].as_array().ok_or("the suite has no schemas")?;
+    let schemas = suite["schemas"]
+        .as_array()
+        .ok_or("the suite has no schemas")?;
     let n_schemas = usize_flag(&args, "-s", schemas.len()).min(schemas.len());
     let started = Instant::now();
     let env = GrammarEnv::for_model(&model)?;
     let env_s = started.elapsed().as_secs_f64();
-    let template = model.chat_template()?.ok_or("the model has no chat template")?;
+    let template = model
+        .chat_template()?
+        .ok_or("the model has no chat template")?;
     let mut ctx = tessera_testkit::context(&model, 1024, 512, threads);
-    let (mut compile_ms, mut mask_share, mut mask_us, mut decode_us) = (vec![], vec![], vec![], vec![]);
+    let (mut compile_ms, mut mask_share, mut mask_us, mut decode_us) =
+        (vec![], vec![], vec![], vec![]);
     for case in &schemas[..n_schemas] {
         let grammar = Grammar::JsonSchema(case["schema"].clone());
         let t = Instant::now();
@@ -43,7 +51,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let prompt = tokenize_chat(
             model.tokenizer(),
             &template,
-            &[ChatMessage::new("user", case["prompt"].as_str().unwrap_or(""))],
+            &[ChatMessage::new(
+                "user",
+                case["prompt"].as_str().unwrap_or(""),
+            )],
         )?;
         ctx.clear();
         ctx.decode(&prompt, false)?;
