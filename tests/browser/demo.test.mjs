@@ -119,6 +119,33 @@ describe('the demo page', () => {
     await page.screenshot({ path });
   });
 
+  test('the structured-output and tool-call examples', async () => {
+    await page.getByLabel(/Speculative decoding/).uncheck();
+    await page.getByLabel('Max tokens').fill('96');
+    await page.getByLabel('Temperature').fill('0');
+    await page.getByLabel('Answer', { exact: true }).selectOption('json');
+    assert.equal(await page.getByLabel('JSON schema').isVisible(), true);
+    await page.getByRole('button', { name: 'New chat' }).click();
+    await page.getByLabel('Message', { exact: true }).fill('Describe a fictional person.');
+    await page.getByLabel('Message', { exact: true }).press('Enter');
+    await page.waitForSelector('.message[data-role="assistant"][data-state="done"]', { timeout: 60_000 });
+    const person = JSON.parse(await lastAnswer().locator('.text').textContent());
+    assert.ok(typeof person.name === 'string' && Number.isInteger(person.age) && Array.isArray(person.hobbies));
+
+    await page.getByLabel('Answer', { exact: true }).selectOption('tool');
+    await page.getByRole('button', { name: 'New chat' }).click();
+    await page.getByLabel('Message', { exact: true }).fill('What is the weather in Paris? Use the tool.');
+    await page.getByLabel('Message', { exact: true }).press('Enter');
+    await page.waitForSelector('.message[data-role="assistant"][data-state="done"]', { timeout: 60_000 });
+    // A small model may answer or call: either is shown, a call as the function and arguments.
+    const body = await lastAnswer().locator('.text').textContent();
+    assert.ok(body.length > 0 && !body.startsWith('{'), body);
+    if (body.includes('→ get_weather(')) {
+      assert.match(await lastAnswer().locator('.stats').textContent(), /made-up weather/);
+    }
+    await page.getByLabel('Answer', { exact: true }).selectOption('text');
+  });
+
   test('a dropped file that is not a model is explained; an opened local file loads', async () => {
     await page.evaluate(() => {
       const data = new DataTransfer();

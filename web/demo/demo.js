@@ -11,6 +11,7 @@ const ui = {
   modelFile: $('model-file'), backend: $('backend'), load: $('load'), progress: $('load-progress'),
   progressBar: $('progress-bar'), progressText: $('progress-text'), systemPrompt: $('system-prompt'),
   temperature: $('temperature'), maxTokens: $('max-tokens'), speculative: $('speculative'),
+  answerFormat: $('answer-format'), schema: $('schema'),
   messages: $('messages'), error: $('error'), composer: $('composer'), prompt: $('prompt'),
   send: $('send'), stop: $('stop'), newChat: $('new-chat'), dropOverlay: $('drop-overlay'),
 };
@@ -143,7 +144,39 @@ function requestOptions() {
   if (ui.speculative.checked && !ui.speculative.disabled) {
     options.speculative = { type: 'ngram-simple', ngram_size_n: 3, draft_max: 16 };
   }
+  if (ui.answerFormat.value === 'json') {
+    let schema;
+    try {
+      schema = JSON.parse(ui.schema.value);
+    } catch (e) {
+      throw new Error(`The schema is not JSON: ${e.message}`);
+    }
+    options.response_format = { type: 'json_schema', json_schema: { name: 'answer', schema } };
+  } else if (ui.answerFormat.value === 'tool') {
+    options.tools = [WEATHER_TOOL];
+  }
   return options;
+}
+
+// The tool of the tool-calling example: the page answers its calls with made-up weather.
+const WEATHER_TOOL = {
+  type: 'function',
+  function: {
+    name: 'get_weather', description: 'The current weather in a city.',
+    parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 40 } }, required: ['city'] },
+  },
+};
+
+/** A streamed answer's tool calls, put together from their deltas. */
+function addCallDeltas(calls, deltas) {
+  for (const d of deltas ?? []) {
+    if (!calls[d.index]) calls[d.index] = { id: d.id, type: 'function', function: { name: d.function.name, arguments: '' } };
+    calls[d.index].function.arguments += d.function.arguments ?? '';
+  }
+}
+
+function describeCalls(calls) {
+  return calls.map((c) => `→ ${c.function.name}(${c.function.arguments})`).join('\n');
 }
 
 async function send(text) {
@@ -156,16 +189,29 @@ async function send(text) {
   answering = new AbortController();
   setBusy({ streaming: true });
   let reply = '';
+  const calls = [];
   try {
     const stream = await engine.chat.completions.create({ messages, stream: true, ...requestOptions() }, { signal: answering.signal });
     for await (const chunk of stream) {
-      reply += chunk.choices[0].delta.content;
-      answer.body.textContent = reply;
+      const delta = chunk.choices[0].delta;
+      reply += delta.content ?? '';
+      addCallDeltas(calls, delta.tool_calls);
+      answer.body.textContent = [reply, describeCalls(calls)].filter(Boolean).join('\n');
       if (chunk.timings) answer.stats.textContent = formatTimings(chunk.timings, chunk.usage);
       if (chunk.choices[0].finish_reason === 'length') answer.stats.textContent += ' · cut at the token limit';
     }
     answer.li.dataset.state = 'done';
-    history.push({ role: 'user', content: text }, { role: 'assistant', content: reply });
+    history.push({ role: 'user', content: text });
+    if (calls.length === 0) {
+      history.push({ role: 'assistant', content: reply });
+    } else {
+      // The example's tool: made-up weather for each call, which the next answer can use.
+      history.push({ role: 'assistant', content: reply || null, tool_calls: calls });
+      for (const c of calls) {
+        history.push({ role: 'tool', tool_call_id: c.id, content: JSON.stringify({ temperature_c: 21, sky: 'clear' }) });
+      }
+      answer.stats.textContent += ' · the page answered the call with made-up weather: send a message to continue';
+    }
   } catch (e) {
     if (e?.code === 'ABORTED') {
       answer.li.dataset.state = 'stopped';
@@ -257,3 +303,8 @@ ui.newChat.addEventListener('click', () => {
 });
 
 setBusy({});
+
+// The schema box shows with the structured-output example.
+ui.answerFormat.addEventListener('change', () => {
+  ui.schema.hidden = ui.answerFormat.value !== 'json';
+});
