@@ -39,6 +39,7 @@ KINDS = [
     ("browser-vs-native", "Browser (wasm CPU) against native"),
     ("wllama-reference", "Browser: wllama's reference figures"),
     ("speculative", "Speculative decoding"),
+    ("structured-output", "Structured output: what grammars cost"),
     ("wgpu-software", None),
     ("webgpu-browser-software", None),
     ("wasm-kernels", None),
