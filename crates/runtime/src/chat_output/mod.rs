@@ -13,7 +13,7 @@ mod format;
 mod gemma4;
 mod generic;
 mod gpt_oss;
-mod hermes;
+pub(crate) mod hermes;
 mod json_scan;
 mod llama3;
 mod mistral;

@@ -13,6 +13,7 @@
 //! follow, the generation ends without asking the model for another token.
 
 mod gbnf;
+mod guide;
 
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
@@ -23,6 +24,7 @@ use tessera_core::Model;
 use tessera_tokenizer::Tokenizer;
 
 pub use gbnf::{gbnf_to_lark, looks_like_gbnf, GbnfError};
+pub use guide::Guide;
 
 /// What the answer must follow.
 #[derive(Clone, Debug, PartialEq)]
@@ -34,6 +36,8 @@ pub enum Grammar {
     Regex(String),
     /// A Lark grammar (llguidance's dialect: `start: ...`, `%json {...}` for an embedded schema).
     Lark(String),
+    /// Free text until the answer writes `trigger`, then `then` for what follows it.
+    Lazy { trigger: String, then: Box<Grammar> },
 }
 
 impl Grammar {
@@ -42,6 +46,7 @@ impl Grammar {
             Grammar::JsonSchema(schema) => TopLevelGrammar::from_json_schema(compact(schema)),
             Grammar::Regex(rx) => TopLevelGrammar::from_regex(rx),
             Grammar::Lark(lark) => TopLevelGrammar::from_lark(lark.clone()),
+            Grammar::Lazy { then, .. } => then.top_level(),
         }
     }
 }

@@ -27,7 +27,7 @@ use tessera_core::error::EngineError;
 use tessera_core::model::Model;
 use tessera_core::sampling::{DeviceSampling, Sampler};
 
-use crate::constraint::{Constraint, GrammarEnv};
+use crate::constraint::{GrammarEnv, Guide};
 use crate::speculative::SpeculatorChain;
 use crate::stop::StopMatcher;
 use decode::Picking;
@@ -141,7 +141,7 @@ pub struct Generation {
     /// Tokens of the step [`Generation::wants`] handed to a shared batch.
     planned: Option<usize>,
     /// The grammar's state, when [`GenerateParams::grammar`] asks for one.
-    constraint: Option<Constraint>,
+    guide: Option<Guide>,
 }
 
 impl Generation {
@@ -160,16 +160,13 @@ impl Generation {
         check_sequence(ctx, &prompt)?;
         let model = ctx.model().clone();
         let sampler = prompt_sampler(&params, model.tokenizer(), &prompt)?;
-        let constraint = match &params.grammar {
-            Some(grammar) => {
-                let env = GrammarEnv::for_model(&model)?;
-                Some(Constraint::new(&env, grammar)?)
-            }
+        let guide = match &params.grammar {
+            Some(grammar) => Some(Guide::new(GrammarEnv::for_model(&model)?, grammar)?),
             None => None,
         };
         // A grammar picks each token against its mask on the CPU, one at a time: no drafts
         // (they would need the grammar's verdict on every drafted token first).
-        let spec = match options.speculator.filter(|_| constraint.is_none()) {
+        let spec = match options.speculator.filter(|_| guide.is_none()) {
             Some(chain) => Some(Speculation::begin(chain, &prompt)?),
             None => None,
         };
@@ -184,10 +181,8 @@ impl Generation {
         // On a backend that computes where it reads back (the CPU) the sampler picks from the
         // logits: nothing is saved by picking "on the device", and the sampler reports NaNs.
         // A grammar's mask is applied by the CPU sampler (the device chains take none yet).
-        let on_device = options.device_sampling
-            && ctx.picks_on_device()
-            && spec.is_none()
-            && constraint.is_none();
+        let on_device =
+            options.device_sampling && ctx.picks_on_device() && spec.is_none() && guide.is_none();
         let picking = Picking::choose(&params, on_device);
         let now = clock.now_s();
         Ok(Generation {
@@ -211,7 +206,7 @@ impl Generation {
             spec,
             seq: ctx.selected(),
             planned: None,
-            constraint,
+            guide,
         })
     }
 
@@ -317,13 +312,15 @@ impl Generation {
         if self.max_tokens_reached() {
             return Ok(self.done(StopReason::MaxTokens, String::new(), clock));
         }
-        let token = match (self.next.take(), &mut self.constraint) {
+        let token = match (self.next.take(), &mut self.guide) {
             (Some(t), _) => t,
             (None, None) => self.sampler.sample(ctx.logits())?,
-            (None, Some(constraint)) => {
-                let allowed = constraint.allowed()?;
-                let token = self.sampler.sample_allowed(ctx.logits(), Some(&allowed))?;
-                constraint.commit(token)?;
+            (None, Some(guide)) => {
+                let allowed = guide.allowed()?;
+                let token = self
+                    .sampler
+                    .sample_allowed(ctx.logits(), allowed.as_deref())?;
+                guide.commit(token, self.model.tokenizer())?;
                 token
             }
         };
@@ -333,7 +330,7 @@ impl Generation {
 
     /// Whether the grammar allows nothing more (the generation ends without another token).
     fn grammar_complete(&self) -> bool {
-        self.constraint.as_ref().is_some_and(Constraint::is_done)
+        self.guide.as_ref().is_some_and(Guide::is_done)
     }
 
     fn max_tokens_reached(&self) -> bool {

@@ -12,7 +12,9 @@ use tessera_tokenizer::Tokenizer;
 use super::asked::bounded;
 use super::structured::{ResponseFormat, Schema, MAX_GRAMMAR_BYTES};
 use super::{Options, RequestError};
-use crate::chat_output::{answer_schema, system_prompt, OutputFormat, ParseOptions, ToolSyntax};
+use crate::chat_output::{
+    answer_schema, hermes, system_prompt, OutputFormat, ParseOptions, ToolSyntax,
+};
 use crate::constraint::Grammar;
 use crate::generate::{tokenize_chat_with, GenerateError};
 
@@ -140,9 +142,7 @@ pub fn prepare_chat(
             }
             syntax => {
                 context.tools = Some(Value::Array(definitions));
-                if offer.required {
-                    grammar = required_calls(syntax, &offer.tools, offer.parallel);
-                }
+                grammar = call_grammar(syntax, &offer.tools, offer.required, offer.parallel);
             }
         }
     }
@@ -328,9 +328,15 @@ fn add_system_note(messages: &mut Vec<ChatMessage>, note: &str) {
     }
 }
 
-/// The grammar of answers that are only tool calls, in the model's own syntax (where Tessera
-/// writes one for it; otherwise the calls are read unconstrained).
-fn required_calls(syntax: ToolSyntax, tools: &[&Tool], parallel: bool) -> Option<Grammar> {
+/// The grammar of the tool calls in the model's own syntax, where Tessera writes one for it
+/// (otherwise the calls are read unconstrained): answers that are only calls when a call is
+/// `required`, else free text until the model opens a call, constrained from there on.
+fn call_grammar(
+    syntax: ToolSyntax,
+    tools: &[&Tool],
+    required: bool,
+    parallel: bool,
+) -> Option<Grammar> {
     let calls: Vec<Value> = signatures(tools)
         .into_iter()
         .map(|(name, parameters)| {
@@ -345,10 +351,21 @@ fn required_calls(syntax: ToolSyntax, tools: &[&Tool], parallel: bool) -> Option
     let call_schema = crate::constraint::compact(&json!({"anyOf": calls}));
     match syntax {
         ToolSyntax::Hermes => {
-            let repeat = if parallel { "+" } else { "" };
-            Some(Grammar::Lark(format!(
-                "start: call{repeat}\ncall: \"<tool_call>\\n\" body \"\\n</tool_call>\"\nbody: %json {call_schema}\n"
-            )))
+            let (open, close) = (hermes::OPEN, hermes::CLOSE);
+            let more = if parallel { "(WS? call)*" } else { "" };
+            let body = format!("body: %json {call_schema}\nWS: /[ \\t\\r\\n]+/\n");
+            Some(match required {
+                true => Grammar::Lark(format!(
+                    "start: call {more}\ncall: \"{open}\" WS? body WS? \"{close}\"\n{body}"
+                )),
+                // The lazy grammar starts after the opening marker the model wrote.
+                false => Grammar::Lazy {
+                    trigger: open.to_owned(),
+                    then: Box::new(Grammar::Lark(format!(
+                        "start: WS? body WS? \"{close}\" {more}\ncall: \"{open}\" WS? body WS? \"{close}\"\n{body}"
+                    ))),
+                },
+            })
         }
         _ => None,
     }

@@ -6,7 +6,7 @@ use tessera_testkit::*;
 
 use serde_json::{json, Value};
 use tessera_core::sampling::SamplingParams;
-use tessera_runtime::constraint::{gbnf_to_lark, Constraint, Grammar, GrammarEnv};
+use tessera_runtime::constraint::{gbnf_to_lark, Constraint, Grammar, GrammarEnv, Guide};
 use tessera_runtime::generate::{
     generate, tokenize_chat, GenerateError, GenerateParams, NoClock, StopReason,
 };
@@ -213,4 +213,79 @@ fn llama_cpp_schema_cases_are_accepted_or_refused_as_recorded() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// A lazy grammar leaves the text free until the answer writes its trigger, and constrains
+/// what follows it, including the part of the trigger's token past the trigger.
+#[test]
+fn a_lazy_grammar_starts_at_its_trigger() {
+    let model = load_model(SMOLLM2);
+    let tok = model.tokenizer();
+    let grammar = Grammar::Lazy {
+        trigger: "<tool_call>".into(),
+        then: Box::new(Grammar::Lark(r#"start: "{\"a\": 1}""#.into())),
+    };
+    let mut guide = Guide::new(GrammarEnv::for_model(&model).unwrap(), &grammar).unwrap();
+    for t in tok.encode("Let me check. <tool_call", false, false) {
+        assert!(guide.allowed().unwrap().is_none());
+        guide.commit(t, tok).unwrap();
+    }
+    for t in tok.encode(">{\"", false, false) {
+        guide.commit(t, tok).unwrap();
+    }
+    let mask = guide.allowed().unwrap().expect("the grammar started");
+    let allowed = |text: &str| {
+        let id = tok.encode(text, false, false)[0];
+        mask[id as usize / 32] >> (id % 32) & 1 == 1
+    };
+    assert!(allowed("a") && !allowed("Hello") && !allowed("b"));
+}
+
+/// A model whose template writes Hermes-style calls (Qwen 2.5's template, on SmolLM2's
+/// vocabulary): with a call required, the answer is only calls, in the template's syntax, with
+/// arguments that follow the tool's schema, and it reads back as the call.
+#[cfg(feature = "serde")]
+#[test]
+fn required_calls_in_the_hermes_syntax() {
+    use tessera_runtime::chat_output::whole;
+    use tessera_runtime::request::{prepare_chat, Options};
+    use tessera_tokenizer::chat_template::ChatTemplate;
+
+    let model = load_model(SMOLLM2);
+    let source =
+        std::fs::read_to_string(models_dir().join("templates/Qwen-Qwen2.5-7B-Instruct.jinja"))
+            .unwrap();
+    let template = ChatTemplate::new(&source, "", "<|im_end|>").unwrap();
+    let options: Options = serde_json::from_value(json!({
+        "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {
+            "type": "object", "properties": {"city": {"type": "string", "maxLength": 20}},
+            "required": ["city"], "additionalProperties": false}}}],
+        "tool_choice": "required",
+    }))
+    .unwrap();
+    let messages = vec![ChatMessage::new("user", "What is the weather in Paris?")];
+    let prepared = prepare_chat(&options, model.tokenizer(), &template, messages).unwrap();
+    let grammar = prepared.grammar.expect("a required call has a grammar");
+    let mut ctx = context(&model, 1024, 512, 2);
+    let mut text = String::new();
+    let p = GenerateParams {
+        max_tokens: Some(96),
+        grammar: Some(grammar),
+        ..params(Grammar::Regex(String::new()), 0.0, 0)
+    };
+    generate(&mut ctx, &prepared.prompt, &p, &NoClock, &mut |t| {
+        text.push_str(t);
+        true
+    })
+    .unwrap();
+    assert!(
+        text.starts_with("<tool_call>") && text.trim_end().ends_with("</tool_call>"),
+        "{text:?}"
+    );
+    let (format, parse) = prepared.output.expect("tools are read back");
+    let out = whole(&format, &parse, &text, |i| format!("call_{i}"));
+    assert_eq!(out.tool_calls.len(), 1, "{out:?}");
+    assert_eq!(out.tool_calls[0].name, "get_weather");
+    let args: Value = serde_json::from_str(&out.tool_calls[0].arguments).unwrap();
+    assert!(args["city"].is_string(), "{args}");
 }

@@ -208,3 +208,68 @@ fn bad_streams_fail_with_their_codes_as_early_as_they_can() {
         ErrorCode::InvalidGguf
     );
 }
+
+/// Structured output on the browser's WebGPU session, whose steps otherwise pick on the device:
+/// a grammar's steps read the logits back and pick on the CPU against the grammar's mask. A
+/// sample of the structured-output suite's schemas (every sixth), greedy and sampled, and every
+/// answer validates (Python's jsonschema, as the runtime's suite on the CPU).
+#[test]
+fn structured_answers_on_the_gpu_session_follow_their_schemas() {
+    use tessera_runtime::constraint::Grammar;
+    use tessera_runtime::generate::tokenize_chat;
+    use tessera_tokenizer::chat_template::ChatMessage;
+
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let suite_path = root.join("crates/runtime/tests/data/structured_suite.json");
+    let suite: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&suite_path).unwrap()).unwrap();
+    let bytes = smollm2_bytes();
+    let gpu = gpu();
+    let mut s = streamed_session(&gpu, &bytes, true, 1 << 20);
+    let model = s.model().clone();
+    let template = model.chat_template().unwrap().unwrap();
+    let mut lines = String::new();
+    for case in suite["schemas"].as_array().unwrap().iter().step_by(6) {
+        let messages = [ChatMessage::new("user", case["prompt"].as_str().unwrap())];
+        let prompt = tokenize_chat(model.tokenizer(), &template, &messages).unwrap();
+        for (temperature, seed) in [(0.0, 0), (1.0, 7)] {
+            let params = GenerateParams {
+                max_tokens: Some(200),
+                sampling: SamplingParams {
+                    temperature,
+                    seed,
+                    ..SamplingParams::default()
+                },
+                grammar: Some(Grammar::JsonSchema(case["schema"].clone())),
+                ..GenerateParams::default()
+            };
+            let tokens = generated_tokens(&mut s, &gpu, prompt.clone(), params);
+            assert!(tokens.len() < 200, "{}: cut at the token limit", case["id"]);
+            let output = model.tokenizer().decode(&tokens, false);
+            let line = serde_json::json!({"id": case["id"], "model": "SmolLM2 (WebGPU)", "output": output});
+            lines.push_str(&format!("{line}\n"));
+        }
+    }
+    let out = std::env::temp_dir().join(format!(
+        "tessera-gpu-structured-{}.jsonl",
+        std::process::id()
+    ));
+    std::fs::write(&out, lines).unwrap();
+    let run = std::process::Command::new("python3")
+        .arg(root.join("scripts/validate-json-outputs.py"))
+        .args([
+            "validate",
+            out.to_str().unwrap(),
+            "--suite",
+            suite_path.to_str().unwrap(),
+        ])
+        .output()
+        .expect("python3 runs (scripts/setup.sh installs jsonschema)");
+    std::fs::remove_file(&out).ok();
+    assert!(
+        run.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
