@@ -29,6 +29,11 @@ fi
 python3 -c 'import gguf, numpy' 2>/dev/null \
   || python3 -m pip install --quiet --disable-pip-version-check 'gguf==0.19.0' numpy
 
+# JSON-schema validation of the structured-output suite's answers
+# (scripts/validate-json-outputs.py: a validator other than the grammar engine judges them).
+python3 -c 'import jsonschema' 2>/dev/null \
+  || python3 -m pip install --quiet --disable-pip-version-check 'jsonschema==4.26.0'
+
 # NVRTC (CUDA's run-time compiler, no driver needed) from its PyPI wheel: the CUDA backend's
 # test compiles every kernel of shaders/cuda to PTX with it (scripts/test.sh points
 # TESSERA_NVRTC at the wheel's libnvrtc.so.12).
