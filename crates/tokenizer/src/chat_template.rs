@@ -12,10 +12,13 @@
 //! template's own so that a message cannot write the template's control tokens.
 
 mod budget;
+mod clock;
 mod contents;
 mod guards;
 pub mod limits;
 pub mod source;
+
+pub use clock::set_wall_clock;
 
 use std::collections::BTreeMap;
 
@@ -207,6 +210,9 @@ impl ChatTemplate {
                 ))
             },
         );
+        env.add_function("strftime_now", |format: String| {
+            clock::strftime_now(&format)
+        });
         env.add_template_owned("chat", source.to_owned())
             .map_err(|e| ChatTemplateError::Syntax(describe(&e)))?;
         // Refused now rather than at every render.

