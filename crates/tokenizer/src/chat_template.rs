@@ -18,7 +18,7 @@ mod guards;
 pub mod limits;
 pub mod source;
 
-pub use clock::set_wall_clock;
+pub use clock::{set_wall_clock, strftime_now};
 
 use std::collections::BTreeMap;
 

@@ -317,6 +317,9 @@ fn unlimited(source: &str) -> Result<String, String> {
             Err(minijinja::Error::new(ErrorKind::InvalidOperation, msg))
         },
     );
+    env.add_function("strftime_now", |format: String| {
+        tessera_tokenizer::chat_template::strftime_now(&format)
+    });
     env.add_template_owned("chat", source.to_owned())
         .map_err(|e| e.to_string())?;
     let t = env.get_template("chat").map_err(|e| e.to_string())?;
