@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use tessera_runtime::generate::{tokenize_chat_with, GenerateError};
-use tessera_tokenizer::chat_template::{ChatMessage, ChatTemplate, ChatTemplateError};
+use tessera_tokenizer::chat_template::{ChatContext, ChatMessage, ChatTemplate, ChatTemplateError};
 use tessera_tokenizer::Tokenizer;
 
 fn smollm2() -> &'static Tokenizer {
@@ -67,7 +67,12 @@ fn run(data: &[u8]) {
     let Ok(rendered) = template.render(&messages, add_generation_prompt) else {
         return;
     };
-    if let Some(spans) = template.content_spans(&messages, add_generation_prompt, &rendered) {
+    if let Some(spans) = template.content_spans(
+        &messages,
+        add_generation_prompt,
+        &ChatContext::default(),
+        &rendered,
+    ) {
         check_spans(&spans, &messages, &rendered);
     }
     // The chat tokenization opens the assistant's turn.
@@ -78,7 +83,13 @@ fn run(data: &[u8]) {
         return;
     }
     let tok = smollm2();
-    match tokenize_chat_with(tok, &template, &messages, flags & 4 == 4) {
+    match tokenize_chat_with(
+        tok,
+        &template,
+        &messages,
+        &ChatContext::default(),
+        flags & 4 == 4,
+    ) {
         // The text comes back as from plain special-token parsing (which drops only the
         // characters no token of the vocabulary covers, as llama.cpp does).
         Ok(ids) => assert_eq!(

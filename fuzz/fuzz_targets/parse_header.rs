@@ -4,8 +4,8 @@
 //! model the reader accepts survives a writer round trip.
 #![no_main]
 
-use tessera_gguf::{parse_header, GgufFile, GgufWriter, Header, StreamEvent, StreamParser};
 use libfuzzer_sys::fuzz_target;
+use tessera_gguf::{parse_header, GgufFile, GgufWriter, Header, StreamEvent, StreamParser};
 
 /// Chunk sizes from a cheap generator seeded by the input, so chunking varies with it.
 fn chunk_sizes(data: &[u8]) -> impl Iterator<Item = usize> {
