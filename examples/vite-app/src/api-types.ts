@@ -1,5 +1,5 @@
 // Not bundled: `tsc --noEmit` checks that the package's index.d.ts describes the API as apps
-// use it (the stream overloads, create(body, { signal }), content parts, cache management).
+// use it (the stream overloads, create(body, { signal }), content parts, tools, cache management).
 // Each @ts-expect-error line must stay an error, or tsc fails.
 
 import {
@@ -21,11 +21,18 @@ export async function typeChecks(flag: boolean): Promise<void> {
   const text: Completion = await engine.completions.create({ prompt: 'x' }, { signal: controller.signal });
   // @ts-expect-error a stream is not a completion
   const wrong: ChatCompletion = await engine.chat.completions.create({ messages: [], stream: true });
-  // @ts-expect-error tools are not supported
-  await engine.chat.completions.create({ messages: [], tools: [] });
+  // Tools, a tool turn in the history, and the calls in the answer.
+  const called: ChatCompletion = await engine.chat.completions.create({
+    messages: [{ role: 'tool', tool_call_id: 'call_1', content: '{}' }],
+    tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
+    tool_choice: { type: 'function', function: { name: 'f' } },
+  });
+  const calls: string[] | undefined = called.choices[0].message.tool_calls?.map((c) => c.function.arguments);
+  // @ts-expect-error tool_choice is auto, none, required or a named function
+  await engine.chat.completions.create({ messages: [], tool_choice: 'sometimes' });
   const cached: { url: string; bytes?: number; store: 'cache-api' | 'opfs' }[] = await listCachedModels();
   const has: boolean = await hasCachedModel('m.gguf');
   const deleted: boolean = await deleteCachedModel(new URL('https://x/m.gguf'));
   const code: ErrorCode = new TesseraError('UNSUPPORTED_BACKEND', 'x').code;
-  void [whole, stream, either, text, wrong, cached, has, deleted, code];
+  void [whole, stream, either, text, wrong, called, calls, cached, has, deleted, code];
 }

@@ -31,7 +31,7 @@ async function main(): Promise<void> {
   let text = '';
   let timings: Timings | undefined;
   for await (const chunk of stream) {
-    text += chunk.choices[0].delta.content;
+    text += chunk.choices[0].delta.content ?? '';
     out.textContent = text;
     timings = chunk.timings ?? timings;
   }
