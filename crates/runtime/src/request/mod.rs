@@ -1,9 +1,10 @@
 //! The OpenAI-shaped request every host takes (`tessera serve`'s endpoints and the browser's
 //! `create()`), parsed and checked here once so that both accept and refuse the same requests
 //! with the same messages: the chat [`messages`], the generation [`Options`] (sampling, stop,
-//! logit bias, limits, speculative decoding) and the fields Tessera does not implement yet
-//! (`response_format`, `tools`, `logprobs`: refused unless they ask for nothing). [`fields`]
-//! is the table of every field's limits that the checks read and the docs show.
+//! logit bias, limits, speculative decoding), [`structured`] output, [`tools`] and thinking
+//! ([`prepare_chat`]), and the fields Tessera does not implement yet (`n`, `logprobs`: refused
+//! unless they ask for nothing). [`fields`] is the table of every field's limits that the
+//! checks read and the docs show.
 //!
 //! A host deserializes with [`deserialize`] (from JSON, or from a JS value) so that a type
 //! error names its field; every failure is a [`RequestError`]. Embeddings' `input` is parsed

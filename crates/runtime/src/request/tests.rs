@@ -160,7 +160,7 @@ fn content_parts_are_joined_and_other_parts_refused() {
         (m[1].role.as_str(), m[1].content.as_str()),
         ("assistant", "")
     );
-    // `tool_calls: []` and `tool_call_id: null` ask for no tool calling.
+    // `tool_calls: []` and `tool_call_id: null` are a plain turn.
     let plain = messages(
         r#"[{"role": "assistant", "content": "x", "tool_calls": [], "tool_call_id": null}]"#,
     );
