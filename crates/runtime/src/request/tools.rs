@@ -154,7 +154,8 @@ pub fn prepare_chat(
         options.parse_special_in_content,
     )?;
     let reasoning = options.reasoning_format.unwrap_or_default();
-    let reads = offer.is_some() || format.think.is_some();
+    // Thinking is read apart whatever the request (gpt-oss's channels have no tags of their own).
+    let reads = offer.is_some() || format.think.is_some() || format.tools == ToolSyntax::GptOss;
     let output = match reads {
         false => None,
         true => {
