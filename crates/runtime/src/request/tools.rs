@@ -129,8 +129,11 @@ pub fn prepare_chat(
             .insert("reasoning_effort".into(), Value::String(effort.clone()));
     }
     let mut grammar = None;
+    // The tools as templates and the answer's readers take them.
+    let definitions: Vec<Value> = offer.as_ref().map_or(Vec::new(), |o| {
+        o.tools.iter().map(|t| tool_json(t)).collect()
+    });
     if let Some(offer) = &offer {
-        let definitions: Vec<Value> = offer.tools.iter().map(|t| tool_json(t)).collect();
         match format.tools {
             ToolSyntax::Generic => {
                 add_system_note(&mut messages, &system_prompt(&definitions));
@@ -141,7 +144,7 @@ pub fn prepare_chat(
                 )));
             }
             syntax => {
-                context.tools = Some(Value::Array(definitions));
+                context.tools = Some(Value::Array(definitions.clone()));
                 grammar = call_grammar(syntax, &offer.tools, offer.required, offer.parallel);
             }
         }
@@ -165,9 +168,7 @@ pub fn prepare_chat(
                     .opened_reasoning(template, &messages, &context)
                     .map_err(GenerateError::from)?,
                 tool_calls: offer.is_some(),
-                tools: offer.as_ref().map_or(Vec::new(), |o| {
-                    o.tools.iter().map(|t| tool_json(t)).collect()
-                }),
+                tools: definitions,
                 json_response: matches!(
                     options.response_format,
                     Some(ResponseFormat::JsonObject { .. } | ResponseFormat::JsonSchema { .. })
